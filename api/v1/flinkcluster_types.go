@@ -1,0 +1,317 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FlinkClusterSpec is the intent for one Flink cluster: its topology and its
+// lifecycle. Everything else is Flink configuration, rendered by the operator
+// into a ConfigMap; keep this struct small (the design's anti-pattern 1).
+//
+// +kubebuilder:validation:XValidation:rule="self.jobManager.replicas <= 1 || (has(self.highAvailability) && self.highAvailability.mode != 'none')",message="spec.jobManager.replicas greater than 1 requires spec.highAvailability.mode to be zookeeper or kubernetes"
+type FlinkClusterSpec struct {
+	// Version is the exact Flink version, such as 1.17.1. Fuzzy versions
+	// (latest, 1.17) are refused: the operator picks configuration keys and
+	// the default image by it.
+	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+\.[0-9]+$`
+	// +kubebuilder:validation:MaxLength=32
+	Version string `json:"version"`
+
+	// Image is the Flink container image. Defaults to the official
+	// flink:<version> image.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// ImagePullPolicy for the Flink containers.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// ServiceAccountName the JobManager and TaskManager pods run as.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// JobManager is the Flink JobManager tier.
+	JobManager JobManagerSpec `json:"jobManager"`
+
+	// TaskManager is the Flink TaskManager tier.
+	TaskManager TaskManagerSpec `json:"taskManager"`
+
+	// HighAvailability configures JobManager leader election and recovery.
+	// +optional
+	HighAvailability *HighAvailabilitySpec `json:"highAvailability,omitempty"`
+
+	// Checkpointing configures periodic checkpoints and where state lives.
+	// +optional
+	Checkpointing *CheckpointingSpec `json:"checkpointing,omitempty"`
+
+	// Kafka describes the Kafka cluster the jobs read and write. Secrets are
+	// referenced, never inlined.
+	// +optional
+	Kafka *KafkaSpec `json:"kafka,omitempty"`
+
+	// FlinkConfiguration holds extra Flink settings rendered into the
+	// cluster's configuration. Keys the operator owns (ports, addresses,
+	// slots, high availability, checkpointing) are refused.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['jobmanager.rpc.address','jobmanager.rpc.port','jobmanager.bind-host','taskmanager.bind-host','blob.server.port','rest.port','rest.address','rest.bind-address','taskmanager.numberOfTaskSlots','execution.checkpointing.interval','execution.checkpointing.num-retained','state.checkpoints.num-retained','state.checkpoints.dir','execution.checkpointing.dir','state.savepoints.dir','execution.checkpointing.savepoint-dir','kubernetes.cluster-id']) && !k.startsWith('high-availability'))",message="spec.flinkConfiguration must not set keys the operator owns (ports, addresses, slots, high-availability.*, checkpoint interval, retention and directories); use the dedicated spec fields"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 4096)",message="spec.flinkConfiguration keys must be at most 253 characters and values at most 4096"
+	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty"`
+}
+
+// JobManagerSpec is the JobManager tier.
+type JobManagerSpec struct {
+	// Replicas of the JobManager. More than one requires high availability.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +kubebuilder:default=1
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Resources of the JobManager container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// TaskManagerSpec is the TaskManager tier.
+type TaskManagerSpec struct {
+	// Replicas of the TaskManager. Scaled through the scale subresource too.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Replicas int32 `json:"replicas"`
+
+	// Slots per TaskManager (taskmanager.numberOfTaskSlots).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=32
+	// +kubebuilder:default=1
+	// +optional
+	Slots int32 `json:"slots,omitempty"`
+
+	// Resources of the TaskManager container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// HighAvailabilityMode selects the JobManager HA services.
+// +kubebuilder:validation:Enum=none;zookeeper;kubernetes
+type HighAvailabilityMode string
+
+const (
+	HighAvailabilityNone       HighAvailabilityMode = "none"
+	HighAvailabilityZookeeper  HighAvailabilityMode = "zookeeper"
+	HighAvailabilityKubernetes HighAvailabilityMode = "kubernetes"
+)
+
+// HighAvailabilitySpec configures JobManager high availability.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'zookeeper' || (has(self.zookeeper) && size(self.zookeeper.connectString) > 0)",message="spec.highAvailability.zookeeper.connectString is required when spec.highAvailability.mode is zookeeper"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'zookeeper' || !has(self.zookeeper)",message="spec.highAvailability.zookeeper is only allowed when spec.highAvailability.mode is zookeeper"
+type HighAvailabilitySpec struct {
+	// Mode of high availability.
+	Mode HighAvailabilityMode `json:"mode"`
+
+	// Zookeeper settings, required for mode zookeeper.
+	// +optional
+	Zookeeper *ZookeeperSpec `json:"zookeeper,omitempty"`
+
+	// StorageDir is where JobManager metadata is persisted for recovery
+	// (high-availability.storageDir), for example s3://bucket/flink/ha.
+	// Defaults to a directory on the cluster's data volume, which suits
+	// development only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	StorageDir string `json:"storageDir,omitempty"`
+}
+
+// ZookeeperSpec locates the ZooKeeper ensemble.
+type ZookeeperSpec struct {
+	// ConnectString is the ZooKeeper quorum, such as zookeeper:2181.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	ConnectString string `json:"connectString"`
+}
+
+// CheckpointingSpec configures checkpoints.
+type CheckpointingSpec struct {
+	// Interval between checkpoints, as a duration string such as 30s or 5m.
+	// The operator maps it to the right key for the Flink version.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms')",message="spec.checkpointing.interval must be at least 100ms"
+	Interval string `json:"interval"`
+
+	// Retention is how many completed checkpoints Flink keeps.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=1
+	// +optional
+	Retention int32 `json:"retention,omitempty"`
+
+	// CheckpointsDir is where checkpoints are written, for example
+	// s3://bucket/flink/checkpoints. Defaults to the cluster's data volume.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	CheckpointsDir string `json:"checkpointsDir,omitempty"`
+
+	// SavepointsDir is where savepoints are written. Defaults to the
+	// cluster's data volume.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	SavepointsDir string `json:"savepointsDir,omitempty"`
+}
+
+// KafkaSpec locates Kafka. Credentials are only ever referenced.
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !self.tls.enabled || has(self.tls.secretRef)",message="spec.kafka.tls.secretRef is required when spec.kafka.tls.enabled is true"
+type KafkaSpec struct {
+	// Bootstrap servers of the Kafka cluster.
+	Bootstrap KafkaBootstrap `json:"bootstrap"`
+
+	// TLS to the brokers.
+	// +optional
+	TLS *KafkaTLS `json:"tls,omitempty"`
+
+	// SASL credentials, by reference.
+	// +optional
+	SASL *KafkaSASL `json:"sasl,omitempty"`
+}
+
+// KafkaBootstrap lists the bootstrap servers.
+type KafkaBootstrap struct {
+	// Servers is a comma-separated host:port list.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	Servers string `json:"servers"`
+}
+
+// KafkaTLS configures TLS to Kafka.
+type KafkaTLS struct {
+	// Enabled turns TLS on.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// SecretRef names a Secret holding the TLS material (ca.crt, tls.crt,
+	// tls.key); it is mounted into the Flink pods.
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+}
+
+// KafkaSASL configures SASL to Kafka.
+type KafkaSASL struct {
+	// SecretRef names a Secret holding the SASL JAAS settings; it is mounted
+	// into the Flink pods.
+	SecretRef SecretReference `json:"secretRef"`
+}
+
+// SecretReference names a Secret in the FlinkCluster's namespace.
+type SecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Phase is a one-word summary; the conditions carry the detail.
+// +kubebuilder:validation:Enum=Pending;Running;Scaling;Updating;Degraded;Terminating
+type Phase string
+
+const (
+	PhasePending     Phase = "Pending"
+	PhaseRunning     Phase = "Running"
+	PhaseScaling     Phase = "Scaling"
+	PhaseUpdating    Phase = "Updating"
+	PhaseDegraded    Phase = "Degraded"
+	PhaseTerminating Phase = "Terminating"
+)
+
+// Condition types.
+const (
+	// ConditionAvailable is True when the JobManager and every TaskManager
+	// are ready.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the cluster moves towards the spec.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the cluster failed to reach or keep the spec.
+	ConditionDegraded = "Degraded"
+)
+
+// ComponentStatus counts the pods of one tier.
+type ComponentStatus struct {
+	// Replicas is the number of pods that exist.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// ReadyReplicas is the number of ready pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// Ready is ready/desired, for display.
+	// +optional
+	Ready string `json:"ready,omitempty"`
+}
+
+// FlinkClusterStatus is what the operator observed.
+type FlinkClusterStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase summarises the conditions.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// Conditions: Available, Progressing, Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// JobManager pod counts.
+	// +optional
+	JobManager ComponentStatus `json:"jobManager,omitempty"`
+
+	// TaskManager pod counts; replicas backs the scale subresource.
+	// +optional
+	TaskManager ComponentStatus `json:"taskManager,omitempty"`
+
+	// Selector of the TaskManager pods, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// ConfigHash is the hash of the rendered Flink configuration the pods run.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+}
+
+// FlinkCluster is one Apache Flink cluster managed by Datapilot.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.taskManager.replicas,statuspath=.status.taskManager.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=fc,categories=datapilot
+// +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="JobManagers",type=string,JSONPath=`.status.jobManager.ready`
+// +kubebuilder:printcolumn:name="TaskManagers",type=string,JSONPath=`.status.taskManager.ready`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type FlinkCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FlinkClusterSpec   `json:"spec,omitempty"`
+	Status FlinkClusterStatus `json:"status,omitempty"`
+}
+
+// FlinkClusterList is a list of FlinkClusters.
+//
+// +kubebuilder:object:root=true
+type FlinkClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FlinkCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FlinkCluster{}, &FlinkClusterList{})
+}
