@@ -2,6 +2,7 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -94,6 +95,22 @@ type TaskManagerSpec struct {
 	// Resources of the TaskManager container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Storage gives each TaskManager a PersistentVolumeClaim for local state
+	// (RocksDB, spill files). Without it they use an emptyDir. The claims are
+	// deleted with the FlinkCluster.
+	// +optional
+	Storage *TaskManagerStorage `json:"storage,omitempty"`
+}
+
+// TaskManagerStorage sizes the TaskManagers' local-state volumes.
+type TaskManagerStorage struct {
+	// Size of each TaskManager's volume.
+	Size resource.Quantity `json:"size"`
+
+	// StorageClassName of the claims; the cluster default when empty.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
 // HighAvailabilityMode selects the JobManager HA services.

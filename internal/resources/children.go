@@ -1,0 +1,276 @@
+package resources
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
+	coreac "k8s.io/client-go/applyconfigurations/core/v1"
+	metaac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+)
+
+// Desired is every child object of one cluster, ready to apply.
+type Desired struct {
+	Config             FlinkConfig
+	ConfigMap          *coreac.ConfigMapApplyConfiguration
+	JobManager         *appsac.DeploymentApplyConfiguration
+	JobManagerService  *coreac.ServiceApplyConfiguration
+	TaskManager        *appsac.StatefulSetApplyConfiguration
+	TaskManagerService *coreac.ServiceApplyConfiguration
+}
+
+// Build renders the desired children of a cluster.
+func Build(fc *v1.FlinkCluster) (*Desired, error) {
+	cfg, err := RenderConfig(fc)
+	if err != nil {
+		return nil, err
+	}
+	d := &Desired{
+		Config:             cfg,
+		ConfigMap:          configMap(fc, cfg),
+		JobManager:         jobManager(fc, cfg),
+		JobManagerService:  jobManagerService(fc),
+		TaskManager:        taskManager(fc, cfg),
+		TaskManagerService: taskManagerService(fc),
+	}
+	// The spec hash covers everything the operator sets on a child, so a
+	// cached child carrying the same hash needs no write.
+	stampSpecHash(d.ConfigMap, d.ConfigMap.ObjectMetaApplyConfiguration)
+	stampSpecHash(d.JobManager, d.JobManager.ObjectMetaApplyConfiguration)
+	stampSpecHash(d.JobManagerService, d.JobManagerService.ObjectMetaApplyConfiguration)
+	stampSpecHash(d.TaskManager, d.TaskManager.ObjectMetaApplyConfiguration)
+	stampSpecHash(d.TaskManagerService, d.TaskManagerService.ObjectMetaApplyConfiguration)
+	return d, nil
+}
+
+func stampSpecHash(obj any, meta *metaac.ObjectMetaApplyConfiguration) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		// Apply configurations are plain structs; marshalling cannot fail.
+		panic(fmt.Sprintf("marshal apply configuration: %v", err))
+	}
+	sum := sha256.Sum256(raw)
+	meta.WithAnnotations(map[string]string{AnnotationSpecHash: hex.EncodeToString(sum[:8])})
+}
+
+func ownerRef(fc *v1.FlinkCluster) *metaac.OwnerReferenceApplyConfiguration {
+	return metaac.OwnerReference().
+		WithAPIVersion(v1.GroupVersion.String()).
+		WithKind("FlinkCluster").
+		WithName(fc.Name).
+		WithUID(fc.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
+
+func configMap(fc *v1.FlinkCluster, cfg FlinkConfig) *coreac.ConfigMapApplyConfiguration {
+	return coreac.ConfigMap(ConfigMapName(fc), fc.Namespace).
+		WithLabels(Labels(fc, ComponentConfig)).
+		WithOwnerReferences(ownerRef(fc)).
+		WithData(cfg.Files())
+}
+
+// Image is the container image of the cluster.
+func Image(fc *v1.FlinkCluster) string {
+	if fc.Spec.Image != "" {
+		return fc.Spec.Image
+	}
+	return "flink:" + fc.Spec.Version
+}
+
+func haEnabled(fc *v1.FlinkCluster) bool {
+	return fc.Spec.HighAvailability != nil && fc.Spec.HighAvailability.Mode != v1.HighAvailabilityNone
+}
+
+func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig) *appsac.DeploymentApplyConfiguration {
+	args := []string{"jobmanager"}
+	if haEnabled(fc) {
+		// With HA each JobManager publishes its own address through the
+		// leader election, so it must bind to its pod IP, not the Service.
+		args = append(args, "$(POD_IP)")
+	}
+	c := flinkContainer(fc, "jobmanager", args, fc.Spec.JobManager.Resources).
+		WithPorts(
+			coreac.ContainerPort().WithName("rpc").WithContainerPort(PortRPC),
+			coreac.ContainerPort().WithName("blob").WithContainerPort(PortBlob),
+			coreac.ContainerPort().WithName("rest").WithContainerPort(PortREST),
+		).
+		WithReadinessProbe(tcpProbe("rest", 5, 10)).
+		WithLivenessProbe(tcpProbe("rpc", 30, 30))
+	replicas := fc.Spec.JobManager.Replicas
+	if replicas < 1 {
+		replicas = 1
+	}
+	return appsac.Deployment(JobManagerName(fc), fc.Namespace).
+		WithLabels(Labels(fc, ComponentJobManager)).
+		WithOwnerReferences(ownerRef(fc)).
+		WithSpec(appsac.DeploymentSpec().
+			WithReplicas(replicas).
+			WithSelector(metaac.LabelSelector().WithMatchLabels(SelectorLabels(fc.Name, ComponentJobManager))).
+			// A JobManager holds no local state worth keeping; replacing it
+			// first avoids two leaders fighting over one Service address
+			// when high availability is off.
+			WithStrategy(appsac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)).
+			WithTemplate(podTemplate(fc, cfg, ComponentJobManager, c, nil)))
+}
+
+func taskManager(fc *v1.FlinkCluster, cfg FlinkConfig) *appsac.StatefulSetApplyConfiguration {
+	c := flinkContainer(fc, "taskmanager", []string{"taskmanager"}, fc.Spec.TaskManager.Resources).
+		WithPorts(coreac.ContainerPort().WithName("rpc").WithContainerPort(6122)).
+		WithReadinessProbe(tcpProbe("rpc", 5, 10)).
+		WithLivenessProbe(tcpProbe("rpc", 30, 30))
+	var dataVolume *coreac.VolumeApplyConfiguration
+	spec := appsac.StatefulSetSpec().
+		WithReplicas(fc.Spec.TaskManager.Replicas).
+		WithServiceName(TaskManagerName(fc)).
+		// TaskManagers are interchangeable: start and stop them in parallel.
+		// Updates still roll one pod at a time.
+		WithPodManagementPolicy(appsv1.ParallelPodManagement).
+		WithUpdateStrategy(appsac.StatefulSetUpdateStrategy().WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
+		WithSelector(metaac.LabelSelector().WithMatchLabels(SelectorLabels(fc.Name, ComponentTaskManager)))
+	if st := fc.Spec.TaskManager.Storage; st != nil {
+		pvc := coreac.PersistentVolumeClaim("data", "").
+			WithLabels(SelectorLabels(fc.Name, ComponentTaskManager)).
+			WithSpec(coreac.PersistentVolumeClaimSpec().
+				WithAccessModes(corev1.ReadWriteOnce).
+				WithResources(coreac.VolumeResourceRequirements().WithRequests(corev1.ResourceList{corev1.ResourceStorage: st.Size})))
+		if st.StorageClassName != nil {
+			pvc.Spec.WithStorageClassName(*st.StorageClassName)
+		}
+		// The finalizer deletes the claims when the cluster goes; scaling
+		// down keeps them so a TaskManager that returns finds its state.
+		spec.WithVolumeClaimTemplates(pvc).
+			WithPersistentVolumeClaimRetentionPolicy(appsac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+				WithWhenDeleted(appsv1.RetainPersistentVolumeClaimRetentionPolicyType).
+				WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType))
+	} else {
+		dataVolume = coreac.Volume().WithName("data").WithEmptyDir(coreac.EmptyDirVolumeSource())
+	}
+	spec.WithTemplate(podTemplate(fc, cfg, ComponentTaskManager, c, dataVolume))
+	return appsac.StatefulSet(TaskManagerName(fc), fc.Namespace).
+		WithLabels(Labels(fc, ComponentTaskManager)).
+		WithOwnerReferences(ownerRef(fc)).
+		WithSpec(spec)
+}
+
+func flinkContainer(fc *v1.FlinkCluster, name string, args []string, res corev1.ResourceRequirements) *coreac.ContainerApplyConfiguration {
+	c := coreac.Container().
+		WithName(name).
+		WithImage(Image(fc)).
+		WithArgs(args...).
+		WithEnv(coreac.EnvVar().WithName("POD_IP").WithValueFrom(
+			coreac.EnvVarSource().WithFieldRef(coreac.ObjectFieldSelector().WithFieldPath("status.podIP"))))
+	if fc.Spec.ImagePullPolicy != "" {
+		c.WithImagePullPolicy(fc.Spec.ImagePullPolicy)
+	}
+	if rr := resourceRequirements(res); rr != nil {
+		c.WithResources(rr)
+	}
+	c.WithVolumeMounts(
+		coreac.VolumeMount().WithName("flink-config").WithMountPath(ConfDir),
+		coreac.VolumeMount().WithName("data").WithMountPath(DataDir),
+	)
+	if k := fc.Spec.Kafka; k != nil {
+		c.WithEnv(coreac.EnvVar().WithName("KAFKA_BOOTSTRAP_SERVERS").WithValue(k.Bootstrap.Servers))
+		if k.TLS != nil && k.TLS.Enabled && k.TLS.SecretRef != nil {
+			c.WithVolumeMounts(coreac.VolumeMount().WithName("kafka-tls").WithMountPath(KafkaTLSDir).WithReadOnly(true))
+		}
+		if k.SASL != nil {
+			c.WithVolumeMounts(coreac.VolumeMount().WithName("kafka-sasl").WithMountPath(KafkaSASLDir).WithReadOnly(true))
+		}
+	}
+	return c
+}
+
+func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, component string, c *coreac.ContainerApplyConfiguration, dataVolume *coreac.VolumeApplyConfiguration) *coreac.PodTemplateSpecApplyConfiguration {
+	pod := coreac.PodSpec().
+		WithContainers(c).
+		WithVolumes(coreac.Volume().WithName("flink-config").WithConfigMap(
+			coreac.ConfigMapVolumeSource().WithName(ConfigMapName(fc))))
+	if dataVolume != nil {
+		pod.WithVolumes(dataVolume)
+	} else if component == ComponentJobManager {
+		pod.WithVolumes(coreac.Volume().WithName("data").WithEmptyDir(coreac.EmptyDirVolumeSource()))
+	}
+	if k := fc.Spec.Kafka; k != nil {
+		if k.TLS != nil && k.TLS.Enabled && k.TLS.SecretRef != nil {
+			pod.WithVolumes(coreac.Volume().WithName("kafka-tls").WithSecret(coreac.SecretVolumeSource().WithSecretName(k.TLS.SecretRef.Name)))
+		}
+		if k.SASL != nil {
+			pod.WithVolumes(coreac.Volume().WithName("kafka-sasl").WithSecret(coreac.SecretVolumeSource().WithSecretName(k.SASL.SecretRef.Name)))
+		}
+	}
+	if fc.Spec.ServiceAccountName != "" {
+		pod.WithServiceAccountName(fc.Spec.ServiceAccountName)
+	}
+	// The official image runs Flink as uid 9999; its fsGroup makes mounted
+	// volumes writable for it.
+	pod.WithSecurityContext(coreac.PodSecurityContext().WithFSGroup(9999))
+	return coreac.PodTemplateSpec().
+		WithLabels(Labels(fc, component)).
+		WithAnnotations(map[string]string{AnnotationConfigHash: cfg.Hash}).
+		WithSpec(pod)
+}
+
+func jobManagerService(fc *v1.FlinkCluster) *coreac.ServiceApplyConfiguration {
+	return coreac.Service(JobManagerName(fc), fc.Namespace).
+		WithLabels(Labels(fc, ComponentJobManager)).
+		WithOwnerReferences(ownerRef(fc)).
+		WithSpec(coreac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(SelectorLabels(fc.Name, ComponentJobManager)).
+			WithPorts(
+				servicePort("rpc", PortRPC),
+				servicePort("blob", PortBlob),
+				servicePort("rest", PortREST),
+			))
+}
+
+func taskManagerService(fc *v1.FlinkCluster) *coreac.ServiceApplyConfiguration {
+	return coreac.Service(TaskManagerName(fc), fc.Namespace).
+		WithLabels(Labels(fc, ComponentTaskManager)).
+		WithOwnerReferences(ownerRef(fc)).
+		WithSpec(coreac.ServiceSpec().
+			WithClusterIP(corev1.ClusterIPNone).
+			// TaskManagers must resolve each other before they are ready.
+			WithPublishNotReadyAddresses(true).
+			WithSelector(SelectorLabels(fc.Name, ComponentTaskManager)).
+			WithPorts(servicePort("rpc", 6122)))
+}
+
+func servicePort(name string, port int32) *coreac.ServicePortApplyConfiguration {
+	return coreac.ServicePort().WithName(name).WithPort(port).
+		WithTargetPort(intstr.FromString(name)).WithProtocol(corev1.ProtocolTCP)
+}
+
+func tcpProbe(port string, initialDelay, period int32) *coreac.ProbeApplyConfiguration {
+	return coreac.Probe().
+		WithTCPSocket(coreac.TCPSocketAction().WithPort(intstr.FromString(port))).
+		WithInitialDelaySeconds(initialDelay).
+		WithPeriodSeconds(period)
+}
+
+func resourceRequirements(r corev1.ResourceRequirements) *coreac.ResourceRequirementsApplyConfiguration {
+	if len(r.Limits) == 0 && len(r.Requests) == 0 {
+		return nil
+	}
+	rr := coreac.ResourceRequirements()
+	if len(r.Limits) > 0 {
+		rr.WithLimits(r.Limits)
+	}
+	requests := r.Requests
+	if len(requests) == 0 {
+		// Requests default to limits in the API server anyway; saying so
+		// here keeps the applied object and the stored one identical.
+		requests = r.Limits
+	}
+	rr.WithRequests(requests)
+	return rr
+}

@@ -1,0 +1,194 @@
+package resources
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// loadExample reads a FlinkCluster from the repository's examples/.
+func loadExample(t *testing.T, name string) *v1.FlinkCluster {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &v1.FlinkCluster{}
+	if err := yaml.UnmarshalStrict(raw, fc); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	fc.Namespace = "analytics"
+	fc.UID = "00000000-0000-0000-0000-000000000001"
+	return fc
+}
+
+func goldenCases(t *testing.T) map[string]*v1.FlinkCluster {
+	ref := loadExample(t, "realtime-warehouse.yaml")
+
+	minimal := &v1.FlinkCluster{}
+	minimal.Name, minimal.Namespace, minimal.UID = "sessions", "default", "00000000-0000-0000-0000-000000000002"
+	minimal.Spec = v1.FlinkClusterSpec{
+		Version:     "1.19.1",
+		JobManager:  v1.JobManagerSpec{Replicas: 1},
+		TaskManager: v1.TaskManagerSpec{Replicas: 2, Slots: 2},
+	}
+
+	full := ref.DeepCopy()
+	full.Name = "payments"
+	full.Spec.Version = "1.20.0"
+	full.Spec.Image = "registry.example.com/flink:1.20.0-java17"
+	full.Spec.ImagePullPolicy = "IfNotPresent"
+	full.Spec.ServiceAccountName = "flink"
+	full.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes, StorageDir: "s3://flink/ha"}
+	full.Spec.Checkpointing.CheckpointsDir = "s3://flink/checkpoints"
+	full.Spec.Checkpointing.SavepointsDir = "s3://flink/savepoints"
+	full.Spec.TaskManager.Storage = &v1.TaskManagerStorage{Size: resource.MustParse("50Gi"), StorageClassName: ptr.To("fast")}
+	full.Spec.Kafka = &v1.KafkaSpec{
+		Bootstrap: v1.KafkaBootstrap{Servers: "kafka-0:9093,kafka-1:9093"},
+		TLS:       &v1.KafkaTLS{Enabled: true, SecretRef: &v1.SecretReference{Name: "kafka-tls"}},
+		SASL:      &v1.KafkaSASL{SecretRef: v1.SecretReference{Name: "kafka-sasl"}},
+	}
+	full.Spec.FlinkConfiguration = map[string]string{
+		"state.backend.type":    "rocksdb",
+		"pipeline.name":         "payments: enrich & route",
+		"restart-strategy.type": "fixed-delay",
+	}
+
+	old := minimal.DeepCopy()
+	old.Name = "legacy"
+	old.Spec.Version = "1.13.6"
+	old.Spec.Checkpointing = &v1.CheckpointingSpec{Interval: "1m"}
+	old.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
+
+	return map[string]*v1.FlinkCluster{
+		"realtime-warehouse": ref,
+		"minimal-1.19":       minimal,
+		"full-1.20":          full,
+		"legacy-1.13":        old,
+	}
+}
+
+// TestBuildGolden renders every child of each case and compares it with
+// testdata/<case>.yaml. Run with -update after an intended change.
+func TestBuildGolden(t *testing.T) {
+	for name, fc := range goldenCases(t) {
+		t.Run(name, func(t *testing.T) {
+			d, err := Build(fc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			for _, obj := range []any{d.ConfigMap, d.JobManager, d.JobManagerService, d.TaskManager, d.TaskManagerService} {
+				raw, err := yaml.Marshal(obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out.WriteString("---\n")
+				out.Write(raw)
+			}
+			path := filepath.Join("testdata", name+".yaml")
+			if *update {
+				if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/resources -update to create it)", err)
+			}
+			if !bytes.Equal(want, out.Bytes()) {
+				t.Errorf("%s differs from the rendered objects; run with -update if the change is intended.\n%s", path, diffLines(string(want), out.String()))
+			}
+		})
+	}
+}
+
+func diffLines(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString("- " + wl + "\n+ " + gl + "\n")
+		}
+	}
+	return b.String()
+}
+
+func TestRenderConfigKeys(t *testing.T) {
+	ref := loadExample(t, "realtime-warehouse.yaml")
+	cfg, err := RenderConfig(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"execution.checkpointing.interval":   "30s",
+		"state.checkpoints.num-retained":     "3",
+		"taskmanager.numberOfTaskSlots":      "4",
+		"high-availability.type":             "zookeeper",
+		"high-availability.zookeeper.quorum": "zookeeper:2181",
+		"jobmanager.memory.process.size":     "8192m",
+		"taskmanager.memory.process.size":    "32768m",
+		"jobmanager.rpc.address":             "realtime-warehouse-jobmanager",
+	} {
+		if got := cfg.Settings[key]; got != want {
+			t.Errorf("%s = %q, want %q", key, got, want)
+		}
+	}
+	if cfg.FileName != "flink-conf.yaml" {
+		t.Errorf("file = %s, want flink-conf.yaml for 1.17", cfg.FileName)
+	}
+}
+
+func TestHashes(t *testing.T) {
+	base := loadExample(t, "realtime-warehouse.yaml")
+	build := func(mut func(*v1.FlinkCluster)) *Desired {
+		fc := base.DeepCopy()
+		mut(fc)
+		d, err := Build(fc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	orig := build(func(*v1.FlinkCluster) {})
+	scaled := build(func(fc *v1.FlinkCluster) { fc.Spec.TaskManager.Replicas = 15 })
+	reconf := build(func(fc *v1.FlinkCluster) { fc.Spec.Checkpointing.Interval = "1m" })
+	upgraded := build(func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+
+	tmplHash := func(d *Desired) string { return d.TaskManager.Spec.Template.Annotations[AnnotationConfigHash] }
+	specHash := func(d *Desired) string { return d.TaskManager.Annotations[AnnotationSpecHash] }
+
+	if tmplHash(scaled) != tmplHash(orig) {
+		t.Error("scaling changed the pod template's config hash: it would roll the TaskManagers")
+	}
+	if specHash(scaled) == specHash(orig) {
+		t.Error("scaling did not change the StatefulSet's spec hash: the new replica count would never be applied")
+	}
+	if tmplHash(reconf) == tmplHash(orig) {
+		t.Error("a configuration change did not change the config hash: the pods would not roll")
+	}
+	if *upgraded.TaskManager.Spec.Template.Spec.Containers[0].Image != "flink:1.18.1" {
+		t.Errorf("upgrade image = %s, want flink:1.18.1", *upgraded.TaskManager.Spec.Template.Spec.Containers[0].Image)
+	}
+	if orig.ConfigMap.Annotations[AnnotationSpecHash] != scaled.ConfigMap.Annotations[AnnotationSpecHash] {
+		t.Error("scaling changed the ConfigMap")
+	}
+}
