@@ -1,0 +1,339 @@
+// Package flink talks to a Flink JobManager: its REST API (client.go,
+// types.go), where that API is (resolver.go) and the configuration keys of
+// each Flink version (config.go).
+package flink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+)
+
+// Defaults of a new Client.
+const (
+	DefaultRequestTimeout = 10 * time.Second
+	DefaultMaxRetries     = 2
+	DefaultRetryBackoff   = 200 * time.Millisecond
+)
+
+// Client calls one Flink cluster's REST API. It is safe for concurrent use.
+//
+// Only GETs are retried. A POST that triggers a savepoint, a checkpoint or a
+// stop is sent exactly once: a retry after a lost response would start a
+// second operation, and a duplicate stop-with-savepoint is a known failure in
+// other operators. Callers that must be able to retry set a TriggerID, which
+// Flink deduplicates.
+type Client struct {
+	baseURL string
+	http    *http.Client
+
+	// RequestTimeout bounds each attempt.
+	RequestTimeout time.Duration
+	// MaxRetries is how many times a failed GET is retried when the error
+	// is transient (unreachable, 5xx, 429).
+	MaxRetries int
+	// RetryBackoff is the first wait between retries; it doubles each time.
+	RetryBackoff time.Duration
+}
+
+// NewClient returns a client for the REST API at baseURL, such as
+// http://demo-jobmanager.ns.svc:8081 (see Resolver). A nil httpClient
+// means http.DefaultClient.
+func NewClient(baseURL string, httpClient *http.Client) *Client {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	return &Client{
+		baseURL:        strings.TrimRight(baseURL, "/"),
+		http:           httpClient,
+		RequestTimeout: DefaultRequestTimeout,
+		MaxRetries:     DefaultMaxRetries,
+		RetryBackoff:   DefaultRetryBackoff,
+	}
+}
+
+// BaseURL is where the client sends requests.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// Error is a failed REST call. StatusCode is 0 when no HTTP response
+// arrived (connection refused, DNS, timeout); Err then holds the cause.
+type Error struct {
+	// Method and Endpoint name the operation as the schema does, such as
+	// POST /jobs/{jobid}/savepoints.
+	Method   string
+	Endpoint string
+	// URL is the URL that was requested.
+	URL        string
+	StatusCode int
+	// Messages are Flink's own error messages from the response body.
+	Messages []string
+	Err      error
+}
+
+func (e *Error) Error() string {
+	op := e.Method + " " + e.Endpoint
+	if e.StatusCode == 0 {
+		return fmt.Sprintf("Flink REST %s: unreachable: %v", op, e.Err)
+	}
+	msg := fmt.Sprintf("Flink REST %s: HTTP %d", op, e.StatusCode)
+	if len(e.Messages) > 0 {
+		// Flink puts a whole stack trace in a message; the first line is enough.
+		first, _, _ := strings.Cut(e.Messages[0], "\n")
+		msg += ": " + first
+	} else if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Unavailable reports whether the API could not serve the request right
+// now: no connection, or 502/503/504. Such errors are worth retrying later
+// and, alone, are no sign that the cluster is broken.
+func (e *Error) Unavailable() bool {
+	switch e.StatusCode {
+	case 0, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// IsNotFound reports whether err is a REST 404 (unknown job, trigger or jar).
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound
+}
+
+// IsUnavailable reports whether err means the REST API was unreachable or
+// answered 502/503/504.
+func IsUnavailable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Unavailable()
+}
+
+// Overview is GET /overview.
+func (c *Client) Overview(ctx context.Context) (*ClusterOverview, error) {
+	var out ClusterOverview
+	return &out, c.get(ctx, "/overview", "/overview", &out)
+}
+
+// DashboardConfiguration is GET /config; it carries the Flink version.
+func (c *Client) DashboardConfiguration(ctx context.Context) (*DashboardConfiguration, error) {
+	var out DashboardConfiguration
+	return &out, c.get(ctx, "/config", "/config", &out)
+}
+
+// Jobs is GET /jobs: every job's ID and status.
+func (c *Client) Jobs(ctx context.Context) (*JobIDsWithStatusOverview, error) {
+	var out JobIDsWithStatusOverview
+	return &out, c.get(ctx, "/jobs", "/jobs", &out)
+}
+
+// JobsOverview is GET /jobs/overview.
+func (c *Client) JobsOverview(ctx context.Context) (*MultipleJobsDetails, error) {
+	var out MultipleJobsDetails
+	return &out, c.get(ctx, "/jobs/overview", "/jobs/overview", &out)
+}
+
+// Job is GET /jobs/{jobid}.
+func (c *Client) Job(ctx context.Context, jobID string) (*JobDetailsInfo, error) {
+	var out JobDetailsInfo
+	return &out, c.get(ctx, "/jobs/{jobid}", "/jobs/"+url.PathEscape(jobID), &out)
+}
+
+// Checkpoints is GET /jobs/{jobid}/checkpoints.
+func (c *Client) Checkpoints(ctx context.Context, jobID string) (*CheckpointingStatistics, error) {
+	var out CheckpointingStatistics
+	return &out, c.get(ctx, "/jobs/{jobid}/checkpoints", "/jobs/"+url.PathEscape(jobID)+"/checkpoints", &out)
+}
+
+// TriggerCheckpoint is POST /jobs/{jobid}/checkpoints (Flink 1.19+). It
+// returns the trigger ID to poll with CheckpointStatus. Never retried.
+func (c *Client) TriggerCheckpoint(ctx context.Context, jobID string, req CheckpointTriggerRequest) (string, error) {
+	var out TriggerResponse
+	err := c.once(ctx, http.MethodPost, "/jobs/{jobid}/checkpoints", "/jobs/"+url.PathEscape(jobID)+"/checkpoints", nil, req, &out)
+	return out.RequestID, err
+}
+
+// CheckpointStatus is GET /jobs/{jobid}/checkpoints/{triggerid}.
+func (c *Client) CheckpointStatus(ctx context.Context, jobID, triggerID string) (*CheckpointOperation, error) {
+	var out CheckpointOperation
+	return &out, c.get(ctx, "/jobs/{jobid}/checkpoints/{triggerid}",
+		"/jobs/"+url.PathEscape(jobID)+"/checkpoints/"+url.PathEscape(triggerID), &out)
+}
+
+// TriggerSavepoint is POST /jobs/{jobid}/savepoints. It returns the trigger
+// ID to poll with SavepointStatus. Never retried.
+func (c *Client) TriggerSavepoint(ctx context.Context, jobID string, req SavepointTriggerRequest) (string, error) {
+	var out TriggerResponse
+	err := c.once(ctx, http.MethodPost, "/jobs/{jobid}/savepoints", "/jobs/"+url.PathEscape(jobID)+"/savepoints", nil, req, &out)
+	return out.RequestID, err
+}
+
+// SavepointStatus is GET /jobs/{jobid}/savepoints/{triggerid}; it also
+// reports on stop-with-savepoint operations.
+func (c *Client) SavepointStatus(ctx context.Context, jobID, triggerID string) (*SavepointOperation, error) {
+	var out SavepointOperation
+	return &out, c.get(ctx, "/jobs/{jobid}/savepoints/{triggerid}",
+		"/jobs/"+url.PathEscape(jobID)+"/savepoints/"+url.PathEscape(triggerID), &out)
+}
+
+// StopWithSavepoint is POST /jobs/{jobid}/stop. It returns the trigger ID
+// to poll with SavepointStatus. Never retried.
+func (c *Client) StopWithSavepoint(ctx context.Context, jobID string, req StopWithSavepointRequest) (string, error) {
+	var out TriggerResponse
+	err := c.once(ctx, http.MethodPost, "/jobs/{jobid}/stop", "/jobs/"+url.PathEscape(jobID)+"/stop", nil, req, &out)
+	return out.RequestID, err
+}
+
+// CancelJob is PATCH /jobs/{jobid}?mode=cancel. Cancelling is idempotent,
+// but it is still sent once: the caller decides when to ask again.
+func (c *Client) CancelJob(ctx context.Context, jobID string) error {
+	q := url.Values{"mode": {"cancel"}}
+	return c.once(ctx, http.MethodPatch, "/jobs/{jobid}", "/jobs/"+url.PathEscape(jobID), q, nil, nil)
+}
+
+// UploadJar is POST /jars/upload, a multipart upload of one jar. It returns
+// the response and the jar ID for RunJar.
+func (c *Client) UploadJar(ctx context.Context, fileName string, jar io.Reader) (*JarUploadResponse, string, error) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="jarfile"; filename=%q`, path.Base(fileName)))
+	// Flink refuses the part without this type (the schema's note on /jars/upload).
+	h.Set("Content-Type", "application/x-java-archive")
+	pw, err := mw.CreatePart(h)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := io.Copy(pw, jar); err != nil {
+		return nil, "", fmt.Errorf("reading jar %s: %w", fileName, err)
+	}
+	if err := mw.Close(); err != nil {
+		return nil, "", err
+	}
+	var out JarUploadResponse
+	err = c.do(ctx, http.MethodPost, "/jars/upload", "/jars/upload", mw.FormDataContentType(), buf.Bytes(), &out)
+	if err != nil {
+		return nil, "", err
+	}
+	return &out, path.Base(out.Filename), nil
+}
+
+// RunJar is POST /jars/{jarid}/run. It returns the new job's ID. Never
+// retried: a retry could start the job twice.
+func (c *Client) RunJar(ctx context.Context, jarID string, req JarRunRequest) (string, error) {
+	var out JarRunResponse
+	err := c.once(ctx, http.MethodPost, "/jars/{jarid}/run", "/jars/"+url.PathEscape(jarID)+"/run", nil, req, &out)
+	return out.JobID, err
+}
+
+// TaskManagers is GET /taskmanagers.
+func (c *Client) TaskManagers(ctx context.Context) (*TaskManagersInfo, error) {
+	var out TaskManagersInfo
+	return &out, c.get(ctx, "/taskmanagers", "/taskmanagers", &out)
+}
+
+// get sends an idempotent GET, retrying transient failures with
+// exponential backoff.
+func (c *Client) get(ctx context.Context, endpoint, p string, out any) error {
+	backoff := c.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		err := c.do(ctx, http.MethodGet, endpoint, p, "", nil, out)
+		if err == nil || attempt >= c.MaxRetries || !retryable(err) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff *= 2
+	}
+}
+
+func retryable(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Unavailable() || e.StatusCode == http.StatusTooManyRequests || e.StatusCode == http.StatusInternalServerError
+}
+
+// once sends a non-idempotent request with a JSON body, exactly once.
+func (c *Client) once(ctx context.Context, method, endpoint, p string, q url.Values, in, out any) error {
+	var body []byte
+	contentType := ""
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encoding %s %s request: %w", method, endpoint, err)
+		}
+		body, contentType = b, "application/json"
+	}
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	return c.do(ctx, method, endpoint, p, contentType, body, out)
+}
+
+// do performs one attempt under RequestTimeout and decodes a 2xx body into
+// out (when out is not nil).
+func (c *Client) do(ctx context.Context, method, endpoint, p, contentType string, body []byte, out any) error {
+	if c.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.RequestTimeout)
+		defer cancel()
+	}
+	u := c.baseURL + p
+	fail := func(status int, msgs []string, err error) error {
+		return &Error{Method: method, Endpoint: endpoint, URL: u, StatusCode: status, Messages: msgs, Err: err}
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return fail(0, nil, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fail(0, nil, err)
+	}
+	defer resp.Body.Close()
+	// Bounded: a misbehaving endpoint must not exhaust the operator's memory.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fail(resp.StatusCode, nil, fmt.Errorf("reading response: %w", err))
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		var er ErrorResponse
+		_ = json.Unmarshal(data, &er)
+		return fail(resp.StatusCode, er.Errors, nil)
+	}
+	if out == nil || len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fail(resp.StatusCode, nil, fmt.Errorf("decoding response: %w", err))
+	}
+	return nil
+}

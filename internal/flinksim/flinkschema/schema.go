@@ -1,0 +1,210 @@
+// Package flinkschema checks HTTP traffic against the official Flink REST
+// OpenAPI description, embedded from rest_v1_dispatcher.yml. The client and
+// the simulator tests both use it, so both agree with Flink, not just with
+// each other.
+package flinkschema
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+)
+
+//go:embed rest_v1_dispatcher.yml
+var spec []byte
+
+// Schema is the loaded and validated description.
+type Schema struct {
+	Doc *openapi3.T
+}
+
+var (
+	loadOnce sync.Once
+	loaded   *Schema
+	loadErr  error
+)
+
+// Load parses the embedded description once.
+func Load() (*Schema, error) {
+	loadOnce.Do(func() {
+		doc, err := openapi3.NewLoader().LoadFromData(spec)
+		if err != nil {
+			loadErr = fmt.Errorf("loading Flink REST schema: %w", err)
+			return
+		}
+		if err := doc.Validate(context.Background()); err != nil {
+			loadErr = fmt.Errorf("validating Flink REST schema: %w", err)
+			return
+		}
+		loaded = &Schema{Doc: doc}
+	})
+	return loaded, loadErr
+}
+
+// Operation finds the schema's operation for a concrete request path (with
+// or without the /v1 prefix). It returns the path template, such as
+// /jobs/{jobid}, and the path parameters.
+func (s *Schema) Operation(method, urlPath string) (string, *openapi3.Operation, map[string]string, error) {
+	p := strings.TrimPrefix(urlPath, "/v1")
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	best, bestScore := "", -1
+	var bestParams map[string]string
+	for tmpl := range s.Doc.Paths.Map() {
+		ts := strings.Split(strings.Trim(tmpl, "/"), "/")
+		if len(ts) != len(segs) {
+			continue
+		}
+		score, params := 0, map[string]string{}
+		for i, t := range ts {
+			switch {
+			case strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}"):
+				params[t[1:len(t)-1]] = segs[i]
+			case t == segs[i]:
+				score++
+			default:
+				score = -1
+			}
+			if score < 0 {
+				break
+			}
+		}
+		// A literal segment beats a parameter: /jobs/overview is not /jobs/{jobid}.
+		if score > bestScore {
+			best, bestScore, bestParams = tmpl, score, params
+		}
+	}
+	if best == "" {
+		return "", nil, nil, fmt.Errorf("%s %s: no such path in the Flink REST schema", method, urlPath)
+	}
+	op := s.Doc.Paths.Value(best).GetOperation(method)
+	if op == nil {
+		return best, nil, nil, fmt.Errorf("%s %s: the Flink REST schema has no %s on %s", method, urlPath, method, best)
+	}
+	return best, op, bestParams, nil
+}
+
+// ValidateRequest checks a request's path, method, query parameters and
+// JSON body. The body of /jars/upload is skipped: the schema declares a raw
+// application/x-java-archive body, but Flink (and its own docs, in the same
+// operation's description) take a multipart form.
+func (s *Schema) ValidateRequest(r *http.Request, body []byte) error {
+	tmpl, op, params, err := s.Operation(r.Method, r.URL.Path)
+	if err != nil {
+		return err
+	}
+	r = r.Clone(context.Background())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	in := &openapi3filter.RequestValidationInput{
+		Request:    r,
+		PathParams: params,
+		Route: &routers.Route{
+			Spec: s.Doc, Path: tmpl, PathItem: s.Doc.Paths.Value(tmpl),
+			Method: r.Method, Operation: op,
+		},
+		Options: &openapi3filter.Options{
+			ExcludeRequestBody: op.OperationID == "uploadJar",
+			MultiError:         true,
+		},
+	}
+	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+		return fmt.Errorf("%s %s (%s): %w", r.Method, tmpl, op.OperationID, err)
+	}
+	return nil
+}
+
+// ValidateResponse checks that status is one the operation declares and
+// that body matches its JSON schema.
+func (s *Schema) ValidateResponse(method, urlPath string, status int, body []byte) error {
+	tmpl, op, _, err := s.Operation(method, urlPath)
+	if err != nil {
+		return err
+	}
+	where := fmt.Sprintf("%s %s (%s) HTTP %d", method, tmpl, op.OperationID, status)
+	ref := op.Responses.Value(fmt.Sprint(status))
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("%s: status not declared by the schema", where)
+	}
+	mt := ref.Value.Content.Get("application/json")
+	if mt == nil || mt.Schema == nil {
+		if len(bytes.TrimSpace(body)) > 0 && !bytes.Equal(bytes.TrimSpace(body), []byte("{}")) {
+			return fmt.Errorf("%s: schema declares no body, got %s", where, body)
+		}
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("%s: body is not JSON: %w", where, err)
+	}
+	if err := s.visit(op.OperationID, mt.Schema, v); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
+}
+
+// ValidateValue checks a value (marshalled to JSON first) against the named
+// component schema, such as SavepointTriggerRequestBody.
+func (s *Schema) ValidateValue(component string, value any) error {
+	ref := s.Doc.Components.Schemas[component]
+	if ref == nil {
+		return fmt.Errorf("no component schema %q", component)
+	}
+	b, err := json.Marshal(value)
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if err := ref.Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+		return fmt.Errorf("%s: %w", component, err)
+	}
+	return nil
+}
+
+// asyncOperationBranch picks the branch of AsynchronousOperationResult's
+// operation oneOf per operation. The schema's three branches are open
+// objects with only optional properties, so any body matches all three and
+// a literal oneOf check can never pass; Flink means "the one that belongs
+// to this endpoint".
+var asyncOperationBranch = map[string]string{
+	"getSavepointStatus":         "SavepointInfo",
+	"getCheckpointStatus":        "CheckpointInfo",
+	"getSavepointDisposalStatus": "AsynchronousOperationInfo",
+}
+
+func (s *Schema) visit(operationID string, ref *openapi3.SchemaRef, v any) error {
+	branch, ok := asyncOperationBranch[operationID]
+	if !ok || !strings.HasSuffix(ref.Ref, "/AsynchronousOperationResult") {
+		return ref.Value.VisitJSON(v, openapi3.VisitAsResponse(), openapi3.MultiErrors())
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("AsynchronousOperationResult is not an object")
+	}
+	st := s.Doc.Components.Schemas["QueueStatus"].Value
+	if err := st.VisitJSON(obj["status"], openapi3.VisitAsResponse(), openapi3.MultiErrors()); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if op, ok := obj["operation"]; ok {
+		if err := s.Doc.Components.Schemas[branch].Value.VisitJSON(op, openapi3.VisitAsResponse(), openapi3.MultiErrors()); err != nil {
+			return fmt.Errorf("operation (%s): %w", branch, err)
+		}
+	}
+	for k := range obj {
+		if k != "status" && k != "operation" {
+			return fmt.Errorf("AsynchronousOperationResult has unknown property %q", k)
+		}
+	}
+	return nil
+}
