@@ -197,10 +197,11 @@ func (c *Client) StopWithSavepoint(ctx context.Context, jobID string, req StopWi
 	return out.RequestID, err
 }
 
-// CancelJob is PATCH /jobs/{jobid}?mode=cancel. Cancelling is idempotent,
+// CancelJob is PATCH /jobs/{jobid}?mode=CANCEL. Cancelling is idempotent,
 // but it is still sent once: the caller decides when to ask again.
 func (c *Client) CancelJob(ctx context.Context, jobID string) error {
-	q := url.Values{"mode": {"cancel"}}
+	// The schema enumerates CANCEL; Flink upper-cases the value anyway.
+	q := url.Values{"mode": {"CANCEL"}}
 	return c.once(ctx, http.MethodPatch, "/jobs/{jobid}", "/jobs/"+url.PathEscape(jobID), q, nil, nil)
 }
 

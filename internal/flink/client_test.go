@@ -202,7 +202,7 @@ func TestRequestsOnTheWire(t *testing.T) {
 			name:   "cancel",
 			call:   func(c *Client) (any, error) { return nil, c.CancelJob(context.Background(), testJobID) },
 			answer: `{}`,
-			want:   seen{"PATCH", "/jobs/" + testJobID, "mode=cancel", "", ""},
+			want:   seen{"PATCH", "/jobs/" + testJobID, "mode=CANCEL", "", ""},
 		},
 		{
 			name: "run jar",

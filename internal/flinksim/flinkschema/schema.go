@@ -208,3 +208,24 @@ func (s *Schema) visit(operationID string, ref *openapi3.SchemaRef, v any) error
 	}
 	return nil
 }
+
+// Properties lists the property names of a component schema, following
+// allOf. The schema's objects are open, so a value check alone cannot catch
+// a misspelt name; comparing names can.
+func (s *Schema) Properties(component string) map[string]bool {
+	out := map[string]bool{}
+	var walk func(*openapi3.SchemaRef)
+	walk = func(r *openapi3.SchemaRef) {
+		if r == nil || r.Value == nil {
+			return
+		}
+		for k := range r.Value.Properties {
+			out[k] = true
+		}
+		for _, a := range r.Value.AllOf {
+			walk(a)
+		}
+	}
+	walk(s.Doc.Components.Schemas[component])
+	return out
+}
