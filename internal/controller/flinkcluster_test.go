@@ -1,0 +1,533 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/controller"
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+var nsCounter int
+
+// namespace creates a fresh namespace for one test.
+func namespace(t *testing.T) string {
+	t.Helper()
+	nsCounter++
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("it-%d-%d", time.Now().UnixNano()%100000, nsCounter)}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// referenceExample is examples/realtime-warehouse.yaml, unchanged, as
+// unstructured so nothing in our Go types can paper over the YAML.
+func referenceExample(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "examples", "realtime-warehouse.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	u.SetNamespace(ns)
+	return u
+}
+
+func getCluster(t *testing.T, ns, name string) *v1.FlinkCluster {
+	t.Helper()
+	fc := &v1.FlinkCluster{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, fc); err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+// markReady plays the workload controllers' part, which envtest does not
+// run: it reports every desired pod as created, updated and ready.
+func markReady(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, 10*time.Second, func() error {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-jobmanager"}, d); err != nil {
+			return err
+		}
+		n := *d.Spec.Replicas
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		if err := k8s.Status().Update(ctx, d); err != nil {
+			return err
+		}
+		s := &appsv1.StatefulSet{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-taskmanager"}, s); err != nil {
+			return err
+		}
+		m := *s.Spec.Replicas
+		s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: m, ReadyReplicas: m, UpdatedReplicas: m,
+			AvailableReplicas: m, CurrentRevision: "r1", UpdateRevision: "r1"}
+		return k8s.Status().Update(ctx, s)
+	})
+}
+
+func waitCondition(t *testing.T, ns, name, condType string, want metav1.ConditionStatus) *v1.FlinkCluster {
+	t.Helper()
+	var fc *v1.FlinkCluster
+	eventually(t, 15*time.Second, func() error {
+		fc = getCluster(t, ns, name)
+		c := meta.FindStatusCondition(fc.Status.Conditions, condType)
+		if c == nil || c.Status != want || c.ObservedGeneration != fc.Generation {
+			return fmt.Errorf("condition %s = %+v, want %s at generation %d", condType, c, want, fc.Generation)
+		}
+		return nil
+	})
+	return fc
+}
+
+func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := k8s.Create(ctx, referenceExample(t, ns)); err != nil {
+		t.Fatalf("the reference example was rejected: %v", err)
+	}
+
+	// The children appear, shaped as the builders say, owned by the cluster.
+	fc := getCluster(t, ns, "realtime-warehouse")
+	cm := &corev1.ConfigMap{}
+	eventually(t, 10*time.Second, func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-config"}, cm)
+	})
+	conf := cm.Data["flink-conf.yaml"]
+	for _, line := range []string{"execution.checkpointing.interval: 30s", "taskmanager.numberOfTaskSlots: 4", "high-availability.zookeeper.quorum: zookeeper:2181", "state.checkpoints.num-retained: 3"} {
+		if !strings.Contains(conf, line+"\n") {
+			t.Errorf("flink-conf.yaml lacks %q:\n%s", line, conf)
+		}
+	}
+	children := []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-jobmanager"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-jobmanager"}},
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
+		cm,
+	}
+	for _, obj := range children {
+		eventually(t, 10*time.Second, func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: obj.GetName()}, obj)
+		})
+		if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != fc.UID {
+			t.Errorf("%T %s has controller %v, want the FlinkCluster", obj, obj.GetName(), ref)
+		}
+		for _, k := range []string{resources.LabelName, resources.LabelInstance, resources.LabelComponent, resources.LabelManagedBy} {
+			if obj.GetLabels()[k] == "" {
+				t.Errorf("%T %s lacks label %s", obj, obj.GetName(), k)
+			}
+		}
+	}
+	jm := children[0].(*appsv1.Deployment)
+	if *jm.Spec.Replicas != 3 || jm.Spec.Template.Spec.Containers[0].Image != "flink:1.17.1" || jm.Spec.Template.Spec.Containers[0].Args[0] != "jobmanager" {
+		t.Errorf("JobManager: replicas %d, image %s, args %v", *jm.Spec.Replicas, jm.Spec.Template.Spec.Containers[0].Image, jm.Spec.Template.Spec.Containers[0].Args)
+	}
+	svcPorts := map[string]int32{}
+	for _, p := range children[1].(*corev1.Service).Spec.Ports {
+		svcPorts[p.Name] = p.Port
+	}
+	if svcPorts["rpc"] != 6123 || svcPorts["blob"] != 6124 || svcPorts["rest"] != 8081 {
+		t.Errorf("JobManager Service ports = %v", svcPorts)
+	}
+	tm := children[2].(*appsv1.StatefulSet)
+	if *tm.Spec.Replicas != 12 || tm.Spec.Template.Spec.Containers[0].Args[0] != "taskmanager" {
+		t.Errorf("TaskManagers: replicas %d, args %v", *tm.Spec.Replicas, tm.Spec.Template.Spec.Containers[0].Args)
+	}
+	if children[3].(*corev1.Service).Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Error("TaskManager Service is not headless")
+	}
+	if !controllerHasFinalizer(fc) {
+		fc = getCluster(t, ns, "realtime-warehouse")
+		if !controllerHasFinalizer(fc) {
+			t.Errorf("finalizers = %v", fc.Finalizers)
+		}
+	}
+
+	// Before pods are ready: Progressing, not Available.
+	fc = waitCondition(t, ns, "realtime-warehouse", v1.ConditionAvailable, metav1.ConditionFalse)
+	if p := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionProgressing); p == nil || p.Status != metav1.ConditionTrue {
+		t.Errorf("Progressing = %+v before pods are ready", p)
+	}
+
+	markReady(t, ns, "realtime-warehouse")
+	fc = waitCondition(t, ns, "realtime-warehouse", v1.ConditionAvailable, metav1.ConditionTrue)
+	if fc.Status.Phase != v1.PhaseRunning || fc.Status.TaskManager.Ready != "12/12" || fc.Status.JobManager.Ready != "3/3" {
+		t.Errorf("status = phase %s, TM %s, JM %s", fc.Status.Phase, fc.Status.TaskManager.Ready, fc.Status.JobManager.Ready)
+	}
+	if p := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionProgressing); p.Status != metav1.ConditionFalse {
+		t.Errorf("Progressing = %+v after convergence", p)
+	}
+	if d := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionDegraded); d == nil || d.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded = %+v", d)
+	}
+	if fc.Status.Selector == "" || fc.Status.ObservedGeneration != fc.Generation {
+		t.Errorf("selector %q, observedGeneration %d of %d", fc.Status.Selector, fc.Status.ObservedGeneration, fc.Generation)
+	}
+}
+
+func controllerHasFinalizer(fc *v1.FlinkCluster) bool {
+	for _, f := range fc.Finalizers {
+		if f == controller.Finalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBadInputsAreRejectedAtAdmission sends each bad spec to the API server
+// and expects a rejection whose message names the offending field.
+func TestBadInputsAreRejectedAtAdmission(t *testing.T) {
+	ns := namespace(t)
+	for _, tc := range []struct {
+		name     string
+		mutate   func(spec map[string]any)
+		wantText string
+	}{
+		{"zero slots", func(s map[string]any) { sub(s, "taskManager")["slots"] = 0 }, "spec.taskManager.slots"},
+		{"33 slots", func(s map[string]any) { sub(s, "taskManager")["slots"] = 33 }, "spec.taskManager.slots"},
+		{"fuzzy version latest", func(s map[string]any) { s["version"] = "latest" }, "spec.version"},
+		{"fuzzy version 1.17", func(s map[string]any) { s["version"] = "1.17" }, "spec.version"},
+		{"missing version", func(s map[string]any) { delete(s, "version") }, "spec.version"},
+		{"interval thirty", func(s map[string]any) { sub(s, "checkpointing")["interval"] = "thirty" }, "spec.checkpointing.interval"},
+		{"interval too short", func(s map[string]any) { sub(s, "checkpointing")["interval"] = "1ms" }, "spec.checkpointing.interval"},
+		{"retention zero", func(s map[string]any) { sub(s, "checkpointing")["retention"] = 0 }, "spec.checkpointing.retention"},
+		{"three JobManagers without HA", func(s map[string]any) { delete(s, "highAvailability") }, "spec.jobManager.replicas"},
+		{"three JobManagers with HA none", func(s map[string]any) { s["highAvailability"] = map[string]any{"mode": "none"} }, "spec.jobManager.replicas"},
+		{"zookeeper without connectString", func(s map[string]any) { s["highAvailability"] = map[string]any{"mode": "zookeeper"} }, "spec.highAvailability.zookeeper.connectString"},
+		{"unknown HA mode", func(s map[string]any) { sub(s, "highAvailability")["mode"] = "etcd" }, "spec.highAvailability.mode"},
+		{"negative TaskManagers", func(s map[string]any) { sub(s, "taskManager")["replicas"] = -1 }, "spec.taskManager.replicas"},
+		{"zero JobManagers", func(s map[string]any) { sub(s, "jobManager")["replicas"] = 0 }, "spec.jobManager.replicas"},
+		{"operator-owned config key", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"taskmanager.numberOfTaskSlots": "8"}
+		}, "spec.flinkConfiguration"},
+		{"HA key in flinkConfiguration", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"high-availability.storageDir": "s3://x"}
+		}, "spec.flinkConfiguration"},
+		{"TLS without secret", func(s map[string]any) {
+			s["kafka"] = map[string]any{"bootstrap": map[string]any{"servers": "k:9093"}, "tls": map[string]any{"enabled": true}}
+		}, "spec.kafka.tls.secretRef"},
+		{"inline kafka password", func(s map[string]any) {
+			s["kafka"] = map[string]any{"bootstrap": map[string]any{"servers": "k:9093"}, "sasl": map[string]any{"password": "hunter2"}}
+		}, "spec.kafka.sasl"},
+		{"old v1alpha1 field shape", func(s map[string]any) {
+			s["kafka"] = map[string]any{"bootstrapServers": "k:9093"}
+		}, "spec.kafka"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := referenceExample(t, ns)
+			u.SetName("bad-" + strings.ReplaceAll(strings.ToLower(tc.name), " ", "-"))
+			spec := u.Object["spec"].(map[string]any)
+			tc.mutate(spec)
+			// Strict field validation: unknown fields are errors, not
+			// silently dropped, so a typo cannot lose a setting.
+			err := k8s.Create(context.Background(), u, client.FieldValidation(metav1.FieldValidationStrict))
+			if err == nil {
+				_ = k8s.Delete(context.Background(), u)
+				t.Fatalf("the API server accepted %s", tc.name)
+			}
+			if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+				t.Fatalf("want a validation error, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("error does not name %s: %v", tc.wantText, err)
+			}
+		})
+	}
+}
+
+func sub(m map[string]any, key string) map[string]any {
+	if v, ok := m[key].(map[string]any); ok {
+		return v
+	}
+	v := map[string]any{}
+	m[key] = v
+	return v
+}
+
+// TestScaleChangesReplicasOnly scales through the scale subresource, as
+// kubectl scale and a HorizontalPodAutoscaler do, and checks that only the
+// replica count moved: the pod template, and so the revision, is untouched.
+func TestScaleChangesReplicasOnly(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := k8s.Create(ctx, referenceExample(t, ns)); err != nil {
+		t.Fatal(err)
+	}
+	markReady(t, ns, "realtime-warehouse")
+	waitCondition(t, ns, "realtime-warehouse", v1.ConditionAvailable, metav1.ConditionTrue)
+	before := &appsv1.StatefulSet{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-taskmanager"}, before); err != nil {
+		t.Fatal(err)
+	}
+
+	fc := getCluster(t, ns, "realtime-warehouse")
+	scale := &autoscalingv1.Scale{}
+	if err := k8s.SubResource("scale").Get(ctx, fc, scale); err != nil {
+		t.Fatalf("get scale: %v", err)
+	}
+	if scale.Spec.Replicas != 12 || scale.Status.Replicas != 12 || scale.Status.Selector == "" {
+		t.Fatalf("scale subresource = %+v, want 12 replicas and a selector", scale)
+	}
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":15}}`))
+	if err := k8s.SubResource("scale").Patch(ctx, fc, patch); err != nil {
+		t.Fatalf("patch scale: %v", err)
+	}
+
+	after := &appsv1.StatefulSet{}
+	eventually(t, 10*time.Second, func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-taskmanager"}, after); err != nil {
+			return err
+		}
+		if *after.Spec.Replicas != 15 {
+			return fmt.Errorf("replicas %d", *after.Spec.Replicas)
+		}
+		return nil
+	})
+	if !equalTemplates(before, after) {
+		t.Error("scaling changed the TaskManager pod template: it would create a new revision")
+	}
+	fc = waitCondition(t, ns, "realtime-warehouse", v1.ConditionAvailable, metav1.ConditionFalse)
+	if fc.Status.Phase != v1.PhaseScaling {
+		t.Errorf("phase while scaling = %s, want Scaling", fc.Status.Phase)
+	}
+	markReady(t, ns, "realtime-warehouse")
+	fc = waitCondition(t, ns, "realtime-warehouse", v1.ConditionAvailable, metav1.ConditionTrue)
+	if fc.Status.TaskManager.Ready != "15/15" {
+		t.Errorf("TaskManagers ready = %s, want 15/15", fc.Status.TaskManager.Ready)
+	}
+}
+
+// TestConfigChangeRollsPods checks that a configuration change reaches the
+// ConfigMap and changes the pod template's config hash, which rolls the pods.
+func TestConfigChangeRollsPods(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := k8s.Create(ctx, referenceExample(t, ns)); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-taskmanager"}
+	before := &appsv1.StatefulSet{}
+	eventually(t, 10*time.Second, func() error { return k8s.Get(ctx, key, before) })
+
+	fc := getCluster(t, ns, "realtime-warehouse")
+	base := fc.DeepCopy()
+	fc.Spec.Checkpointing.Interval = "1m"
+	if err := k8s.Patch(ctx, fc, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	after := &appsv1.StatefulSet{}
+	eventually(t, 10*time.Second, func() error {
+		if err := k8s.Get(ctx, key, after); err != nil {
+			return err
+		}
+		if after.Spec.Template.Annotations[resources.AnnotationConfigHash] == before.Spec.Template.Annotations[resources.AnnotationConfigHash] {
+			return errors.New("config hash unchanged")
+		}
+		return nil
+	})
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-config"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data["flink-conf.yaml"], "execution.checkpointing.interval: 1m\n") {
+		t.Errorf("ConfigMap not updated:\n%s", cm.Data["flink-conf.yaml"])
+	}
+	if *after.Spec.Replicas != *before.Spec.Replicas {
+		t.Error("a configuration change changed the replica count")
+	}
+}
+
+// TestDeletionCleansUpClaims deletes a cluster whose TaskManagers left
+// claims behind, with one claim already gone, and expects the object to go.
+func TestDeletionCleansUpClaims(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	u := referenceExample(t, ns)
+	spec := u.Object["spec"].(map[string]any)
+	sub(spec, "taskManager")["storage"] = map[string]any{"size": "1Gi"}
+	if err := k8s.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if fc := getCluster(t, ns, "realtime-warehouse"); !controllerHasFinalizer(fc) {
+			return errors.New("no finalizer yet")
+		}
+		return nil
+	})
+	// Claims as the StatefulSet controller would create them.
+	for i := range 3 {
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-realtime-warehouse-taskmanager-%d", i), Namespace: ns,
+				Labels: resources.SelectorLabels("realtime-warehouse", resources.ComponentTaskManager)},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+		if err := k8s.Create(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An unrelated claim must survive.
+	other := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := k8s.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-realtime-warehouse-taskmanager-1", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := k8s.Delete(ctx, getCluster(t, ns, "realtime-warehouse")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, func() error {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse"}, &v1.FlinkCluster{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := k8s.List(ctx, pvcs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	// envtest runs no PVC-protection controller, so deleted claims vanish.
+	var names []string
+	for _, p := range pvcs.Items {
+		if p.DeletionTimestamp.IsZero() {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) != 1 || names[0] != "unrelated" {
+		t.Errorf("claims left = %v, want only unrelated", names)
+	}
+}
+
+// TestConvergedClusterCostsZeroWrites triggers reconciles of a converged
+// cluster, through the cluster itself and through its children, and counts
+// the operator's write requests.
+func TestConvergedClusterCostsZeroWrites(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if err := k8s.Create(ctx, referenceExample(t, ns)); err != nil {
+		t.Fatal(err)
+	}
+	markReady(t, ns, "realtime-warehouse")
+	waitCondition(t, ns, "realtime-warehouse", v1.ConditionAvailable, metav1.ConditionTrue)
+	// Let in-flight reconciles and event writes settle.
+	settle := func() int64 {
+		var last int64 = -1
+		eventually(t, 20*time.Second, func() error {
+			now := writes.Load()
+			if now != last {
+				last = now
+				time.Sleep(1500 * time.Millisecond)
+				return errors.New("writes still moving")
+			}
+			return nil
+		})
+		return last
+	}
+	start := settle()
+	reconciles := reconcileCount(t)
+
+	// An annotation on the cluster and a status touch on each workload each
+	// wake the controller; none of them changes what it should do.
+	fc := getCluster(t, ns, "realtime-warehouse")
+	base := fc.DeepCopy()
+	fc.Annotations = map[string]string{"touched": "1"}
+	if err := k8s.Patch(ctx, fc, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"realtime-warehouse-jobmanager", "realtime-warehouse-taskmanager"} {
+		for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}} {
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err == nil {
+				base := obj.DeepCopyObject().(client.Object)
+				obj.SetLabels(mergeMap(obj.GetLabels(), map[string]string{"touched": "1"}))
+				if err := k8s.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	eventually(t, 10*time.Second, func() error {
+		if n := reconcileCount(t); n < reconciles+3 {
+			return fmt.Errorf("%v reconciles since the touch, want at least 3", n-reconciles)
+		}
+		return nil
+	})
+	if got := settle() - start; got != 0 {
+		t.Errorf("a converged cluster cost %d writes, want 0", got)
+	}
+}
+
+func mergeMap(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func equalTemplates(a, b *appsv1.StatefulSet) bool {
+	return equality.Semantic.DeepEqual(a.Spec.Template, b.Spec.Template)
+}
+
+// reconcileCount reads controller-runtime's own reconcile counter.
+func reconcileCount(t *testing.T) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "flinkcluster" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}

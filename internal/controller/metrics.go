@@ -1,0 +1,71 @@
+package controller
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+)
+
+// Metrics are Datapilot's own Prometheus metrics; controller-runtime adds
+// controller_runtime_reconcile_total and _time_seconds by itself.
+type Metrics struct {
+	Clusters     *prometheus.GaugeVec
+	Applies      *prometheus.CounterVec
+	StatusWrites prometheus.Counter
+
+	mu     sync.Mutex
+	phases map[types.NamespacedName]v1.Phase
+}
+
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "datapilot_flinkclusters",
+			Help: "FlinkClusters by phase.",
+		}, []string{"phase"}),
+		Applies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "datapilot_child_applies_total",
+			Help: "Server-side applies of child objects, by kind and reason (create, update, repair).",
+		}, []string{"kind", "reason"}),
+		StatusWrites: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "datapilot_status_writes_total",
+			Help: "FlinkCluster status patches.",
+		}),
+		phases: map[types.NamespacedName]v1.Phase{},
+	}
+	reg.MustRegister(m.Clusters, m.Applies, m.StatusWrites)
+	for _, p := range []v1.Phase{v1.PhasePending, v1.PhaseRunning, v1.PhaseScaling, v1.PhaseUpdating, v1.PhaseDegraded, v1.PhaseTerminating} {
+		m.Clusters.WithLabelValues(string(p)).Set(0)
+	}
+	return m
+}
+
+// observe moves one cluster's count to its current phase.
+func (m *Metrics) observe(fc *v1.FlinkCluster, p v1.Phase) {
+	key := client.ObjectKeyFromObject(fc)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.phases[key]; ok {
+		if old == p {
+			return
+		}
+		m.Clusters.WithLabelValues(string(old)).Dec()
+	}
+	m.phases[key] = p
+	m.Clusters.WithLabelValues(string(p)).Inc()
+}
+
+// forget drops a deleted cluster from the counts.
+func (m *Metrics) forget(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.phases[key]; ok {
+		m.Clusters.WithLabelValues(string(old)).Dec()
+		delete(m.phases, key)
+	}
+}

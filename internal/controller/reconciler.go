@@ -1,0 +1,271 @@
+// Package controller reconciles FlinkClusters: the seven steps of the design
+// (get, finalize, build, observe, diff, apply, status) over a per-request
+// scope, with pure builders and decisions and the API calls kept here.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+// FieldManager owns every field Datapilot applies.
+const FieldManager = "datapilot"
+
+// Finalizer guards the cleanup of what owner references do not cover.
+const Finalizer = "data.example.com/cleanup"
+
+// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;deletecollection
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconciler reconciles FlinkClusters.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads around the cache, for the rare lists the cache does
+	// not hold (the TaskManagers' claims at deletion).
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Metrics   *Metrics
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+}
+
+// scope is what one reconcile works on.
+type scope struct {
+	fc      *v1.FlinkCluster
+	desired *resources.Desired
+	obs     observed
+	// events to record after the reconcile, so one reconcile emits each once.
+	created []string
+}
+
+// Reconcile moves one FlinkCluster towards its spec.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+
+	// 1. Get the cluster.
+	fc := &v1.FlinkCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, fc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get FlinkCluster %s: %w", req.NamespacedName, err)
+	}
+
+	// 2. Deletion runs the finalizer's cleanup.
+	if !fc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, fc)
+	}
+	if err := r.ensureFinalizer(ctx, fc); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// 3. Build the desired state: pure, no client.
+	desired, err := resources.Build(fc)
+	if err != nil {
+		// Admission validates the spec; an object that still fails to
+		// build bypassed it. Say so instead of retrying forever.
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "InvalidSpec", "Build", "Cannot build the cluster: %v", err)
+		return ctrl.Result{}, r.writeStatus(ctx, fc, observed{applyErr: err})
+	}
+	s := &scope{fc: fc, desired: desired, obs: observed{configHash: desired.Config.Hash}}
+
+	// 4–6. Observe each child in the cache, diff, apply what differs.
+	s.obs.applyErr = r.applyChildren(ctx, s)
+	if s.obs.applyErr != nil {
+		logger.Error(s.obs.applyErr, "Apply failed", "flinkcluster", klog.KObj(fc))
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "ApplyFailed", "Apply", "%v", s.obs.applyErr)
+	}
+	if len(s.created) > 0 {
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "Created", "Create", "Created %s", strings.Join(s.created, ", "))
+	}
+
+	// 7. Status from what was observed.
+	if err := r.writeStatus(ctx, fc, s.obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, s.obs.applyErr
+}
+
+// child pairs a desired apply configuration with the cached object it
+// becomes, for the diff.
+type child struct {
+	kind    string
+	name    string
+	hash    string
+	cached  client.Object
+	desired runtime.ApplyConfiguration
+	// drift reports fields others may change that the hash cannot see.
+	drift func(cached client.Object) string
+}
+
+func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
+	d := s.desired
+	jm, tm := &appsv1.Deployment{}, &appsv1.StatefulSet{}
+	children := []child{
+		{kind: "ConfigMap", name: *d.ConfigMap.Name, hash: specHash(d.ConfigMap.Annotations), cached: &corev1.ConfigMap{}, desired: d.ConfigMap},
+		{kind: "Service", name: *d.JobManagerService.Name, hash: specHash(d.JobManagerService.Annotations), cached: &corev1.Service{}, desired: d.JobManagerService},
+		{kind: "Deployment", name: *d.JobManager.Name, hash: specHash(d.JobManager.Annotations), cached: jm, desired: d.JobManager,
+			drift: func(o client.Object) string {
+				return replicaDrift(o.(*appsv1.Deployment).Spec.Replicas, *d.JobManager.Spec.Replicas)
+			}},
+		{kind: "Service", name: *d.TaskManagerService.Name, hash: specHash(d.TaskManagerService.Annotations), cached: &corev1.Service{}, desired: d.TaskManagerService},
+		{kind: "StatefulSet", name: *d.TaskManager.Name, hash: specHash(d.TaskManager.Annotations), cached: tm, desired: d.TaskManager,
+			drift: func(o client.Object) string {
+				return replicaDrift(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas)
+			}},
+	}
+	var errs []error
+	for _, c := range children {
+		key := types.NamespacedName{Namespace: s.fc.Namespace, Name: c.name}
+		err := r.Client.Get(ctx, key, c.cached)
+		exists := err == nil
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("read %s %s: %w", c.kind, c.name, err))
+			continue
+		}
+		action := decide(exists, c.hash, c.cached, c.drift)
+		if action == actionNone {
+			continue
+		}
+		if err := r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			errs = append(errs, fmt.Errorf("apply %s %s: %w", c.kind, c.name, err))
+			continue
+		}
+		r.Metrics.Applies.WithLabelValues(c.kind, string(action)).Inc()
+		if action == actionCreate {
+			s.created = append(s.created, c.kind+" "+c.name)
+		} else {
+			r.recordChange(s, c, exists)
+		}
+	}
+	if !isZero(jm) {
+		s.obs.jobManager = jm
+	}
+	if !isZero(tm) {
+		s.obs.taskManager = tm
+	}
+	return errors.Join(errs...)
+}
+
+// recordChange emits one event per kind of change, named for what the user did.
+func (r *Reconciler) recordChange(s *scope, c child, exists bool) {
+	if !exists {
+		return
+	}
+	switch c.kind {
+	case "StatefulSet":
+		old := c.cached.(*appsv1.StatefulSet)
+		want := s.desired.TaskManager
+		if old.Spec.Template.Annotations[resources.AnnotationConfigHash] != s.desired.Config.Hash ||
+			old.Spec.Template.Spec.Containers[0].Image != *want.Spec.Template.Spec.Containers[0].Image {
+			r.Recorder.Eventf(s.fc, nil, corev1.EventTypeNormal, "RollingUpdate", "Update", "Rolling the TaskManagers to configuration %s", s.desired.Config.Hash)
+		}
+		if old.Spec.Replicas != nil && *old.Spec.Replicas != *want.Spec.Replicas {
+			r.Recorder.Eventf(s.fc, nil, corev1.EventTypeNormal, "Scaled", "Scale", "Scaled TaskManagers from %d to %d", *old.Spec.Replicas, *want.Spec.Replicas)
+		}
+	case "ConfigMap":
+		r.Recorder.Eventf(s.fc, nil, corev1.EventTypeNormal, "ConfigUpdated", "Update", "Rendered Flink configuration %s", s.desired.Config.Hash)
+	}
+}
+
+func isZero(o client.Object) bool { return o.GetUID() == "" }
+
+func specHash(annotations map[string]string) string { return annotations[resources.AnnotationSpecHash] }
+
+func replicaDrift(actual *int32, want int32) string {
+	if actual == nil || *actual != want {
+		return "replicas"
+	}
+	return ""
+}
+
+// writeStatus patches the status when, and only when, it changed.
+func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs observed) error {
+	now := metav1.NewTime(r.now().Truncate(time.Second))
+	st := computeStatus(fc, obs, now)
+	r.Metrics.observe(fc, st.Phase)
+	if equality.Semantic.DeepEqual(st, fc.Status) {
+		return nil
+	}
+	if err := r.applyStatus(ctx, fc, st); err != nil {
+		return fmt.Errorf("write status of %s: %w", klog.KObj(fc), err)
+	}
+	r.Metrics.StatusWrites.Inc()
+	return nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// ensureFinalizer adds the finalizer with an optimistic-lock patch, so a
+// concurrent writer's finalizers are never dropped.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, fc *v1.FlinkCluster) error {
+	if controllerutil.ContainsFinalizer(fc, Finalizer) {
+		return nil
+	}
+	base := fc.DeepCopy()
+	controllerutil.AddFinalizer(fc, Finalizer)
+	if err := r.Client.Patch(ctx, fc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("add finalizer to %s: %w", klog.KObj(fc), err)
+	}
+	return nil
+}
+
+// finalize deletes the TaskManagers' claims, which owner references do not
+// cover, then releases the object. Every step treats not-found as done, so
+// a repeated or interrupted cleanup never leaves the object stuck.
+func (r *Reconciler) finalize(ctx context.Context, fc *v1.FlinkCluster) error {
+	r.Metrics.forget(client.ObjectKeyFromObject(fc))
+	if !controllerutil.ContainsFinalizer(fc, Finalizer) {
+		return nil
+	}
+	sel := client.MatchingLabels(resources.SelectorLabels(fc.Name, resources.ComponentTaskManager))
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := r.APIReader.List(ctx, pvcs, client.InNamespace(fc.Namespace), sel); err != nil {
+		return fmt.Errorf("list claims of %s: %w", klog.KObj(fc), err)
+	}
+	if len(pvcs.Items) > 0 {
+		err := r.Client.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(fc.Namespace), sel)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete claims of %s: %w", klog.KObj(fc), err)
+		}
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "Cleanup", "Delete", "Deleted %d TaskManager volume claims", len(pvcs.Items))
+	}
+	base := fc.DeepCopy()
+	controllerutil.RemoveFinalizer(fc, Finalizer)
+	if err := r.Client.Patch(ctx, fc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer from %s: %w", klog.KObj(fc), err)
+	}
+	return nil
+}

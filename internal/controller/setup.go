@@ -1,0 +1,38 @@
+package controller
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+)
+
+// SetupWithManager registers the controller. It watches the FlinkClusters
+// and the children they own; the manager's cache is label-filtered to
+// Datapilot's children, so other workloads cost nothing.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	// Our own status writes bump neither generation nor annotations, so
+	// they do not wake the controller again.
+	specChanged := predicate.Or(
+		predicate.GenerationChangedPredicate{},
+		predicate.AnnotationChangedPredicate{},
+		predicate.LabelChangedPredicate{},
+		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		}},
+	)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("flinkcluster").
+		For(&v1.FlinkCluster{}, builder.WithPredicates(specChanged)).
+		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		Complete(r)
+}

@@ -1,0 +1,134 @@
+package controller
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+// observed is the actual state of one cluster's workloads, read from the cache.
+type observed struct {
+	jobManager  *appsv1.Deployment
+	taskManager *appsv1.StatefulSet
+	// applyErr is the error of the last apply, if any.
+	applyErr error
+	// configHash is the hash of the configuration the pods should run.
+	configHash string
+}
+
+// computeStatus derives the status from what was observed. It starts from
+// the current status so condition transition times survive unchanged
+// conditions; the caller writes only when the result differs.
+func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkClusterStatus {
+	st := *fc.Status.DeepCopy()
+	st.ObservedGeneration = fc.Generation
+	st.Selector = labels.SelectorFromSet(resources.SelectorLabels(fc.Name, resources.ComponentTaskManager)).String()
+	st.ConfigHash = obs.configHash
+
+	jmDesired := max(fc.Spec.JobManager.Replicas, 1)
+	tmDesired := fc.Spec.TaskManager.Replicas
+	st.JobManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", jmDesired)}
+	st.TaskManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", tmDesired)}
+	if d := obs.jobManager; d != nil {
+		st.JobManager.Replicas = d.Status.Replicas
+		st.JobManager.ReadyReplicas = d.Status.ReadyReplicas
+		st.JobManager.Ready = fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, jmDesired)
+	}
+	if s := obs.taskManager; s != nil {
+		st.TaskManager.Replicas = s.Status.Replicas
+		st.TaskManager.ReadyReplicas = s.Status.ReadyReplicas
+		st.TaskManager.Ready = fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, tmDesired)
+	}
+
+	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: fc.Generation, LastTransitionTime: now,
+		})
+	}
+	avail := availability(fc, obs)
+	set(v1.ConditionAvailable, avail.status, avail.reason, avail.message)
+	prog := progress(fc, obs)
+	set(v1.ConditionProgressing, prog.status, prog.reason, prog.message)
+	deg := degradation(obs)
+	set(v1.ConditionDegraded, deg.status, deg.reason, deg.message)
+	st.Phase = phaseOf(fc, avail, prog, deg)
+	return st
+}
+
+type verdict struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+}
+
+func availability(fc *v1.FlinkCluster, obs observed) verdict {
+	tmDesired := fc.Spec.TaskManager.Replicas
+	switch {
+	case obs.jobManager == nil || obs.jobManager.Status.ReadyReplicas < 1:
+		return verdict{metav1.ConditionFalse, "JobManagerNotReady", "No JobManager pod is ready"}
+	case obs.taskManager == nil || obs.taskManager.Status.ReadyReplicas < tmDesired:
+		ready := int32(0)
+		if obs.taskManager != nil {
+			ready = obs.taskManager.Status.ReadyReplicas
+		}
+		return verdict{metav1.ConditionFalse, "TaskManagersNotReady", fmt.Sprintf("%d of %d TaskManagers are ready", ready, tmDesired)}
+	}
+	return verdict{metav1.ConditionTrue, "AllReady", fmt.Sprintf("JobManager and %d TaskManagers are ready", tmDesired)}
+}
+
+func progress(fc *v1.FlinkCluster, obs observed) verdict {
+	d, s := obs.jobManager, obs.taskManager
+	switch {
+	case d == nil || s == nil:
+		return verdict{metav1.ConditionTrue, "Creating", "Creating the JobManager and TaskManagers"}
+	case s.Status.UpdateRevision != "" && s.Status.CurrentRevision != s.Status.UpdateRevision:
+		return verdict{metav1.ConditionTrue, "RollingUpdate", fmt.Sprintf("%d of %d TaskManagers run the new revision", s.Status.UpdatedReplicas, fc.Spec.TaskManager.Replicas)}
+	case d.Status.UpdatedReplicas < d.Status.Replicas:
+		return verdict{metav1.ConditionTrue, "RollingUpdate", "Replacing the JobManager"}
+	case s.Status.Replicas != fc.Spec.TaskManager.Replicas:
+		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", s.Status.Replicas, fc.Spec.TaskManager.Replicas)}
+	case d.Status.ObservedGeneration < d.Generation || s.Status.ObservedGeneration < s.Generation:
+		return verdict{metav1.ConditionTrue, "Applying", "Waiting for the workload controllers to observe the change"}
+	case d.Status.ReadyReplicas < 1 || s.Status.ReadyReplicas < fc.Spec.TaskManager.Replicas:
+		return verdict{metav1.ConditionTrue, "WaitingForPods", "Waiting for pods to become ready"}
+	}
+	return verdict{metav1.ConditionFalse, "AllTaskManagersRegistered", "The cluster matches its spec"}
+}
+
+func degradation(obs observed) verdict {
+	if obs.applyErr != nil {
+		return verdict{metav1.ConditionTrue, "ApplyFailed", obs.applyErr.Error()}
+	}
+	if d := obs.jobManager; d != nil {
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
+				return verdict{metav1.ConditionTrue, "JobManagerStuck", "The JobManager rollout exceeded its progress deadline: " + c.Message}
+			}
+		}
+	}
+	return verdict{metav1.ConditionFalse, "AsExpected", "No failure observed"}
+}
+
+// phaseOf summarises the conditions in one word.
+func phaseOf(fc *v1.FlinkCluster, avail, prog, deg verdict) v1.Phase {
+	switch {
+	case !fc.DeletionTimestamp.IsZero():
+		return v1.PhaseTerminating
+	case deg.status == metav1.ConditionTrue:
+		return v1.PhaseDegraded
+	case prog.reason == "Scaling":
+		return v1.PhaseScaling
+	case prog.reason == "RollingUpdate" || prog.reason == "Applying" && avail.status == metav1.ConditionTrue:
+		return v1.PhaseUpdating
+	case avail.status == metav1.ConditionTrue:
+		return v1.PhaseRunning
+	}
+	return v1.PhasePending
+}

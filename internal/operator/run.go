@@ -1,0 +1,130 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/controller"
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+// Scheme holds every type the operator reads or writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// NewManager builds the manager with the FlinkCluster controller registered.
+func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	ctrl.SetLogger(zap.New(zap.Level(zapLevel(o.LogLevel))))
+
+	// Only Datapilot's children enter the cache, without managedFields:
+	// memory follows the number of clusters, not the size of the platform.
+	managed := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
+	cacheOpts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}:  {Label: managed},
+			&appsv1.StatefulSet{}: {Label: managed},
+			&corev1.Service{}:     {Label: managed},
+			&corev1.ConfigMap{}:   {Label: managed},
+		},
+	}
+	if len(o.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        Scheme(),
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              "datapilot.data.example.com",
+		LeaderElectionNamespace:       leaderNamespace(o),
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	r := &controller.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("datapilot"),
+		Metrics:   controller.NewMetrics(crmetrics.Registry),
+	}
+	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+		return nil, fmt.Errorf("set up FlinkCluster controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Run starts the operator and blocks until ctx is done.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	mgr, err := NewManager(cfg, o)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("datapilot").Info("Starting operator",
+		"watchNamespaces", strings.Join(o.WatchNamespaces, ","), "maxConcurrentReconciles", o.MaxConcurrentReconciles,
+		"reconcileInterval", o.ReconcileInterval, "leaderElection", o.LeaderElection)
+	return mgr.Start(ctx)
+}
+
+// leaderNamespace is the lease's namespace: the flag, else the pod's own
+// namespace in a cluster, else kube-system for an operator run from outside.
+func leaderNamespace(o Options) string {
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace
+	}
+	if raw, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		return strings.TrimSpace(string(raw))
+	}
+	return "kube-system"
+}
+
+func zapLevel(l string) zapcore.Level {
+	switch l {
+	case "debug":
+		return zapcore.DebugLevel
+	case "error":
+		return zapcore.ErrorLevel
+	}
+	return zapcore.InfoLevel
+}
