@@ -332,7 +332,7 @@ func (e *Engine) TaskManagers(k ClusterKey) (out *flink.TaskManagersInfo, err er
 				Path:     fmt.Sprintf("pekko.tcp://flink@%s-taskmanager-%d:6122/user/rpc/taskmanager_0", c.key.Name, i),
 				DataPort: 6121, JMXPort: -1, TimeSinceLastHeartbeat: ms(now),
 				SlotsNumber: int32(n), FreeSlots: int32(free),
-				TotalResource: resources(n), FreeResource: resources(free),
+				TotalResource: slotResources(n), FreeResource: slotResources(free),
 				Hardware: flink.HardwareDescription{CPUCores: int32(n), PhysicalMemory: 4 << 30, FreeMemory: 1 << 30, ManagedMemory: 512 << 20},
 			})
 		}
@@ -416,8 +416,8 @@ func taskCounts(j *job) map[string]int32 {
 	return map[string]int32{"total": int32(j.parallelism), strings.ToLower(vertexStatus(j.state)): int32(j.parallelism)}
 }
 
-// resources is a made-up profile of a number of slots.
-func resources(of int) flink.ResourceProfileInfo {
+// slotResources is a made-up profile of a number of slots.
+func slotResources(of int) flink.ResourceProfileInfo {
 	return flink.ResourceProfileInfo{
 		CPUCores: float64(of), TaskHeapMemory: int32(of * 384), TaskOffHeapMemory: 0,
 		ManagedMemory: int32(of * 512), NetworkMemory: int32(of * 128),
