@@ -3,6 +3,7 @@ package v1
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -53,6 +54,20 @@ type FlinkClusterSpec struct {
 	// referenced, never inlined.
 	// +optional
 	Kafka *KafkaSpec `json:"kafka,omitempty"`
+
+	// Job is the job the cluster runs, with its upgrade and savepoint
+	// settings. Without it the cluster is a session cluster.
+	// +optional
+	Job *JobSpec `json:"job,omitempty"`
+
+	// UpgradePolicy says when an upgrade is stable and whether a failed one
+	// rolls back by itself.
+	// +optional
+	UpgradePolicy *UpgradePolicy `json:"upgradePolicy,omitempty"`
+
+	// Health tunes the three-level health checks.
+	// +optional
+	Health *HealthPolicy `json:"health,omitempty"`
 
 	// FlinkConfiguration holds extra Flink settings rendered into the
 	// cluster's configuration. Keys the operator owns (ports, addresses,
@@ -252,6 +267,19 @@ const (
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True when the cluster failed to reach or keep the spec.
 	ConditionDegraded = "Degraded"
+	// ConditionJobManagerReady is the first health level: a JobManager pod is Ready.
+	ConditionJobManagerReady = "JobManagerReady"
+	// ConditionRestAvailable is the second: the Flink REST API answers.
+	ConditionRestAvailable = "RestAvailable"
+	// ConditionJobsRunning is the third: the jobs the cluster should run are RUNNING.
+	ConditionJobsRunning = "JobsRunning"
+	// ConditionUpgrading is True while a state-safe upgrade is in flight.
+	ConditionUpgrading = "Upgrading"
+	// ConditionRollingBack is True while a failed upgrade is rolled back.
+	ConditionRollingBack = "RollingBack"
+	// ConditionRolledBack is True when the cluster runs the last stable spec
+	// because the newest one failed its gate.
+	ConditionRolledBack = "RolledBack"
 )
 
 // ComponentStatus counts the pods of one tier.
@@ -298,6 +326,35 @@ type FlinkClusterStatus struct {
 	// ConfigHash is the hash of the rendered Flink configuration the pods run.
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
+
+	// Job is what the operator knows of spec.job.
+	// +optional
+	Job *JobStatus `json:"job,omitempty"`
+
+	// Upgrade is the upgrade in flight, if any.
+	// +optional
+	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
+
+	// DeployedSpec is the spec the running children were built from. While
+	// an upgrade makes state safe it still holds the old spec.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	DeployedSpec *runtime.RawExtension `json:"deployedSpec,omitempty"`
+
+	// LastStableSpec is the last spec that passed the upgrade gate; a
+	// rollback returns to it.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	LastStableSpec *runtime.RawExtension `json:"lastStableSpec,omitempty"`
+
+	// LastFailedGeneration is the generation whose upgrade failed or was
+	// rolled back; it is not retried until the spec changes again.
+	// +optional
+	LastFailedGeneration int64 `json:"lastFailedGeneration,omitempty"`
 }
 
 // FlinkCluster is one Apache Flink cluster managed by Datapilot.

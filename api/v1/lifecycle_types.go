@@ -1,0 +1,246 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// JobState is the state the user wants the job in.
+// +kubebuilder:validation:Enum=running;suspended
+type JobState string
+
+const (
+	JobStateRunning   JobState = "running"
+	JobStateSuspended JobState = "suspended"
+)
+
+// UpgradeMode says how the job's state crosses a restart.
+// +kubebuilder:validation:Enum=stateless;savepoint;last-state
+type UpgradeMode string
+
+const (
+	// UpgradeStateless restarts the job empty.
+	UpgradeStateless UpgradeMode = "stateless"
+	// UpgradeSavepoint stops the job with a savepoint and restores from it.
+	UpgradeSavepoint UpgradeMode = "savepoint"
+	// UpgradeLastState takes a checkpoint and restores from the latest
+	// checkpoint; version changes still take a savepoint.
+	UpgradeLastState UpgradeMode = "last-state"
+)
+
+// JobSpec is the one job a cluster runs. Without it the cluster is a
+// session cluster and jobs are the users' business.
+type JobSpec struct {
+	// JarURI is where the job's jar is fetched from (http or https); the
+	// operator uploads it to the JobManager.
+	// +kubebuilder:validation:Pattern=`^https?://.+`
+	// +kubebuilder:validation:MaxLength=2048
+	JarURI string `json:"jarURI"`
+
+	// EntryClass is the job's main class; the jar's manifest when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	EntryClass string `json:"entryClass,omitempty"`
+
+	// Args are the program arguments.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=1024
+	Args []string `json:"args,omitempty"`
+
+	// Parallelism of the job; the cluster's slots when zero.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=32768
+	Parallelism int32 `json:"parallelism,omitempty"`
+
+	// State is running or suspended. Suspending takes a savepoint and stops
+	// the job; resuming restores from it.
+	// +optional
+	// +kubebuilder:default=running
+	State JobState `json:"state,omitempty"`
+
+	// UpgradeMode says how state crosses an upgrade: stateless, savepoint
+	// or last-state.
+	// +optional
+	// +kubebuilder:default=savepoint
+	UpgradeMode UpgradeMode `json:"upgradeMode,omitempty"`
+
+	// InitialSavepointPath restores the job's first run from a savepoint.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	InitialSavepointPath string `json:"initialSavepointPath,omitempty"`
+
+	// AllowNonRestoredState lets a restore skip state no operator claims.
+	// +optional
+	AllowNonRestoredState bool `json:"allowNonRestoredState,omitempty"`
+
+	// SavepointInterval takes a savepoint periodically, such as 1h.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.job.savepointInterval must be at least 10s"
+	SavepointInterval string `json:"savepointInterval,omitempty"`
+
+	// SavepointTriggerNonce takes one savepoint each time it changes.
+	// +optional
+	SavepointTriggerNonce int64 `json:"savepointTriggerNonce,omitempty"`
+
+	// SavepointRetention bounds status.job.savepointHistory.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=5
+	SavepointRetention int32 `json:"savepointRetention,omitempty"`
+}
+
+// UpgradePolicy says when an upgrade counts as done and what happens when
+// it does not get there.
+type UpgradePolicy struct {
+	// StableCheckpoints is how many checkpoints the job must complete after
+	// an upgrade before it is stable.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=2
+	StableCheckpoints int32 `json:"stableCheckpoints,omitempty"`
+
+	// StabilityTimeout is the deadline for that, such as 5m.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:default="5m"
+	StabilityTimeout string `json:"stabilityTimeout,omitempty"`
+
+	// SavepointTimeout bounds the wait for the savepoint or checkpoint that
+	// makes state safe before an upgrade.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:default="5m"
+	SavepointTimeout string `json:"savepointTimeout,omitempty"`
+
+	// AutoRollback returns to the last stable spec when the gate is not met.
+	// +optional
+	// +kubebuilder:default=true
+	AutoRollback *bool `json:"autoRollback,omitempty"`
+}
+
+// HealthPolicy tunes the three-level health checks.
+type HealthPolicy struct {
+	// FailureThreshold is how many consecutive failed probes of one level
+	// make the cluster Degraded.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=3
+	FailureThreshold int32 `json:"failureThreshold,omitempty"`
+
+	// RequireRunningJobs makes a session cluster unhealthy when no job
+	// runs. A cluster with spec.job always requires its job.
+	// +optional
+	RequireRunningJobs bool `json:"requireRunningJobs,omitempty"`
+}
+
+// SavepointReason says why a savepoint was taken.
+type SavepointReason string
+
+const (
+	SavepointForUpgrade  SavepointReason = "Upgrade"
+	SavepointPeriodic    SavepointReason = "Periodic"
+	SavepointManual      SavepointReason = "Manual"
+	SavepointForSuspend  SavepointReason = "Suspend"
+	CheckpointForUpgrade SavepointReason = "UpgradeCheckpoint"
+)
+
+// SavepointInfo is one savepoint (or, for last-state upgrades, checkpoint).
+type SavepointInfo struct {
+	// Path of the savepoint.
+	// +optional
+	Path string `json:"path,omitempty"`
+	// TriggerID is the Flink trigger the operator chose; repeating the
+	// request with it never takes a second savepoint.
+	TriggerID string `json:"triggerID"`
+	// JobID the savepoint belongs to.
+	JobID string `json:"jobID"`
+	// Reason it was taken.
+	Reason SavepointReason `json:"reason"`
+	// Stop is true for stop-with-savepoint.
+	// +optional
+	Stop bool `json:"stop,omitempty"`
+	// Checkpoint is true for a checkpoint rather than a savepoint.
+	// +optional
+	Checkpoint bool `json:"checkpoint,omitempty"`
+	// TriggeredAt is when the operator asked for it.
+	TriggeredAt metav1.Time `json:"triggeredAt"`
+	// CompletedAt is when Flink reported it done.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+}
+
+// JobStatus is what the operator knows of the job.
+type JobStatus struct {
+	// ID of the running job in Flink.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// State as Flink reports it (RUNNING, FAILING, FINISHED, ...).
+	// +optional
+	State string `json:"state,omitempty"`
+	// JarID of the uploaded jar, reused while the JobManager keeps it.
+	// +optional
+	JarID string `json:"jarID,omitempty"`
+	// RestoredFrom is the savepoint or checkpoint the job last started from.
+	// +optional
+	RestoredFrom string `json:"restoredFrom,omitempty"`
+	// SubmittedAt is when the operator last submitted the job.
+	// +optional
+	SubmittedAt *metav1.Time `json:"submittedAt,omitempty"`
+	// PendingSavepoint is the savepoint in flight. It is written before the
+	// request is sent, so an operator restart resumes it instead of taking
+	// another.
+	// +optional
+	PendingSavepoint *SavepointInfo `json:"pendingSavepoint,omitempty"`
+	// LastSavepoint is the latest completed savepoint.
+	// +optional
+	LastSavepoint *SavepointInfo `json:"lastSavepoint,omitempty"`
+	// SavepointHistory lists completed savepoints, newest first, bounded by
+	// spec.job.savepointRetention.
+	// +optional
+	SavepointHistory []SavepointInfo `json:"savepointHistory,omitempty"`
+	// LastSavepointNonce is the spec.job.savepointTriggerNonce last served.
+	// +optional
+	LastSavepointNonce int64 `json:"lastSavepointNonce,omitempty"`
+	// CheckpointsCompleted is Flink's count of completed checkpoints.
+	// +optional
+	CheckpointsCompleted int64 `json:"checkpointsCompleted,omitempty"`
+}
+
+// UpgradePhase is a step of an upgrade.
+// +kubebuilder:validation:Enum=SavingState;Deploying;Restoring;Verifying;RollingBack
+type UpgradePhase string
+
+const (
+	UpgradeSavingState UpgradePhase = "SavingState"
+	UpgradeDeploying   UpgradePhase = "Deploying"
+	UpgradeRestoring   UpgradePhase = "Restoring"
+	UpgradeVerifying   UpgradePhase = "Verifying"
+	UpgradeRollingBack UpgradePhase = "RollingBack"
+)
+
+// UpgradeStatus is an upgrade in flight.
+type UpgradeStatus struct {
+	// Phase of the upgrade.
+	Phase UpgradePhase `json:"phase"`
+	// Kind of change: ConfigRoll or Upgrade.
+	Kind string `json:"kind"`
+	// TargetGeneration is the generation being rolled out.
+	TargetGeneration int64 `json:"targetGeneration"`
+	// StartedAt is when the upgrade started.
+	StartedAt metav1.Time `json:"startedAt"`
+	// PhaseStartedAt is when the current phase started; deadlines count from it.
+	PhaseStartedAt metav1.Time `json:"phaseStartedAt"`
+	// RestorePath is the savepoint or checkpoint the job is restored from,
+	// and the one a rollback returns to.
+	// +optional
+	RestorePath string `json:"restorePath,omitempty"`
+	// CheckpointsAtRestore is the completed-checkpoint count when the job
+	// was restored; the stability gate counts from it.
+	// +optional
+	CheckpointsAtRestore int64 `json:"checkpointsAtRestore,omitempty"`
+}
