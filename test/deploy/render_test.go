@@ -1,0 +1,504 @@
+package deploy_test
+
+import (
+	"bytes"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/datapilot/datapilot/internal/operator"
+)
+
+// clusterScoped are the kinds an install renders that have no namespace.
+var clusterScoped = map[string]bool{
+	"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
+}
+
+// TestChartCopiesOfGeneratedFiles: the chart's crds/ is exactly
+// config/crd/bases, and files/role.yaml exactly config/rbac/role.yaml, as
+// hack/sync-chart.sh leaves them.
+func TestChartCopiesOfGeneratedFiles(t *testing.T) {
+	names := func(dir string) []string {
+		var out []string
+		entries, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".yaml") {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	bases, chartCRDs := names("config/crd/bases"), names("charts/datapilot/crds")
+	if !slices.Equal(bases, chartCRDs) {
+		t.Fatalf("charts/datapilot/crds holds %v, config/crd/bases holds %v: run hack/sync-chart.sh", chartCRDs, bases)
+	}
+	pairs := [][2]string{{"config/rbac/role.yaml", "charts/datapilot/files/role.yaml"}}
+	for _, n := range bases {
+		pairs = append(pairs, [2]string{"config/crd/bases/" + n, "charts/datapilot/crds/" + n})
+	}
+	for _, p := range pairs {
+		if !bytes.Equal(readFile(t, p[0]), readFile(t, p[1])) {
+			t.Errorf("%s differs from %s: run hack/sync-chart.sh", p[1], p[0])
+		}
+	}
+}
+
+// TestEveryKustomizationBuilds renders every kustomization under config/.
+func TestEveryKustomizationBuilds(t *testing.T) {
+	var dirs []string
+	err := filepath.WalkDir(filepath.Join(root, "config"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "kustomization.yaml" {
+			dirs = append(dirs, filepath.Dir(path))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"crd", "rbac", "manager", "default", "overlays/production"} {
+		if !slices.Contains(dirs, filepath.Join(root, "config", want)) {
+			t.Errorf("config/%s has no kustomization.yaml", want)
+		}
+	}
+	for _, dir := range dirs {
+		rel, _ := filepath.Rel(root, dir)
+		t.Run(rel, func(t *testing.T) {
+			parse(t, runTool(t, "kubectl", "kustomize", dir))
+		})
+	}
+}
+
+// rendered is one install's output, indexed.
+type rendered struct {
+	in   install
+	raw  []byte
+	objs []*unstructured.Unstructured
+}
+
+func (r rendered) ofKind(kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range r.objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// one returns the single object of kind, converted to T.
+func one[T any](t *testing.T, r rendered, kind string) *T {
+	t.Helper()
+	objs := r.ofKind(kind)
+	if len(objs) != 1 {
+		t.Fatalf("Rendered %d objects of kind %s, want 1", len(objs), kind)
+	}
+	return typed[T](t, objs[0])
+}
+
+// typed converts strictly: a field the type does not know fails the test.
+func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, out, true); err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return out
+}
+
+func TestInstalls(t *testing.T) {
+	generatedRole := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(readFile(t, "config/rbac/role.yaml"), generatedRole); err != nil {
+		t.Fatal(err)
+	}
+	baseCRD := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(readFile(t, "config/crd/bases/data.example.com_flinkclusters.yaml"), baseCRD); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range installs {
+		t.Run(in.name, func(t *testing.T) {
+			raw := render(t, in)
+			r := rendered{in: in, raw: raw, objs: parse(t, raw)}
+			checkNamespaces(t, r)
+			dep := checkDeployment(t, r)
+			sa := checkServiceAccount(t, r, dep)
+			checkRBAC(t, r, sa, generatedRole.Rules)
+			svc := checkMetricsService(t, r, dep)
+			checkServiceMonitor(t, r, svc)
+			checkOperatorSettings(t, r, dep)
+
+			crd := one[apiextensionsv1.CustomResourceDefinition](t, r, "CustomResourceDefinition")
+			if in.chart {
+				// helm renders crds/ verbatim: the whole object is the generated one.
+				if !equality.Semantic.DeepEqual(crd, baseCRD) {
+					t.Error("The chart's CRD differs from config/crd/bases")
+				}
+			} else if crd.Name != baseCRD.Name || !equality.Semantic.DeepEqual(crd.Spec, baseCRD.Spec) {
+				t.Error("The kustomize CRD's spec differs from config/crd/bases")
+			}
+		})
+	}
+}
+
+// checkNamespaces: every namespaced object is in the operator's namespace,
+// and a kustomize install creates that namespace under the restricted
+// Pod Security Standard.
+func checkNamespaces(t *testing.T, r rendered) {
+	t.Helper()
+	for _, o := range r.objs {
+		ns := o.GetNamespace()
+		if clusterScoped[o.GetKind()] {
+			if ns != "" {
+				t.Errorf("%s %s is cluster-scoped but has namespace %q", o.GetKind(), o.GetName(), ns)
+			}
+			continue
+		}
+		if ns != r.in.namespace {
+			t.Errorf("%s %s is in namespace %q, want %q", o.GetKind(), o.GetName(), ns, r.in.namespace)
+		}
+	}
+	if r.in.chart {
+		if n := len(r.ofKind("Namespace")); n != 0 {
+			t.Errorf("The chart renders %d Namespaces; the release namespace is helm's to create", n)
+		}
+		return
+	}
+	ns := one[corev1.Namespace](t, r, "Namespace")
+	if ns.Name != r.in.namespace {
+		t.Errorf("Namespace is %q, want %q", ns.Name, r.in.namespace)
+	}
+	if got := ns.Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+		t.Errorf("Namespace enforces Pod Security %q, want restricted", got)
+	}
+	// No trace of the base's namespace may survive an overlay that moves it.
+	if r.in.namespace != "datapilot-system" && bytes.Contains(r.raw, []byte("datapilot-system")) {
+		t.Errorf("The render still mentions datapilot-system")
+	}
+}
+
+// checkDeployment: a hardened, probed, resourced operator Deployment with
+// leader election and its namespace from the downward API.
+func checkDeployment(t *testing.T, r rendered) *appsv1.Deployment {
+	t.Helper()
+	dep := one[appsv1.Deployment](t, r, "Deployment")
+	want := r.in.want
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != want.replicas {
+		t.Errorf("replicas = %v, want %d", dep.Spec.Replicas, want.replicas)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("The Deployment's selector %v does not select its own pods (%v)", dep.Spec.Selector, err)
+	}
+	pod := dep.Spec.Template.Spec
+	psc := pod.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Error("Pod securityContext.runAsNonRoot is not true")
+	}
+	if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("Pod seccompProfile is not RuntimeDefault")
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("The pod has %d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if c.Image != want.image {
+		t.Errorf("image = %q, want %q", c.Image, want.image)
+	}
+	sc := c.SecurityContext
+	switch {
+	case sc == nil:
+		t.Fatal("The container has no securityContext")
+	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+		t.Error("readOnlyRootFilesystem is not true")
+	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+		t.Error("allowPrivilegeEscalation is not false")
+	case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
+		t.Errorf("capabilities = %+v, want drop [ALL] and no add", sc.Capabilities)
+	case sc.Privileged != nil && *sc.Privileged:
+		t.Error("The container is privileged")
+	case sc.RunAsUser != nil && *sc.RunAsUser == 0:
+		t.Error("The container runs as user 0")
+	}
+	for name, res := range map[string]corev1.ResourceList{"requests": c.Resources.Requests, "limits": c.Resources.Limits} {
+		for _, k := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := res[k]; !ok || q.IsZero() {
+				t.Errorf("resources.%s.%s is not set", name, k)
+			}
+		}
+	}
+	if req, lim := c.Resources.Requests.Memory(), c.Resources.Limits.Memory(); req.Cmp(*lim) > 0 {
+		t.Errorf("Memory request %s exceeds the limit %s", req, lim)
+	}
+	for _, p := range []struct {
+		name  string
+		probe *corev1.Probe
+		path  string
+	}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}} {
+		if p.probe == nil || p.probe.HTTPGet == nil {
+			t.Errorf("No HTTP %s probe", p.name)
+			continue
+		}
+		if p.probe.HTTPGet.Path != p.path {
+			t.Errorf("%s probe path = %q, want %q", p.name, p.probe.HTTPGet.Path, p.path)
+		}
+		if port := containerPort(t, c, p.probe.HTTPGet.Port); port != flagPort(t, c, "--health-probe-bind-address") {
+			t.Errorf("%s probe port %d is not the --health-probe-bind-address port", p.name, port)
+		}
+	}
+	return dep
+}
+
+// containerPort resolves a numeric or named port of c.
+func containerPort(t *testing.T, c corev1.Container, p intstr.IntOrString) int32 {
+	t.Helper()
+	if p.Type == intstr.Int {
+		return p.IntVal
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return cp.ContainerPort
+		}
+	}
+	t.Fatalf("The container has no port named %q", p.StrVal)
+	return 0
+}
+
+// flagPort is the port of a --flag=host:port argument of c.
+func flagPort(t *testing.T, c corev1.Container, flag string) int32 {
+	t.Helper()
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			_, port, err := net.SplitHostPort(v)
+			if err != nil {
+				t.Fatalf("%s: %v", a, err)
+			}
+			n, err := strconv.ParseInt(port, 10, 32)
+			if err != nil {
+				t.Fatalf("%s: %v", a, err)
+			}
+			return int32(n)
+		}
+	}
+	t.Fatalf("The container has no %s argument", flag)
+	return 0
+}
+
+func checkServiceAccount(t *testing.T, r rendered, dep *appsv1.Deployment) *corev1.ServiceAccount {
+	t.Helper()
+	sa := one[corev1.ServiceAccount](t, r, "ServiceAccount")
+	if dep.Spec.Template.Spec.ServiceAccountName != sa.Name {
+		t.Errorf("The Deployment runs as %q, the rendered ServiceAccount is %q",
+			dep.Spec.Template.Spec.ServiceAccountName, sa.Name)
+	}
+	return sa
+}
+
+// checkRBAC: a ClusterRole with exactly the generated rules bound to the
+// ServiceAccount, and a Role for leader election in the operator's namespace.
+func checkRBAC(t *testing.T, r rendered, sa *corev1.ServiceAccount, generated []rbacv1.PolicyRule) {
+	t.Helper()
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}
+
+	cr := one[rbacv1.ClusterRole](t, r, "ClusterRole")
+	if !equality.Semantic.DeepEqual(cr.Rules, generated) {
+		got, _ := yaml.Marshal(cr.Rules)
+		want, _ := yaml.Marshal(generated)
+		t.Errorf("ClusterRole rules differ from config/rbac/role.yaml:\ngot:\n%s\nwant:\n%s", got, want)
+	}
+	crb := one[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding")
+	if crb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}) {
+		t.Errorf("ClusterRoleBinding refers to %+v, want ClusterRole %s", crb.RoleRef, cr.Name)
+	}
+	if !slices.Equal(crb.Subjects, []rbacv1.Subject{subject}) {
+		t.Errorf("ClusterRoleBinding subjects = %+v, want %+v", crb.Subjects, subject)
+	}
+
+	role := one[rbacv1.Role](t, r, "Role")
+	grants := func(group, resource string, verbs ...string) bool {
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.APIGroups, group) && slices.Contains(rule.Resources, resource) &&
+				!slices.ContainsFunc(verbs, func(v string) bool { return !slices.Contains(rule.Verbs, v) }) {
+				return true
+			}
+		}
+		return false
+	}
+	if !grants("coordination.k8s.io", "leases", "get", "create", "update") {
+		t.Error("The leader-election Role does not grant leases get, create and update")
+	}
+	if !grants("", "events", "create") {
+		t.Error("The leader-election Role does not grant creating core/v1 events")
+	}
+	rb := one[rbacv1.RoleBinding](t, r, "RoleBinding")
+	if rb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}) {
+		t.Errorf("RoleBinding refers to %+v, want Role %s", rb.RoleRef, role.Name)
+	}
+	if !slices.Equal(rb.Subjects, []rbacv1.Subject{subject}) {
+		t.Errorf("RoleBinding subjects = %+v, want %+v", rb.Subjects, subject)
+	}
+}
+
+// checkMetricsService: the Service selects the operator's pods and targets
+// the metrics port the operator binds.
+func checkMetricsService(t *testing.T, r rendered, dep *appsv1.Deployment) *corev1.Service {
+	t.Helper()
+	svc := one[corev1.Service](t, r, "Service")
+	if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("The metrics Service's selector %v does not select the operator's pods", svc.Spec.Selector)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	for _, p := range svc.Spec.Ports {
+		if p.Name == "metrics" {
+			if containerPort(t, c, p.TargetPort) != flagPort(t, c, "--metrics-bind-address") {
+				t.Errorf("The metrics Service targets %s, not the --metrics-bind-address port", p.TargetPort.String())
+			}
+			return svc
+		}
+	}
+	t.Errorf("The metrics Service has no port named metrics")
+	return svc
+}
+
+// checkServiceMonitor: present only when asked for, and scraping the metrics Service.
+func checkServiceMonitor(t *testing.T, r rendered, svc *corev1.Service) {
+	t.Helper()
+	sms := r.ofKind("ServiceMonitor")
+	if !r.in.want.serviceMonitor {
+		if len(sms) != 0 {
+			t.Errorf("Rendered %d ServiceMonitors, want none", len(sms))
+		}
+		return
+	}
+	if len(sms) != 1 {
+		t.Fatalf("Rendered %d ServiceMonitors, want 1", len(sms))
+	}
+	sm := sms[0]
+	if sm.GetAPIVersion() != "monitoring.coreos.com/v1" {
+		t.Errorf("ServiceMonitor apiVersion = %s", sm.GetAPIVersion())
+	}
+	matchLabels, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	if len(matchLabels) == 0 || !labels.SelectorFromSet(matchLabels).Matches(labels.Set(svc.Labels)) {
+		t.Errorf("The ServiceMonitor's selector %v does not select the metrics Service (labels %v)", matchLabels, svc.Labels)
+	}
+	names, _, _ := unstructured.NestedStringSlice(sm.Object, "spec", "namespaceSelector", "matchNames")
+	if !slices.Equal(names, []string{svc.Namespace}) {
+		t.Errorf("The ServiceMonitor looks in namespaces %v, want [%s]", names, svc.Namespace)
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != "metrics" {
+		t.Errorf("The ServiceMonitor's endpoints %v do not scrape the port named metrics", endpoints)
+	}
+}
+
+// checkOperatorSettings reads the container's arguments and environment the
+// way the binary does (operator.Defaults, BindFlags, Validate) and compares
+// the result with what the install promises.
+func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
+	t.Helper()
+	c := dep.Spec.Template.Spec.Containers[0]
+	configMaps := map[string]*corev1.ConfigMap{}
+	for _, u := range r.ofKind("ConfigMap") {
+		cm := typed[corev1.ConfigMap](t, u)
+		configMaps[cm.Name] = cm
+	}
+	env := map[string]string{}
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef == nil {
+			t.Fatalf("envFrom %+v is not a ConfigMap", from)
+		}
+		cm, ok := configMaps[from.ConfigMapRef.Name]
+		if !ok {
+			t.Fatalf("envFrom refers to ConfigMap %q, which is not rendered", from.ConfigMapRef.Name)
+		}
+		for k, v := range cm.Data {
+			env[from.Prefix+k] = v
+		}
+	}
+	for _, e := range c.Env { // env wins over envFrom, as in the kubelet
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			env[e.Name] = dep.Namespace
+		default:
+			t.Fatalf("env %s comes from %+v, which this test cannot resolve", e.Name, e.ValueFrom)
+		}
+	}
+	for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE"} {
+		t.Setenv(k, env[k]) // the operator treats empty as unset
+	}
+	opts, err := operator.Defaults()
+	if err != nil {
+		t.Fatalf("The operator rejects its environment: %v", err)
+	}
+	if len(c.Command) != 0 || len(c.Args) == 0 || c.Args[0] != "operator" {
+		t.Fatalf("args = %v, want the operator subcommand first and no command", c.Args)
+	}
+	fs := pflag.NewFlagSet("operator", pflag.ContinueOnError)
+	opts.BindFlags(fs)
+	if err := fs.Parse(c.Args[1:]); err != nil {
+		t.Fatalf("The operator rejects its arguments %v: %v", c.Args[1:], err)
+	}
+	if err := opts.Validate(); err != nil {
+		t.Fatalf("The operator rejects its settings: %v", err)
+	}
+
+	want := r.in.want
+	interval, _ := time.ParseDuration(want.reconcileInterval)
+	got := []any{opts.LogLevel, opts.ReconcileInterval, opts.MaxConcurrentReconciles, opts.WatchNamespaces,
+		opts.LeaderElection, opts.LeaderElectionNamespace, opts.FlinkRESTOverride}
+	exp := []any{want.logLevel, interval, want.maxConcurrentReconciles, want.watchNamespaces,
+		true, r.in.namespace, ""}
+	if !reflect.DeepEqual(got, exp) {
+		t.Errorf("Operator settings (log level, interval, concurrency, namespaces, leader election, lease namespace, REST override)\n got %v\nwant %v", got, exp)
+	}
+
+	// The production overlay follows the reference design: the three
+	// settings come from the flink-operator-config ConfigMap.
+	if r.in.kustomizeDir == "config/overlays/production" {
+		var cm *corev1.ConfigMap
+		for name, c := range configMaps {
+			if strings.HasPrefix(name, "flink-operator-config-") {
+				cm = c
+			}
+		}
+		wantData := map[string]string{"LOG_LEVEL": "INFO", "RECONCILE_INTERVAL": "30s", "MAX_CONCURRENT_RECONCILES": "5"}
+		switch {
+		case cm == nil:
+			t.Error("No flink-operator-config ConfigMap rendered")
+		case !reflect.DeepEqual(cm.Data, wantData):
+			t.Errorf("flink-operator-config data = %v, want %v", cm.Data, wantData)
+		case !slices.ContainsFunc(c.EnvFrom, func(e corev1.EnvFromSource) bool {
+			return e.ConfigMapRef != nil && e.ConfigMapRef.Name == cm.Name
+		}):
+			t.Errorf("The operator does not take its environment from %s", cm.Name)
+		}
+		for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES"} {
+			if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == k }) {
+				t.Errorf("env %s overrides the ConfigMap", k)
+			}
+		}
+	}
+}
