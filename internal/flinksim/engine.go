@@ -54,7 +54,10 @@ type EngineOptions struct {
 }
 
 // ClusterKey names a FlinkCluster.
-type ClusterKey struct{ Namespace, Name string }
+type ClusterKey struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
 
 func (k ClusterKey) String() string { return k.Namespace + "/" + k.Name }
 

@@ -314,7 +314,7 @@ func TestAdminAPI(t *testing.T) {
 	do("POST", admin+"/jobs/"+second+"/state", `{"state":"RUNNING"}`, 400)
 	do("GET", srv.URL+"/admin/clusters/team-a/missing", "", 404)
 	b := do("GET", srv.URL+"/admin/clusters", "", 200)
-	if !strings.Contains(string(b), `"Name":"demo"`) {
+	if !strings.Contains(string(b), `"name":"demo"`) {
 		t.Errorf("clusters = %s", b)
 	}
 }
