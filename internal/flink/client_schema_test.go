@@ -229,6 +229,34 @@ func TestRequestBodiesUseSchemaNames(t *testing.T) {
 	}
 }
 
+// Every property the schema allows in a request body has a field: the
+// simulator decodes strictly (as Flink does), so a missing field would make
+// it refuse a request that Flink accepts.
+func TestRequestTypesCoverSchema(t *testing.T) {
+	schema, err := flinkschema.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for component, v := range map[string]any{
+		"SavepointTriggerRequestBody":  flink.SavepointTriggerRequest{},
+		"StopWithSavepointRequestBody": flink.StopWithSavepointRequest{},
+		"CheckpointTriggerRequestBody": flink.CheckpointTriggerRequest{},
+		"JarRunRequestBody":            flink.JarRunRequest{},
+	} {
+		names := map[string]bool{}
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			names[name] = true
+		}
+		for p := range schema.Properties(component) {
+			if !names[p] {
+				t.Errorf("%s: schema property %q has no field in %T", component, p, v)
+			}
+		}
+	}
+}
+
 // extraNames are JSON names Flink sends that the schema does not list.
 var extraNames = map[string]bool{
 	"SerializedThrowable.class":       true,

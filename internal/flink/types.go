@@ -305,8 +305,10 @@ const (
 
 // JarRunRequest is the schema's JarRunRequestBody.
 type JarRunRequest struct {
-	EntryClass            string            `json:"entryClass,omitempty"`
-	ProgramArgsList       []string          `json:"programArgsList,omitempty"`
+	EntryClass      string   `json:"entryClass,omitempty"`
+	ProgramArgsList []string `json:"programArgsList,omitempty"`
+	// ProgramArgs is the deprecated space-separated form of ProgramArgsList.
+	ProgramArgs           string            `json:"programArgs,omitempty"`
 	Parallelism           int32             `json:"parallelism,omitempty"`
 	JobID                 string            `json:"jobId,omitempty"`
 	SavepointPath         string            `json:"savepointPath,omitempty"`
