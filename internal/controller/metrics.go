@@ -16,6 +16,11 @@ type Metrics struct {
 	Clusters     *prometheus.GaugeVec
 	Applies      *prometheus.CounterVec
 	StatusWrites prometheus.Counter
+	Savepoints   *prometheus.CounterVec
+	SavepointAge *prometheus.HistogramVec
+	Submissions  prometheus.Counter
+	Upgrades     *prometheus.CounterVec
+	Rollbacks    prometheus.Counter
 
 	mu     sync.Mutex
 	phases map[types.NamespacedName]v1.Phase
@@ -36,9 +41,30 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "datapilot_status_writes_total",
 			Help: "FlinkCluster status patches.",
 		}),
+		Savepoints: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "datapilot_savepoints_total",
+			Help: "Savepoints and upgrade checkpoints, by reason and result (triggered, trigger_error, completed, failed).",
+		}, []string{"reason", "result"}),
+		SavepointAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "datapilot_savepoint_duration_seconds",
+			Help:    "Time from trigger to completion of savepoints, by reason.",
+			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12),
+		}, []string{"reason"}),
+		Submissions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "datapilot_job_submissions_total",
+			Help: "Jobs submitted to Flink.",
+		}),
+		Upgrades: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "datapilot_upgrades_total",
+			Help: "State-safe upgrades, by result (started, succeeded, failed, superseded).",
+		}, []string{"result"}),
+		Rollbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "datapilot_rollbacks_total",
+			Help: "Automatic rollbacks to the last stable spec.",
+		}),
 		phases: map[types.NamespacedName]v1.Phase{},
 	}
-	reg.MustRegister(m.Clusters, m.Applies, m.StatusWrites)
+	reg.MustRegister(m.Clusters, m.Applies, m.StatusWrites, m.Savepoints, m.SavepointAge, m.Submissions, m.Upgrades, m.Rollbacks)
 	for _, p := range []v1.Phase{v1.PhasePending, v1.PhaseRunning, v1.PhaseScaling, v1.PhaseUpdating, v1.PhaseDegraded, v1.PhaseTerminating} {
 		m.Clusters.WithLabelValues(string(p)).Set(0)
 	}

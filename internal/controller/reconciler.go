@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -25,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/lifecycle"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -51,6 +54,10 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Metrics   *Metrics
+	// Resolver says where each cluster's Flink REST API is.
+	Resolver flink.Resolver
+	// HTTPClient reaches Flink REST and fetches job jars.
+	HTTPClient *http.Client
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 }
@@ -86,8 +93,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
-	// 3. Build the desired state: pure, no client.
-	desired, err := resources.Build(fc)
+	// 3. Decide which spec the children should run: the user's, or, for a
+	// cluster with a job, whatever the state-safe upgrade path allows now.
+	deploy, plan, err := r.lifecycle(ctx, fc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// Build the desired state: pure, no client.
+	desired, err := resources.Build(withSpec(fc, deploy))
 	if err != nil {
 		// Admission validates the spec; an object that still fails to
 		// build bypassed it. Say so instead of retrying forever.
@@ -110,7 +124,101 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeStatus(ctx, fc, s.obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, s.obs.applyErr
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, s.obs.applyErr
+}
+
+// lifecycle runs the job's state machine for a cluster with spec.job and
+// returns the spec to deploy. The decision's status is written before its
+// side effect, so a restart between the two resumes the same step (the
+// recorded trigger and job IDs make the repeat harmless).
+func (r *Reconciler) lifecycle(ctx context.Context, fc *v1.FlinkCluster) (*v1.FlinkClusterSpec, lifecycle.Plan, error) {
+	if fc.Spec.Job == nil {
+		return &fc.Spec, lifecycle.Plan{}, nil
+	}
+	deployed := decodeSpec(fc.Status.DeployedSpec)
+	jm := &appsv1.Deployment{}
+	jmReady := r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}, jm) == nil &&
+		jm.Status.ReadyReplicas > 0
+	rolledOut := r.rolledOut(ctx, fc, deployed)
+	plan := lifecycle.Decide(lifecycle.Input{
+		Generation: fc.Generation,
+		UID:        string(fc.UID),
+		Spec:       &fc.Spec,
+		Status:     &fc.Status,
+		Deployed:   deployed,
+		LastStable: decodeSpec(fc.Status.LastStableSpec),
+		RolledOut:  rolledOut,
+		Flink:      r.observeFlink(ctx, fc, jmReady),
+		Now:        r.now(),
+	})
+	next := plan.Status
+	next.DeployedSpec = encodeSpec(plan.Deploy)
+	if plan.MarkStable {
+		next.LastStableSpec = encodeSpec(plan.Deploy)
+	}
+	r.countTransitions(fc, plan)
+	if !equality.Semantic.DeepEqual(next, fc.Status) {
+		if err := r.applyStatus(ctx, fc, next); err != nil {
+			return nil, plan, fmt.Errorf("record lifecycle step of %s: %w", klog.KObj(fc), err)
+		}
+		r.Metrics.StatusWrites.Inc()
+	}
+	for _, e := range plan.Events {
+		typ := corev1.EventTypeNormal
+		if e.Warning {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(fc, nil, typ, e.Reason, "Lifecycle", "%s", e.Message)
+	}
+	if err := r.act(ctx, fc, plan); err != nil {
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Lifecycle", "%v", err)
+		// The step is recorded; the next reconcile repeats it.
+		log.FromContext(ctx).Error(err, "Flink request failed", "flinkcluster", klog.KObj(fc))
+		if plan.RequeueAfter == 0 {
+			plan.RequeueAfter = lifecycle.Poll
+		}
+	}
+	return plan.Deploy, plan, nil
+}
+
+// countTransitions feeds the upgrade, rollback and savepoint metrics from
+// the difference between the old status and the plan.
+func (r *Reconciler) countTransitions(fc *v1.FlinkCluster, plan lifecycle.Plan) {
+	old, next := fc.Status.Upgrade, plan.Status.Upgrade
+	switch {
+	case old == nil && next != nil:
+		r.Metrics.Upgrades.WithLabelValues("started").Inc()
+	case old != nil && next == nil && old.Phase == v1.UpgradeRollingBack:
+		r.Metrics.Rollbacks.Inc()
+	case old != nil && next == nil && plan.MarkStable:
+		r.Metrics.Upgrades.WithLabelValues("succeeded").Inc()
+	case old != nil && next == nil:
+		r.Metrics.Upgrades.WithLabelValues("failed").Inc()
+	case old != nil && next != nil && old.TargetGeneration != next.TargetGeneration:
+		r.Metrics.Upgrades.WithLabelValues("superseded").Inc()
+	}
+	if old != nil && next != nil && old.Phase != v1.UpgradeRollingBack && next.Phase == v1.UpgradeRollingBack {
+		r.Metrics.Upgrades.WithLabelValues("failed").Inc()
+	}
+	var oldSP, nextSP *v1.SavepointInfo
+	if fc.Status.Job != nil {
+		oldSP = fc.Status.Job.PendingSavepoint
+	}
+	if plan.Status.Job != nil {
+		nextSP = plan.Status.Job.PendingSavepoint
+	}
+	if oldSP != nil && nextSP == nil {
+		var last *v1.SavepointInfo
+		if plan.Status.Job != nil {
+			last = plan.Status.Job.LastSavepoint
+		}
+		if last != nil && last.TriggerID == oldSP.TriggerID || oldSP.Checkpoint && plan.Status.Upgrade != nil && plan.Status.Upgrade.RestorePath != "" {
+			r.Metrics.Savepoints.WithLabelValues(string(oldSP.Reason), "completed").Inc()
+			r.Metrics.SavepointAge.WithLabelValues(string(oldSP.Reason)).Observe(r.now().Sub(oldSP.TriggeredAt.Time).Seconds())
+		} else {
+			r.Metrics.Savepoints.WithLabelValues(string(oldSP.Reason), "failed").Inc()
+		}
+	}
 }
 
 // child pairs a desired apply configuration with the cached object it

@@ -123,6 +123,8 @@ func phaseOf(fc *v1.FlinkCluster, avail, prog, deg verdict) v1.Phase {
 		return v1.PhaseTerminating
 	case deg.status == metav1.ConditionTrue:
 		return v1.PhaseDegraded
+	case fc.Status.Upgrade != nil:
+		return v1.PhaseUpdating
 	case prog.reason == "Scaling":
 		return v1.PhaseScaling
 	case prog.reason == "RollingUpdate" || prog.reason == "Applying" && avail.status == metav1.ConditionTrue:

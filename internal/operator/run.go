@@ -3,8 +3,10 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,6 +26,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/controller"
+	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -82,6 +85,10 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("datapilot"),
 		Metrics:   controller.NewMetrics(crmetrics.Registry),
+		Resolver:  flink.Resolver{Override: o.FlinkRESTOverride},
+		// Per-request timeouts are set by the Flink client; this bounds
+		// jar downloads.
+		HTTPClient: &http.Client{Timeout: 2 * time.Minute},
 	}
 	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("set up FlinkCluster controller: %w", err)

@@ -1,0 +1,83 @@
+// Package lifecycle decides, without side effects, how a FlinkCluster with a
+// job moves from one spec to the next: which change it is, when state must
+// be made safe, what to deploy, when an upgrade is stable and when it rolls
+// back. The controller performs the actions it returns.
+package lifecycle
+
+import (
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+)
+
+// Change is the kind of difference between the deployed and desired spec.
+type Change string
+
+const (
+	// ChangeNone: nothing that touches pods or the job.
+	ChangeNone Change = "None"
+	// ChangeScale: only the TaskManager count.
+	ChangeScale Change = "Scale"
+	// ChangeJob: the job's definition; pods stay, the job is resubmitted.
+	ChangeJob Change = "JobChange"
+	// ChangeConfigRoll: configuration or resources; the pods roll.
+	ChangeConfigRoll Change = "ConfigRoll"
+	// ChangeUpgrade: the Flink version or image.
+	ChangeUpgrade Change = "Upgrade"
+)
+
+// Classify names the change from deployed to desired. Settings that steer
+// the operator (job state, savepoint schedule, policies) are not changes of
+// the cluster: they never restart anything.
+func Classify(deployed, desired *v1.FlinkClusterSpec) Change {
+	if deployed == nil {
+		return ChangeNone
+	}
+	a, b := normalize(deployed), normalize(desired)
+	if a.Version != b.Version || a.Image != b.Image {
+		return ChangeUpgrade
+	}
+	jobA, jobB := a.Job, b.Job
+	a.Job, b.Job = nil, nil
+	ra, rb := a.TaskManager.Replicas, b.TaskManager.Replicas
+	a.TaskManager.Replicas, b.TaskManager.Replicas = 0, 0
+	switch {
+	case !equality.Semantic.DeepEqual(a, b):
+		return ChangeConfigRoll
+	case !equality.Semantic.DeepEqual(jobA, jobB):
+		return ChangeJob
+	case ra != rb:
+		return ChangeScale
+	}
+	return ChangeNone
+}
+
+// normalize copies a spec without the fields that steer the operator.
+func normalize(s *v1.FlinkClusterSpec) *v1.FlinkClusterSpec {
+	c := s.DeepCopy()
+	c.UpgradePolicy, c.Health = nil, nil
+	if c.Job != nil {
+		c.Job.State = ""
+		c.Job.SavepointInterval = ""
+		c.Job.SavepointTriggerNonce = 0
+		c.Job.SavepointRetention = 0
+		c.Job.InitialSavepointPath = ""
+	}
+	return c
+}
+
+// needsState says how state must be made safe before a change, by mode:
+// a version change always takes a savepoint (checkpoints are not portable
+// across versions); last-state rolls take a checkpoint, as the reference
+// design's upgrade path does; stateless takes nothing.
+func needsState(change Change, mode v1.UpgradeMode) (savepoint, checkpoint bool) {
+	switch {
+	case change == ChangeScale || change == ChangeNone:
+		return false, false
+	case mode == v1.UpgradeStateless:
+		return false, false
+	case change == ChangeUpgrade || change == ChangeJob || mode == v1.UpgradeSavepoint:
+		return true, false
+	}
+	return false, true
+}

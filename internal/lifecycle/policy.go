@@ -1,0 +1,69 @@
+package lifecycle
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+)
+
+// Defaults of spec.upgradePolicy and spec.job, for objects stored before
+// the API server defaulted them.
+const (
+	defaultStableCheckpoints = 2
+	defaultTimeout           = 5 * time.Minute
+	defaultRetention         = 5
+)
+
+func stableCheckpoints(s *v1.FlinkClusterSpec) int32 {
+	if s.UpgradePolicy == nil {
+		return defaultStableCheckpoints
+	}
+	return s.UpgradePolicy.StableCheckpoints
+}
+
+func stabilityTimeout(s *v1.FlinkClusterSpec) time.Duration {
+	if s.UpgradePolicy == nil {
+		return defaultTimeout
+	}
+	return parseOr(s.UpgradePolicy.StabilityTimeout, defaultTimeout)
+}
+
+func savepointTimeout(s *v1.FlinkClusterSpec) time.Duration {
+	if s.UpgradePolicy == nil {
+		return defaultTimeout
+	}
+	return parseOr(s.UpgradePolicy.SavepointTimeout, defaultTimeout)
+}
+
+func autoRollback(s *v1.FlinkClusterSpec) bool {
+	return s.UpgradePolicy == nil || s.UpgradePolicy.AutoRollback == nil || *s.UpgradePolicy.AutoRollback
+}
+
+func retention(s *v1.FlinkClusterSpec) int {
+	if s.Job == nil || s.Job.SavepointRetention < 1 {
+		return defaultRetention
+	}
+	return int(s.Job.SavepointRetention)
+}
+
+func parseOr(v string, def time.Duration) time.Duration {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return def
+	}
+	return d
+}
+
+func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
+	return meta.FindStatusCondition(cs, t)
+}
+
+func setCondition(st *v1.FlinkClusterStatus, generation int64, now time.Time, t string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: t, Status: status, Reason: reason, Message: msg,
+		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
+	})
+}
