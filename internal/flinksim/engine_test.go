@@ -15,7 +15,7 @@ func (f *fakeClock) now() time.Time       { return f.t }
 func (f *fakeClock) step(d time.Duration) { f.t = f.t.Add(d) }
 func newClock() *fakeClock                { return &fakeClock{t: time.Unix(1700000000, 0)} }
 func obs(tms ...string) Observation {
-	return Observation{JobManagerReady: true, JobManagerUID: "jm-1", Version: "1.18.1", TaskManagerUIDs: tms, SlotsPerTaskManager: 2}
+	return Observation{JobManagerReady: true, JobManagerUID: "jm-1", Version: "1.19.1", TaskManagerUIDs: tms, SlotsPerTaskManager: 2}
 }
 func (o Observation) withJM(uid string) Observation { o.JobManagerUID = uid; return o }
 
@@ -77,7 +77,7 @@ func TestAvailability(t *testing.T) {
 		want503 int // how many of 4 requests get 503
 	}{
 		{"unknown cluster", func(e *Engine) {}, 4},
-		{"JobManager not ready", func(e *Engine) { e.Observe(key, Observation{Version: "1.18.1"}) }, 4},
+		{"JobManager not ready", func(e *Engine) { e.Observe(key, Observation{Version: "1.19.1"}) }, 4},
 		{"JobManager ready", func(e *Engine) { e.Observe(key, obs("tm-1")) }, 0},
 		{"two injected 503s", func(e *Engine) { e.Observe(key, obs("tm-1")); e.InjectUnavailable(key, 2) }, 2},
 		{"503 until cleared", func(e *Engine) { e.Observe(key, obs("tm-1")); e.InjectUnavailable(key, -1) }, 4},
@@ -110,7 +110,7 @@ func TestOverviewFollowsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := flink.ClusterOverview{FlinkVersion: "1.18.1", FlinkCommit: SimulatedFlinkRevision, TaskManagers: 3, SlotsTotal: 6, SlotsAvailable: 2, JobsRunning: 1}
+	want := flink.ClusterOverview{FlinkVersion: "1.19.1", FlinkCommit: SimulatedFlinkRevision, TaskManagers: 3, SlotsTotal: 6, SlotsAvailable: 2, JobsRunning: 1}
 	if *ov != want {
 		t.Errorf("overview = %+v, want %+v", *ov, want)
 	}
@@ -126,7 +126,7 @@ func TestOverviewFollowsPods(t *testing.T) {
 		t.Errorf("job not running")
 	}
 	cfg, _ := e.DashboardConfiguration(key)
-	if cfg.FlinkVersion != "1.18.1" {
+	if cfg.FlinkVersion != "1.19.1" {
 		t.Errorf("config version = %q", cfg.FlinkVersion)
 	}
 }
@@ -209,6 +209,24 @@ func TestTriggeredCheckpoint(t *testing.T) {
 				t.Errorf("triggered = %d", v.CheckpointsTriggered)
 			}
 		})
+	}
+}
+
+func TestCheckpointTriggerNeedsFlink119(t *testing.T) {
+	for version, want := range map[string]int{"1.17.1": http.StatusNotFound, "1.18.1": http.StatusNotFound, "1.19.0": 0, "2.0.0": 0} {
+		e, _ := newTestEngine(t)
+		o := obs("tm-1")
+		o.Version = version
+		e.Observe(key, o)
+		id := submit(t, e, flink.JarRunRequest{})
+		_, err := e.TriggerCheckpoint(key, id, flink.CheckpointTriggerRequest{})
+		got := 0
+		if err != nil {
+			got = statusOf(err)
+		}
+		if got != want {
+			t.Errorf("Flink %s: err = %v, want HTTP %d (0: accepted)", version, err, want)
+		}
 	}
 }
 

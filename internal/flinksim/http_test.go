@@ -106,7 +106,7 @@ func TestRESTFollowsSchema(t *testing.T) {
 
 	ov, err := c.Overview(ctx)
 	must(err)
-	if ov.FlinkVersion != "1.18.1" || ov.SlotsTotal != 4 || ov.SlotsAvailable != 2 || ov.JobsRunning != 1 {
+	if ov.FlinkVersion != "1.19.1" || ov.SlotsTotal != 4 || ov.SlotsAvailable != 2 || ov.JobsRunning != 1 {
 		t.Errorf("overview = %+v", ov)
 	}
 	_, err = c.DashboardConfiguration(ctx)
@@ -216,7 +216,7 @@ func TestRESTErrors(t *testing.T) {
 	if _, err := c.Overview(ctx); !flink.IsUnavailable(err) {
 		t.Errorf("unknown cluster: %v", err)
 	}
-	e.Observe(key, Observation{JobManagerUID: "jm-1", Version: "1.18.1"})
+	e.Observe(key, Observation{JobManagerUID: "jm-1", Version: "1.19.1"})
 	if _, err := c.Overview(ctx); !flink.IsUnavailable(err) {
 		t.Errorf("JobManager not ready: %v", err)
 	}

@@ -141,9 +141,13 @@ func (e *Engine) Checkpoints(k ClusterKey, jobID string) (out *flink.Checkpointi
 	return out, err
 }
 
-// TriggerCheckpoint answers POST /jobs/{jobid}/checkpoints.
+// TriggerCheckpoint answers POST /jobs/{jobid}/checkpoints. Flink added
+// the endpoint in 1.19; older versions answer 404, as Flink does.
 func (e *Engine) TriggerCheckpoint(k ClusterKey, jobID string, req flink.CheckpointTriggerRequest) (out *flink.TriggerResponse, err error) {
 	err = e.request(k, "POST /jobs/{jobid}/checkpoints", func(c *cluster, now time.Time) error {
+		if err := c.requireManualCheckpoints("/jobs/" + jobID + "/checkpoints"); err != nil {
+			return err
+		}
 		j, err := c.lookupJob(jobID)
 		if err != nil {
 			return err
@@ -165,6 +169,9 @@ func (e *Engine) TriggerCheckpoint(k ClusterKey, jobID string, req flink.Checkpo
 // CheckpointStatus answers GET /jobs/{jobid}/checkpoints/{triggerid}.
 func (e *Engine) CheckpointStatus(k ClusterKey, jobID, triggerID string) (out *flink.CheckpointOperation, err error) {
 	err = e.request(k, "GET /jobs/{jobid}/checkpoints/{triggerid}", func(c *cluster, now time.Time) error {
+		if err := c.requireManualCheckpoints("/jobs/" + jobID + "/checkpoints/" + triggerID); err != nil {
+			return err
+		}
 		op, err := findOperation(c, jobID, triggerID, opCheckpoint)
 		if err != nil {
 			return err
@@ -422,4 +429,13 @@ func slotResources(of int) flink.ResourceProfileInfo {
 		CPUCores: float64(of), TaskHeapMemory: int32(of * 384), TaskOffHeapMemory: 0,
 		ManagedMemory: int32(of * 512), NetworkMemory: int32(of * 128),
 	}
+}
+
+// requireManualCheckpoints refuses the checkpoint trigger endpoints on
+// versions before 1.19, which lack them.
+func (c *cluster) requireManualCheckpoints(p string) error {
+	if v, err := flink.ParseVersion(c.obs.Version); err == nil && !v.AtLeast(1, 19) {
+		return errorf(http.StatusNotFound, "Not found: %s (Flink %s has no checkpoint trigger endpoint; it came in 1.19)", p, c.obs.Version)
+	}
+	return nil
 }
