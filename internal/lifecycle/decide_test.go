@@ -1,0 +1,421 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func baseSpec() *v1.FlinkClusterSpec {
+	return &v1.FlinkClusterSpec{
+		Version:     "1.17.1",
+		JobManager:  v1.JobManagerSpec{Replicas: 1},
+		TaskManager: v1.TaskManagerSpec{Replicas: 2, Slots: 2},
+		Job: &v1.JobSpec{JarURI: "http://artifacts/job.jar", Parallelism: 2, State: v1.JobStateRunning,
+			UpgradeMode: v1.UpgradeSavepoint, SavepointRetention: 2},
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mut  func(*v1.FlinkClusterSpec)
+		want Change
+	}{
+		{"same", func(*v1.FlinkClusterSpec) {}, ChangeNone},
+		{"scale", func(s *v1.FlinkClusterSpec) { s.TaskManager.Replicas = 5 }, ChangeScale},
+		{"version", func(s *v1.FlinkClusterSpec) { s.Version = "1.18.1" }, ChangeUpgrade},
+		{"image", func(s *v1.FlinkClusterSpec) { s.Image = "reg/flink:1.17.1-patched" }, ChangeUpgrade},
+		{"config", func(s *v1.FlinkClusterSpec) { s.FlinkConfiguration = map[string]string{"a": "b"} }, ChangeConfigRoll},
+		{"slots", func(s *v1.FlinkClusterSpec) { s.TaskManager.Slots = 4 }, ChangeConfigRoll},
+		{"scale and config", func(s *v1.FlinkClusterSpec) { s.TaskManager.Replicas = 5; s.TaskManager.Slots = 4 }, ChangeConfigRoll},
+		{"job args", func(s *v1.FlinkClusterSpec) { s.Job.Args = []string{"--x"} }, ChangeJob},
+		{"suspend is not a change", func(s *v1.FlinkClusterSpec) { s.Job.State = v1.JobStateSuspended }, ChangeNone},
+		{"savepoint nonce is not a change", func(s *v1.FlinkClusterSpec) { s.Job.SavepointTriggerNonce = 7 }, ChangeNone},
+		{"policy is not a change", func(s *v1.FlinkClusterSpec) { s.UpgradePolicy = &v1.UpgradePolicy{StableCheckpoints: 9} }, ChangeNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := baseSpec()
+			tc.mut(b)
+			if got := Classify(baseSpec(), b); got != tc.want {
+				t.Errorf("Classify = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNeedsState(t *testing.T) {
+	for _, tc := range []struct {
+		change                Change
+		mode                  v1.UpgradeMode
+		savepoint, checkpoint bool
+	}{
+		{ChangeUpgrade, v1.UpgradeLastState, true, false},
+		{ChangeUpgrade, v1.UpgradeSavepoint, true, false},
+		{ChangeUpgrade, v1.UpgradeStateless, false, false},
+		{ChangeConfigRoll, v1.UpgradeLastState, false, true},
+		{ChangeConfigRoll, v1.UpgradeSavepoint, true, false},
+		{ChangeScale, v1.UpgradeSavepoint, false, false},
+	} {
+		sp, cp := needsState(tc.change, tc.mode)
+		if sp != tc.savepoint || cp != tc.checkpoint {
+			t.Errorf("needsState(%s, %s) = %v, %v; want %v, %v", tc.change, tc.mode, sp, cp, tc.savepoint, tc.checkpoint)
+		}
+	}
+}
+
+// world is a cluster at one moment: the inputs of the next decision.
+type world struct {
+	gen      int64
+	spec     *v1.FlinkClusterSpec
+	status   v1.FlinkClusterStatus
+	deployed *v1.FlinkClusterSpec
+	stable   *v1.FlinkClusterSpec
+	flink    Flink
+	rolled   bool
+	now      time.Time
+}
+
+func (w *world) decide() Plan {
+	return Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
+		LastStable: w.stable, RolledOut: w.rolled, Flink: w.flink, Now: w.now})
+}
+
+// commit stores a plan as the controller does: status, deployed spec and,
+// when marked, the stable spec.
+func (w *world) commit(p Plan) {
+	w.status = p.Status
+	w.deployed = p.Deploy
+	if p.MarkStable {
+		w.stable = p.Deploy
+	}
+}
+
+func running(id string, checkpoints int64) Flink {
+	return Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, CheckpointsCompleted: checkpoints}
+}
+
+// stableWorld is a converged cluster whose job ran long enough to be stable.
+func stableWorld() *world {
+	spec := baseSpec()
+	return &world{
+		gen: 1, spec: spec, deployed: spec.DeepCopy(), stable: spec.DeepCopy(), rolled: true, now: t0,
+		status: v1.FlinkClusterStatus{Job: &v1.JobStatus{ID: "job-1", State: "RUNNING", CheckpointsCompleted: 10}},
+		flink:  running("job-1", 10),
+	}
+}
+
+func cond(p Plan, t string) *metav1.Condition {
+	return meta.FindStatusCondition(p.Status.Conditions, t)
+}
+
+func TestFirstRunSubmitsWithRecordedID(t *testing.T) {
+	spec := baseSpec()
+	spec.Job.InitialSavepointPath = "s3://sp/initial"
+	w := &world{gen: 1, spec: spec, now: t0, status: v1.FlinkClusterStatus{}}
+	p := w.decide()
+	if p.Deploy != spec || p.Action != ActNone {
+		t.Fatalf("first reconcile: deploy %v, action %s; want the spec and no action", p.Deploy, p.Action)
+	}
+	w.commit(p)
+	w.rolled, w.flink = true, Flink{Reachable: true}
+	p = w.decide()
+	if p.Action != ActSubmit || p.Status.Job.ID == "" || p.RestorePath != "s3://sp/initial" {
+		t.Fatalf("rolled out: action %s, job id %q, restore %q", p.Action, p.Status.Job.ID, p.RestorePath)
+	}
+	w.commit(p)
+	w.flink = running(p.Status.Job.ID, 1)
+	if p = w.decide(); p.MarkStable {
+		t.Error("stable after 1 checkpoint, want 2")
+	}
+	w.flink = running(p.Status.Job.ID, 2)
+	if p = w.decide(); !p.MarkStable || p.Action != ActNone {
+		t.Errorf("after 2 checkpoints: stable %v action %s", p.MarkStable, p.Action)
+	}
+}
+
+// TestUpgradeWithSavepointAndRestore walks a version upgrade through every
+// phase and checks that exactly one trigger ID is used, even when the
+// operator restarts and Flink has not seen the trigger.
+func TestUpgradeWithSavepointAndRestore(t *testing.T) {
+	w := stableWorld()
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Version = "1.18.1"
+
+	p := w.decide()
+	up := p.Status.Upgrade
+	if up == nil || up.Phase != v1.UpgradeSavingState || p.Action != ActTrigger {
+		t.Fatalf("upgrade start: %+v action %s", up, p.Action)
+	}
+	sp := p.Status.Job.PendingSavepoint
+	if sp == nil || !sp.Stop || sp.Reason != v1.SavepointForUpgrade || sp.TriggerID == "" {
+		t.Fatalf("pending savepoint = %+v, want a stop-with-savepoint for the upgrade", sp)
+	}
+	if p.Deploy.Version != "1.17.1" {
+		t.Fatalf("deployed %s before the savepoint completed", p.Deploy.Version)
+	}
+	w.commit(p)
+
+	// A restart: Flink never saw the trigger. The same ID is sent again.
+	w.now = w.now.Add(time.Second)
+	w.flink.Pending = &Operation{Unknown: true}
+	p = w.decide()
+	if p.Action != ActTrigger || p.Status.Job.PendingSavepoint.TriggerID != sp.TriggerID {
+		t.Fatalf("resume: action %s trigger %s, want the recorded %s", p.Action, p.Status.Job.PendingSavepoint.TriggerID, sp.TriggerID)
+	}
+	w.commit(p)
+
+	w.flink.Pending = &Operation{}
+	if p = w.decide(); p.Action != ActNone || p.Deploy.Version != "1.17.1" {
+		t.Fatalf("in flight: action %s deploy %s", p.Action, p.Deploy.Version)
+	}
+	w.commit(p)
+
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "file:///sp/savepoint-1"}}
+	p = w.decide()
+	if p.Status.Upgrade.Phase != v1.UpgradeDeploying || p.Deploy.Version != "1.18.1" || p.Status.Upgrade.RestorePath != "file:///sp/savepoint-1" {
+		t.Fatalf("after savepoint: %+v deploy %s", p.Status.Upgrade, p.Deploy.Version)
+	}
+	if p.Status.Job.LastSavepoint == nil || p.Status.Job.LastSavepoint.Path != "file:///sp/savepoint-1" || len(p.Status.Job.SavepointHistory) != 1 {
+		t.Fatalf("savepoint not recorded: %+v", p.Status.Job)
+	}
+	w.commit(p)
+
+	// Pods rolling: wait.
+	w.rolled = false
+	w.flink = Flink{Reachable: false}
+	if p = w.decide(); p.Action != ActNone || p.Status.Upgrade.Phase != v1.UpgradeDeploying {
+		t.Fatalf("rolling: action %s phase %s", p.Action, p.Status.Upgrade.Phase)
+	}
+	w.commit(p)
+
+	w.rolled, w.flink = true, Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished}
+	p = w.decide()
+	if p.Action != ActSubmit || p.RestorePath != "file:///sp/savepoint-1" || p.Status.Upgrade.Phase != v1.UpgradeVerifying {
+		t.Fatalf("restore: action %s from %q phase %s", p.Action, p.RestorePath, p.Status.Upgrade.Phase)
+	}
+	newJob := p.Status.Job.ID
+	if newJob == "job-1" {
+		t.Fatal("restore reused the old job ID")
+	}
+	w.commit(p)
+
+	w.flink = running(newJob, 1)
+	if p = w.decide(); p.Status.Upgrade == nil || p.MarkStable {
+		t.Fatal("stable after one checkpoint")
+	}
+	w.commit(p)
+	w.flink = running(newJob, 2)
+	p = w.decide()
+	if p.Status.Upgrade != nil || !p.MarkStable {
+		t.Fatalf("gate: upgrade %+v stable %v", p.Status.Upgrade, p.MarkStable)
+	}
+	if c := cond(p, v1.ConditionUpgrading); c == nil || c.Reason != "UpgradeSucceeded" {
+		t.Errorf("Upgrading = %+v", c)
+	}
+}
+
+func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
+	w := stableWorld()
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Version = "1.18.1"
+	w.commit(w.decide())
+
+	w.now = w.now.Add(2 * time.Second)
+	w.flink.Pending = &Operation{Done: true, Failure: "Injected failure"}
+	p := w.decide()
+	if p.Status.Upgrade != nil || p.Deploy.Version != "1.17.1" || p.Action != ActNone {
+		t.Fatalf("after failure: upgrade %+v deploy %s action %s", p.Status.Upgrade, p.Deploy.Version, p.Action)
+	}
+	if c := cond(p, v1.ConditionUpgrading); c == nil || c.Reason != "SavepointFailed" || c.Status != metav1.ConditionFalse {
+		t.Errorf("Upgrading = %+v", c)
+	}
+	if p.Status.LastFailedGeneration != 2 {
+		t.Errorf("lastFailedGeneration = %d", p.Status.LastFailedGeneration)
+	}
+	w.commit(p)
+	// The same generation is not retried in a loop.
+	w.flink = running("job-1", 11)
+	if p = w.decide(); p.Status.Upgrade != nil || p.Action != ActNone {
+		t.Fatalf("retried the failed generation: %+v %s", p.Status.Upgrade, p.Action)
+	}
+	// A new spec tries again.
+	w.gen = 3
+	if p = w.decide(); p.Status.Upgrade == nil || p.Action != ActTrigger {
+		t.Fatalf("new generation did not start an upgrade")
+	}
+}
+
+func TestSavepointTimeout(t *testing.T) {
+	w := stableWorld()
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Version = "1.18.1"
+	w.spec.UpgradePolicy = &v1.UpgradePolicy{SavepointTimeout: "30s", StableCheckpoints: 2}
+	w.commit(w.decide())
+	w.flink.Pending = &Operation{}
+	w.now = w.now.Add(31 * time.Second)
+	p := w.decide()
+	if p.Status.Upgrade != nil || p.Deploy.Version != "1.17.1" {
+		t.Fatalf("stalled savepoint: upgrade %+v deploy %s", p.Status.Upgrade, p.Deploy.Version)
+	}
+}
+
+// TestRollbackAfterFailedGate upgrades, lets the new job fail, and expects
+// a rollback to the stable spec restored from the pre-upgrade savepoint.
+func TestRollbackAfterFailedGate(t *testing.T) {
+	w := stableWorld()
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Version = "1.18.1"
+	w.commit(w.decide())
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "file:///sp/pre-upgrade"}}
+	w.commit(w.decide())
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished}
+	w.commit(w.decide()) // submit
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed}
+	p := w.decide()
+	if p.Status.Upgrade == nil || p.Status.Upgrade.Phase != v1.UpgradeRollingBack || p.Deploy.Version != "1.17.1" {
+		t.Fatalf("failed job: upgrade %+v deploy %s", p.Status.Upgrade, p.Deploy.Version)
+	}
+	if c := cond(p, v1.ConditionRollingBack); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("RollingBack = %+v", c)
+	}
+	w.commit(p)
+	w.rolled = false
+	w.commit(w.decide())
+	w.rolled = true
+	w.flink = Flink{Reachable: true}
+	p = w.decide()
+	if p.Action != ActSubmit || p.RestorePath != "file:///sp/pre-upgrade" {
+		t.Fatalf("rollback restore: action %s from %q", p.Action, p.RestorePath)
+	}
+	w.commit(p)
+	w.flink = running(p.Status.Job.ID, 0)
+	p = w.decide()
+	if p.Status.Upgrade != nil || p.Status.LastFailedGeneration != 2 {
+		t.Fatalf("after rollback: upgrade %+v failed gen %d", p.Status.Upgrade, p.Status.LastFailedGeneration)
+	}
+	if c := cond(p, v1.ConditionRolledBack); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("RolledBack = %+v", c)
+	}
+	w.commit(p)
+	// Steady on the stable spec; the failed generation is not retried.
+	if p = w.decide(); p.Status.Upgrade != nil || p.Deploy.Version != "1.17.1" {
+		t.Fatalf("retried: %+v %s", p.Status.Upgrade, p.Deploy.Version)
+	}
+}
+
+func TestGateTimeoutRollsBack(t *testing.T) {
+	w := stableWorld()
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Version = "1.18.1"
+	w.spec.UpgradePolicy = &v1.UpgradePolicy{StableCheckpoints: 3, StabilityTimeout: "1m"}
+	w.commit(w.decide())
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "p"}}
+	w.commit(w.decide())
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished}
+	w.commit(w.decide())
+	// Running but never checkpointing.
+	w.flink = running("new", 0)
+	w.now = w.now.Add(30 * time.Second)
+	if p := w.decide(); p.Status.Upgrade.Phase != v1.UpgradeVerifying {
+		t.Fatalf("rolled back before the deadline")
+	}
+	w.now = w.now.Add(31 * time.Second)
+	if p := w.decide(); p.Status.Upgrade.Phase != v1.UpgradeRollingBack || p.Action != ActCancel {
+		t.Fatalf("after the deadline: phase %s action %s", p.Status.Upgrade.Phase, p.Action)
+	}
+}
+
+func TestNewSpecDuringRollbackWins(t *testing.T) {
+	w := stableWorld()
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Version = "1.18.1"
+	w.status.Upgrade = &v1.UpgradeStatus{Phase: v1.UpgradeRollingBack, Kind: "Upgrade", TargetGeneration: 2, RestorePath: "p", StartedAt: metav1.NewTime(t0), PhaseStartedAt: metav1.NewTime(t0)}
+	w.gen, w.spec = 3, baseSpec()
+	w.spec.Version = "1.18.2"
+	p := w.decide()
+	if p.Status.Upgrade == nil || p.Status.Upgrade.TargetGeneration != 3 || p.Deploy.Version != "1.18.2" || p.Status.Upgrade.RestorePath != "p" {
+		t.Fatalf("superseded: %+v deploy %s", p.Status.Upgrade, p.Deploy.Version)
+	}
+	if p.Action == ActTrigger {
+		t.Error("a second savepoint was taken; the saved state must be reused")
+	}
+}
+
+func TestSuspendAndResume(t *testing.T) {
+	w := stableWorld()
+	w.spec.Job.State = v1.JobStateSuspended
+	p := w.decide()
+	sp := p.Status.Job.PendingSavepoint
+	if p.Action != ActTrigger || sp == nil || !sp.Stop || sp.Reason != v1.SavepointForSuspend {
+		t.Fatalf("suspend: action %s savepoint %+v", p.Action, sp)
+	}
+	if p.Status.Upgrade != nil {
+		t.Error("suspending started an upgrade")
+	}
+	w.commit(p)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "sp-suspend"}}
+	w.commit(w.decide())
+	w.flink.Pending = nil
+	p = w.decide()
+	if p.Action != ActNone || p.Status.Job.State != "SUSPENDED" {
+		t.Fatalf("suspended: action %s state %s", p.Action, p.Status.Job.State)
+	}
+	w.commit(p)
+	w.spec.Job.State = v1.JobStateRunning
+	p = w.decide()
+	if p.Action != ActSubmit || p.RestorePath != "sp-suspend" {
+		t.Fatalf("resume: action %s from %q", p.Action, p.RestorePath)
+	}
+}
+
+func TestManualAndPeriodicSavepoints(t *testing.T) {
+	w := stableWorld()
+	w.spec.Job.SavepointTriggerNonce = 1
+	p := w.decide()
+	if p.Action != ActTrigger || p.Status.Job.PendingSavepoint.Reason != v1.SavepointManual || p.Status.Job.PendingSavepoint.Stop {
+		t.Fatalf("manual: %s %+v", p.Action, p.Status.Job.PendingSavepoint)
+	}
+	w.commit(p)
+	w.flink.Pending = &Operation{Done: true, Path: "m1"}
+	p = w.decide()
+	if p.Status.Job.LastSavepointNonce != 1 || p.Status.Job.LastSavepoint.Path != "m1" {
+		t.Fatalf("manual done: %+v", p.Status.Job)
+	}
+	w.commit(p)
+	w.flink.Pending = nil
+	if p = w.decide(); p.Action != ActNone {
+		t.Fatalf("nonce served twice")
+	}
+
+	w.spec.Job.SavepointInterval = "1h"
+	p = w.decide()
+	if p.Action != ActNone || p.RequeueAfter <= 0 || p.RequeueAfter > time.Hour {
+		t.Fatalf("periodic not due: action %s requeue %s", p.Action, p.RequeueAfter)
+	}
+	w.now = w.now.Add(time.Hour + time.Second)
+	if p = w.decide(); p.Action != ActTrigger || p.Status.Job.PendingSavepoint.Reason != v1.SavepointPeriodic {
+		t.Fatalf("periodic due: %s", p.Action)
+	}
+}
+
+func TestHistoryIsBounded(t *testing.T) {
+	w := stableWorld()
+	for i := int64(1); i <= 4; i++ {
+		w.spec.Job.SavepointTriggerNonce = i
+		w.flink.Pending = nil
+		w.commit(w.decide())
+		w.flink.Pending = &Operation{Done: true, Path: "sp"}
+		w.commit(w.decide())
+	}
+	if n := len(w.status.Job.SavepointHistory); n != 2 {
+		t.Errorf("history has %d entries, retention is 2", n)
+	}
+}
