@@ -26,7 +26,19 @@ type ClusterView struct {
 	CheckpointFault      Fault `json:"checkpointFault,omitempty"`
 	// Requests counts REST requests by "METHOD /path/{template}".
 	Requests map[string]int `json:"requests"`
-	Jobs     []JobView      `json:"jobs"`
+	// Totals count over the cluster's life, across resubmissions that
+	// reuse a job ID (which replace that job's own counters).
+	Totals Totals    `json:"totals"`
+	Jobs   []JobView `json:"jobs"`
+}
+
+// Totals are a cluster's cumulative counters.
+type Totals struct {
+	JobsSubmitted        int `json:"jobsSubmitted"`
+	SavepointsTriggered  int `json:"savepointsTriggered"`
+	StopsTriggered       int `json:"stopsTriggered"`
+	CheckpointsTriggered int `json:"checkpointsTriggered"`
+	Restarts             int `json:"restarts"`
 }
 
 // JobView is the simulator's view of one job.
@@ -67,7 +79,7 @@ func (e *Engine) View(k ClusterKey) (ClusterView, error) {
 		SlotsAvailable:       max(0, c.slotsTotal()-c.slotsUsed()),
 		UnavailableRemaining: c.unavailable,
 		SavepointFault:       c.savepointFault, CheckpointFault: c.checkpointFault,
-		Requests: maps.Clone(c.requests), Jobs: []JobView{},
+		Requests: maps.Clone(c.requests), Totals: c.totals, Jobs: []JobView{},
 	}
 	for _, id := range c.order {
 		j := c.jobs[id]

@@ -118,6 +118,7 @@ type cluster struct {
 	savepointFault  Fault
 	checkpointFault Fault
 	requests        map[string]int // "METHOD /template" -> count
+	totals          Totals
 }
 
 type job struct {
@@ -269,6 +270,7 @@ func (e *Engine) Forget(k ClusterKey) {
 
 func (e *Engine) restartJob(c *cluster, j *job, now time.Time) {
 	j.restarts++
+	c.totals.Restarts++
 	e.setState(j, flink.JobRestarting, now)
 	j.restartAt = now.Add(e.opts.RestartDelay)
 	// In-flight operations die with the tasks, as in Flink.

@@ -490,3 +490,33 @@ func TestCancelAndJobLists(t *testing.T) {
 		t.Errorf("request counts = %v", v.Requests)
 	}
 }
+
+// An upgrade may resubmit under the same job ID; the job's counters start
+// over, the cluster's totals do not.
+func TestResubmitSameJobIDKeepsTotals(t *testing.T) {
+	e, clk := newTestEngine(t)
+	e.Observe(key, obs("tm-1"))
+	id := submit(t, e, flink.JarRunRequest{})
+	if _, err := e.RunJar(key, "nope", flink.JarRunRequest{JobID: id}); statusOf(err) != http.StatusBadRequest {
+		t.Fatalf("unknown jar: %v", err)
+	}
+	up, _ := e.UploadJar(key, "job.jar")
+	jar := up.Filename[strings.LastIndex(up.Filename, "/")+1:]
+	if _, err := e.RunJar(key, jar, flink.JarRunRequest{JobID: id}); statusOf(err) != http.StatusConflict {
+		t.Fatalf("running job ID reused: %v", err)
+	}
+	tr, _ := e.StopWithSavepoint(key, id, flink.StopWithSavepointRequest{})
+	clk.step(2 * time.Second)
+	st, _ := e.SavepointStatus(key, id, tr.RequestID)
+	run, err := e.RunJar(key, jar, flink.JarRunRequest{JobID: id, SavepointPath: st.Operation.Location})
+	if err != nil || run.JobID != id {
+		t.Fatalf("resubmit = %+v, %v", run, err)
+	}
+	v, _ := e.View(key)
+	if len(v.Jobs) != 1 || v.Jobs[0].State != flink.JobRunning || v.Jobs[0].SavepointsTriggered != 0 {
+		t.Errorf("jobs = %+v", v.Jobs)
+	}
+	if want := (Totals{JobsSubmitted: 2, SavepointsTriggered: 1, StopsTriggered: 1}); v.Totals != want {
+		t.Errorf("totals = %+v, want %+v", v.Totals, want)
+	}
+}

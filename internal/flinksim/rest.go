@@ -159,6 +159,7 @@ func (e *Engine) TriggerCheckpoint(k ClusterKey, jobID string, req flink.Checkpo
 		id, dup := e.startOperation(j, req.TriggerID, &operation{kind: opCheckpoint, doneAt: now.Add(e.opts.CheckpointDelay), ckptType: typ})
 		if !dup {
 			j.checkpointsTriggered++
+			c.totals.CheckpointsTriggered++
 		}
 		out = &flink.TriggerResponse{RequestID: id}
 		return nil
@@ -199,6 +200,7 @@ func (e *Engine) TriggerSavepoint(k ClusterKey, jobID string, req flink.Savepoin
 		})
 		if !dup {
 			j.savepointsTriggered++
+			c.totals.SavepointsTriggered++
 		}
 		out = &flink.TriggerResponse{RequestID: id}
 		return nil
@@ -222,6 +224,8 @@ func (e *Engine) StopWithSavepoint(k ClusterKey, jobID string, req flink.StopWit
 		if !dup {
 			j.savepointsTriggered++
 			j.stopsTriggered++
+			c.totals.SavepointsTriggered++
+			c.totals.StopsTriggered++
 		}
 		out = &flink.TriggerResponse{RequestID: id}
 		return nil
@@ -314,6 +318,7 @@ func (e *Engine) RunJar(k ClusterKey, jarID string, req flink.JarRunRequest) (ou
 		if c.jobs[id] == nil {
 			c.order = append(c.order, id)
 		}
+		c.totals.JobsSubmitted++
 		c.jobs[id] = j
 		e.advance(c, now)
 		out = &flink.JarRunResponse{JobID: id}
