@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
 )
 
 // Change is the kind of difference between the deployed and desired spec.
@@ -69,14 +70,18 @@ func normalize(s *v1.FlinkClusterSpec) *v1.FlinkClusterSpec {
 // needsState says how state must be made safe before a change, by mode:
 // a version change always takes a savepoint (checkpoints are not portable
 // across versions); last-state rolls take a checkpoint, as the reference
-// design's upgrade path does; stateless takes nothing.
-func needsState(change Change, mode v1.UpgradeMode) (savepoint, checkpoint bool) {
+// design's upgrade path does, where the running Flink can trigger one over
+// REST (1.19 on; before that a savepoint stands in); stateless takes nothing.
+func needsState(change Change, mode v1.UpgradeMode, running string) (savepoint, checkpoint bool) {
 	switch {
 	case change == ChangeScale || change == ChangeNone:
 		return false, false
 	case mode == v1.UpgradeStateless:
 		return false, false
 	case change == ChangeUpgrade || change == ChangeJob || mode == v1.UpgradeSavepoint:
+		return true, false
+	}
+	if v, err := flink.ParseVersion(running); err != nil || !v.AtLeast(1, 19) {
 		return true, false
 	}
 	return false, true

@@ -364,7 +364,7 @@ func (d *decider) startUpgrade(change Change) {
 	if c := findCondition(d.p.Status.Conditions, v1.ConditionRolledBack); c != nil && c.Status == metav1.ConditionTrue {
 		d.setCondition(v1.ConditionRolledBack, metav1.ConditionFalse, "NewSpec", fmt.Sprintf("Generation %d is being rolled out", in.Generation))
 	}
-	savepoint, checkpoint := needsState(change, in.Spec.Job.UpgradeMode)
+	savepoint, checkpoint := needsState(change, in.Spec.Job.UpgradeMode, in.Deployed.Version)
 	running := in.Flink.Reachable && in.Flink.JobFound && in.Flink.JobState == flink.JobRunning
 	d.event(false, "UpgradeStarted", "Started %s to generation %d", change, in.Generation)
 	switch {
@@ -437,7 +437,7 @@ func (d *decider) continueUpgrade() {
 		sp := job.PendingSavepoint
 		if sp == nil {
 			// The upgrade waited for another savepoint; take its own now.
-			savepoint, checkpoint := needsState(Change(up.Kind), in.Spec.Job.UpgradeMode)
+			savepoint, checkpoint := needsState(Change(up.Kind), in.Spec.Job.UpgradeMode, in.Deployed.Version)
 			reason := v1.SavepointForUpgrade
 			if checkpoint {
 				reason = v1.CheckpointForUpgrade

@@ -25,46 +25,20 @@ func baseSpec() *v1.FlinkClusterSpec {
 
 func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		mut  func(*v1.FlinkClusterSpec)
-		want Change
-	}{
-		{"same", func(*v1.FlinkClusterSpec) {}, ChangeNone},
-		{"scale", func(s *v1.FlinkClusterSpec) { s.TaskManager.Replicas = 5 }, ChangeScale},
-		{"version", func(s *v1.FlinkClusterSpec) { s.Version = "1.18.1" }, ChangeUpgrade},
-		{"image", func(s *v1.FlinkClusterSpec) { s.Image = "reg/flink:1.17.1-patched" }, ChangeUpgrade},
-		{"config", func(s *v1.FlinkClusterSpec) { s.FlinkConfiguration = map[string]string{"a": "b"} }, ChangeConfigRoll},
-		{"slots", func(s *v1.FlinkClusterSpec) { s.TaskManager.Slots = 4 }, ChangeConfigRoll},
-		{"scale and config", func(s *v1.FlinkClusterSpec) { s.TaskManager.Replicas = 5; s.TaskManager.Slots = 4 }, ChangeConfigRoll},
-		{"job args", func(s *v1.FlinkClusterSpec) { s.Job.Args = []string{"--x"} }, ChangeJob},
-		{"suspend is not a change", func(s *v1.FlinkClusterSpec) { s.Job.State = v1.JobStateSuspended }, ChangeNone},
-		{"savepoint nonce is not a change", func(s *v1.FlinkClusterSpec) { s.Job.SavepointTriggerNonce = 7 }, ChangeNone},
-		{"policy is not a change", func(s *v1.FlinkClusterSpec) { s.UpgradePolicy = &v1.UpgradePolicy{StableCheckpoints: 9} }, ChangeNone},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := baseSpec()
-			tc.mut(b)
-			if got := Classify(baseSpec(), b); got != tc.want {
-				t.Errorf("Classify = %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestNeedsState(t *testing.T) {
-	for _, tc := range []struct {
 		change                Change
 		mode                  v1.UpgradeMode
+		version               string
 		savepoint, checkpoint bool
 	}{
-		{ChangeUpgrade, v1.UpgradeLastState, true, false},
-		{ChangeUpgrade, v1.UpgradeSavepoint, true, false},
-		{ChangeUpgrade, v1.UpgradeStateless, false, false},
-		{ChangeConfigRoll, v1.UpgradeLastState, false, true},
-		{ChangeConfigRoll, v1.UpgradeSavepoint, true, false},
-		{ChangeScale, v1.UpgradeSavepoint, false, false},
+		{ChangeUpgrade, v1.UpgradeLastState, "1.19.1", true, false},
+		{ChangeUpgrade, v1.UpgradeSavepoint, "1.19.1", true, false},
+		{ChangeUpgrade, v1.UpgradeStateless, "1.19.1", false, false},
+		{ChangeConfigRoll, v1.UpgradeLastState, "1.19.1", false, true},
+		{ChangeConfigRoll, v1.UpgradeLastState, "1.17.1", true, false}, // no REST checkpoint trigger before 1.19
+		{ChangeConfigRoll, v1.UpgradeSavepoint, "1.19.1", true, false},
+		{ChangeScale, v1.UpgradeSavepoint, "1.19.1", false, false},
 	} {
-		sp, cp := needsState(tc.change, tc.mode)
+		sp, cp := needsState(tc.change, tc.mode, tc.version)
 		if sp != tc.savepoint || cp != tc.checkpoint {
 			t.Errorf("needsState(%s, %s) = %v, %v; want %v, %v", tc.change, tc.mode, sp, cp, tc.savepoint, tc.checkpoint)
 		}
