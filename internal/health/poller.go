@@ -1,0 +1,347 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+// What health needs; the reconciler's markers grant the same.
+// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Defaults of a Poller.
+const (
+	DefaultInterval     = 30 * time.Second
+	DefaultWorkers      = 8
+	DefaultProbeTimeout = 5 * time.Second
+	// EventAction is the action of the Warning Events of failed probes.
+	EventAction = "HealthCheck"
+)
+
+// Metrics are the probe counters.
+type Metrics struct {
+	// Probes counts probes that reached a verdict (passed or failed), by level.
+	Probes *prometheus.CounterVec
+	// Failures counts failed probes, by level: exactly the probes that
+	// record a Warning Event.
+	Failures *prometheus.CounterVec
+}
+
+// NewMetrics creates the counters and registers them with reg (nil: not
+// registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "datapilot_health_probes_total",
+			Help: "Health probes of FlinkClusters that passed or failed, by level (JobManager, Rest, Jobs).",
+		}, []string{"level"}),
+		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "datapilot_health_probe_failures_total",
+			Help: "Failed health probes of FlinkClusters, by level (JobManager, Rest, Jobs).",
+		}, []string{"level"}),
+	}
+	for _, l := range Levels {
+		m.Probes.WithLabelValues(string(l))
+		m.Failures.WithLabelValues(string(l))
+	}
+	if reg != nil {
+		reg.MustRegister(m.Probes, m.Failures)
+	}
+	return m
+}
+
+// Poller probes every FlinkCluster each Interval, keeps the Verdicts in
+// Tracker, records a Warning Event per failed probe and sends the clusters
+// whose Verdict changed on Notify. It is a manager.Runnable that runs on the
+// leader only.
+type Poller struct {
+	// Reader is the manager's cache: FlinkClusters and the JobManager
+	// Deployments are read from it, never from the API server.
+	Reader client.Reader
+	// Resolver locates each cluster's REST API.
+	Resolver flink.Resolver
+	// HTTPClient sends the REST requests; nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// Interval between rounds (RECONCILE_INTERVAL); DefaultInterval when zero.
+	Interval time.Duration
+	// Tracker receives the Verdicts; required.
+	Tracker *Tracker
+	// Recorder records the Warning Events; nil records none.
+	Recorder recorder.EventRecorder
+	// Notify receives the FlinkCluster whose Verdict changed. Sends never
+	// block: give it a buffer (a few hundred). A send that finds the
+	// channel full is retried on the cluster's next round, and the
+	// reconciler reads the latest Verdict from the Tracker anyway, so no
+	// change is lost, only delayed. Nil sends nothing.
+	Notify chan<- event.GenericEvent
+	// Metrics counts probes; nil counts nothing.
+	Metrics *Metrics
+	// Workers bounds the clusters probed at once; DefaultWorkers when zero.
+	Workers int
+	// ProbeTimeout bounds each REST request; DefaultProbeTimeout when zero.
+	ProbeTimeout time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+var (
+	_ manager.Runnable               = (*Poller)(nil)
+	_ manager.LeaderElectionRunnable = (*Poller)(nil)
+)
+
+// NeedLeaderElection is true: only the leader probes and records Events.
+func (p *Poller) NeedLeaderElection() bool { return true }
+
+func (p *Poller) interval() time.Duration {
+	if p.Interval > 0 {
+		return p.Interval
+	}
+	return DefaultInterval
+}
+
+func (p *Poller) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// Start runs a round at once and then one each Interval, until ctx is done.
+// Rounds never overlap: a round that outlasts the interval delays the next.
+func (p *Poller) Start(ctx context.Context) error {
+	if p.Reader == nil || p.Tracker == nil {
+		return errors.New("health: Poller needs a Reader and a Tracker")
+	}
+	log := logf.FromContext(ctx).WithName("health")
+	ctx = logf.IntoContext(ctx, log)
+	t := time.NewTicker(p.interval())
+	defer t.Stop()
+	for {
+		p.round(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// round probes every cluster once. The clusters' start times are spread
+// over the first half of the interval, each at a random point of its own
+// slot, so a thousand clusters are not probed in the same millisecond; at
+// most Workers probe at once.
+func (p *Poller) round(ctx context.Context) {
+	log := logf.FromContext(ctx)
+	var list v1.FlinkClusterList
+	if err := p.Reader.List(ctx, &list); err != nil {
+		log.Error(err, "Listing FlinkClusters for the health round")
+		return
+	}
+	live := make(map[types.NamespacedName]bool, len(list.Items))
+	for i := range list.Items {
+		live[client.ObjectKeyFromObject(&list.Items[i])] = true
+	}
+	p.Tracker.retain(live)
+
+	workers := p.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	work := make(chan *v1.FlinkCluster)
+	var wg sync.WaitGroup
+	for range min(workers, max(1, len(list.Items))) {
+		wg.Go(func() {
+			for fc := range work {
+				p.ProbeOnce(ctx, fc)
+			}
+		})
+	}
+	defer func() {
+		close(work)
+		wg.Wait()
+	}()
+
+	n := len(list.Items)
+	if n == 0 {
+		return
+	}
+	slot := p.interval() / 2 / time.Duration(n)
+	start := time.Now()
+	for i := range list.Items {
+		fc := &list.Items[i]
+		at := start.Add(time.Duration(i) * slot)
+		if slot > 0 {
+			at = at.Add(rand.N(slot))
+		}
+		if d := time.Until(at); d > 0 {
+			timer := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case work <- fc:
+		}
+	}
+}
+
+// ProbeOnce runs one round for one cluster: it probes the levels, folds
+// them into the cluster's Verdict in the Tracker, records a Warning Event
+// and the failure metric for every failed probe, and sends the cluster on
+// Notify when the Verdict changed (or an earlier change could not be sent).
+// A cluster being deleted is forgotten and returns the zero Verdict.
+func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
+	key := client.ObjectKeyFromObject(fc)
+	if fc.DeletionTimestamp != nil {
+		p.Tracker.Forget(key)
+		return Verdict{}
+	}
+	probes, jobs, jobsSeen := p.probe(ctx, fc, p.Tracker.seenReady(key) || everReady(fc))
+	now := p.now()
+
+	var (
+		next   Verdict
+		notify bool
+	)
+	p.Tracker.update(key, func(e *entry) {
+		var changed bool
+		next, changed = Evaluate(e.verdict, probes, Threshold(fc), now)
+		if jobsSeen {
+			next.Jobs, next.JobsObservedAt = jobs, now
+		}
+		for _, pr := range probes {
+			if pr.Level == LevelJobManager && pr.OK {
+				e.seenReady = true
+			}
+		}
+		e.verdict = next
+		notify = changed || e.notifyPending
+		e.notifyPending = false
+	})
+
+	for _, pr := range probes {
+		if pr.Unknown {
+			continue
+		}
+		if p.Metrics != nil {
+			p.Metrics.Probes.WithLabelValues(string(pr.Level)).Inc()
+		}
+		if pr.OK {
+			continue
+		}
+		if p.Metrics != nil {
+			p.Metrics.Failures.WithLabelValues(string(pr.Level)).Inc()
+		}
+		if p.Recorder != nil {
+			p.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, pr.Reason, EventAction, "%s", pr.Message)
+		}
+	}
+
+	if notify && p.Notify != nil {
+		select {
+		case p.Notify <- event.GenericEvent{Object: fc}:
+		default:
+			logf.FromContext(ctx).V(1).Info("Health notification channel full; retrying next round", "flinkcluster", key.String())
+			p.Tracker.update(key, func(e *entry) { e.notifyPending = true })
+		}
+	}
+	return next.clone()
+}
+
+// probe checks the levels bottom-up. It returns the probes, and the jobs
+// when GET /jobs/overview answered.
+func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady bool) (probes []Probe, jobs []JobSummary, jobsSeen bool) {
+	upgrading := fc.Status.Upgrade != nil
+	add := func(pr Probe) Probe {
+		if upgrading {
+			pr = duringUpgrade(pr)
+		}
+		probes = append(probes, pr)
+		return pr
+	}
+
+	jm, err := p.jobManager(ctx, fc)
+	var l1 Probe
+	if err != nil {
+		l1 = add(Probe{Level: LevelJobManager, Unknown: true, Reason: ReasonJobManagerUnknown,
+			Message: sentence("Reading the JobManager Deployment failed: " + err.Error())})
+	} else {
+		l1 = add(jobManagerProbe(jm, seenReady))
+	}
+	if !l1.OK {
+		add(unknownAbove(LevelRest, l1))
+		add(unknownAbove(LevelJobs, l1))
+		return probes, nil, false
+	}
+
+	fl := flink.NewClient(p.Resolver.BaseURL(fc.Namespace, fc.Name), p.HTTPClient)
+	fl.MaxRetries = 0
+	fl.RequestTimeout = p.ProbeTimeout
+	if fl.RequestTimeout <= 0 {
+		fl.RequestTimeout = DefaultProbeTimeout
+	}
+
+	_, err = fl.Overview(ctx)
+	l3, required := jobsRequired(fc)
+	var ov *flink.MultipleJobsDetails
+	if err == nil && required {
+		// A REST API that answers /overview but not /jobs/overview does not
+		// answer: that is level 2's failure.
+		ov, err = fl.JobsOverview(ctx)
+	}
+	l2 := add(restProbe(err))
+	if !l2.OK {
+		add(unknownAbove(LevelJobs, l2))
+		return probes, nil, false
+	}
+	if !required {
+		add(l3)
+		return probes, nil, false
+	}
+	jobs = summarize(ov.Jobs)
+	add(jobsProbe(fc, jobs))
+	return probes, jobs, true
+}
+
+// jobManager reads the cluster's JobManager Deployment from the cache; nil
+// when it does not exist or belongs to another incarnation of the cluster.
+func (p *Poller) jobManager(ctx context.Context, fc *v1.FlinkCluster) (*appsv1.Deployment, error) {
+	var dep appsv1.Deployment
+	err := p.Reader.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}, &dep)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if owner := metav1.GetControllerOf(&dep); owner != nil && fc.UID != "" && owner.UID != fc.UID {
+		return nil, nil
+	}
+	return &dep, nil
+}

@@ -1,0 +1,231 @@
+package health
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// Probe reasons.
+const (
+	ReasonJobManagerReady    = "JobManagerReady"
+	ReasonJobManagerNotReady = "JobManagerNotReady"
+	ReasonJobManagerMissing  = "JobManagerMissing"
+	ReasonJobManagerStarting = "JobManagerStarting"
+	ReasonJobManagerUnknown  = "JobManagerUnknown"
+
+	ReasonRestAvailable   = "RestAvailable"
+	ReasonRestUnavailable = "RestUnavailable"
+	ReasonRestError       = "RestError"
+
+	ReasonJobRunning      = "JobRunning"
+	ReasonJobsRunning     = "JobsRunning"
+	ReasonJobNotRunning   = "JobNotRunning"
+	ReasonJobNotFound     = "JobNotFound"
+	ReasonNoJobsRunning   = "NoJobsRunning"
+	ReasonJobNotSubmitted = "JobNotSubmitted"
+	ReasonJobSuspended    = "JobSuspended"
+	ReasonNotRequired     = "NotRequired"
+)
+
+// maxMessage bounds probe messages; they become Event notes (1 kB) and
+// condition messages.
+const maxMessage = 512
+
+// jobManagerProbe judges level 1 from the cached JobManager Deployment (nil
+// when there is none). seenReady says whether the JobManager has ever been
+// ready: until then it is starting, which is no failure.
+func jobManagerProbe(dep *appsv1.Deployment, seenReady bool) Probe {
+	p := Probe{Level: LevelJobManager}
+	switch {
+	case dep != nil && dep.DeletionTimestamp == nil && dep.Status.ReadyReplicas >= 1:
+		p.OK, p.Reason, p.Message = true, ReasonJobManagerReady, "A JobManager pod is ready."
+	case !seenReady:
+		p.Unknown, p.Reason = true, ReasonJobManagerStarting
+		p.Message = "The JobManager has not been ready yet; the cluster is starting."
+	case dep == nil:
+		p.Reason, p.Message = ReasonJobManagerMissing, "The JobManager Deployment does not exist."
+	default:
+		p.Reason = ReasonJobManagerNotReady
+		p.Message = fmt.Sprintf("No JobManager pod is ready (%d of %d ready).", dep.Status.ReadyReplicas, desiredReplicas(dep))
+	}
+	return p
+}
+
+func desiredReplicas(dep *appsv1.Deployment) int32 {
+	if dep.Spec.Replicas != nil {
+		return *dep.Spec.Replicas
+	}
+	return 1
+}
+
+// everReady reads, from the FlinkCluster's status, whether its JobManager
+// has been ready before, so an operator restart does not take a broken
+// JobManager for a starting one.
+func everReady(fc *v1.FlinkCluster) bool {
+	if fc.Status.JobManager.ReadyReplicas > 0 {
+		return true
+	}
+	for _, c := range fc.Status.Conditions {
+		if c.Type == v1.ConditionJobManagerReady && (c.Status == metav1.ConditionTrue || c.Status == metav1.ConditionFalse) {
+			return true
+		}
+	}
+	return false
+}
+
+// restProbe judges level 2 from a REST error (nil: it answered).
+func restProbe(err error) Probe {
+	p := Probe{Level: LevelRest}
+	switch {
+	case err == nil:
+		p.OK, p.Reason, p.Message = true, ReasonRestAvailable, "The Flink REST API answers."
+	case flink.IsUnavailable(err):
+		p.Reason, p.Message = ReasonRestUnavailable, sentence(err.Error())
+	default:
+		p.Reason, p.Message = ReasonRestError, sentence(err.Error())
+	}
+	return p
+}
+
+// unknownAbove is the probe of a level that was not judged because a level
+// below it did not pass.
+func unknownAbove(l Level, below Probe) Probe {
+	reason := below.Reason
+	msg := "The level was not probed: " + lowerFirst(below.Message)
+	return Probe{Level: l, Unknown: true, Reason: reason, Message: msg}
+}
+
+// jobsRequired says whether level 3 needs GET /jobs/overview; when it does
+// not, p is the level's probe.
+func jobsRequired(fc *v1.FlinkCluster) (p Probe, required bool) {
+	p = Probe{Level: LevelJobs, OK: true}
+	switch {
+	case fc.Spec.Job != nil && fc.Spec.Job.State == v1.JobStateSuspended:
+		p.Reason, p.Message = ReasonJobSuspended, "The job is suspended by spec.job.state; no job needs to run."
+		return p, false
+	case fc.Spec.Job != nil:
+		return p, true
+	case fc.Spec.Health != nil && fc.Spec.Health.RequireRunningJobs:
+		return p, true
+	default:
+		p.Reason, p.Message = ReasonNotRequired, "This session cluster does not require running jobs."
+		return p, false
+	}
+}
+
+// jobsProbe judges level 3 from GET /jobs/overview, for a cluster whose
+// level 3 is required.
+func jobsProbe(fc *v1.FlinkCluster, jobs []JobSummary) Probe {
+	p := Probe{Level: LevelJobs}
+	var running *JobSummary
+	for i := range jobs {
+		if jobs[i].State == flink.JobRunning {
+			running = &jobs[i]
+			break
+		}
+	}
+	if fc.Spec.Job == nil {
+		if running != nil {
+			p.OK, p.Reason, p.Message = true, ReasonJobsRunning, "At least one job is RUNNING."
+		} else {
+			p.Reason, p.Message = ReasonNoJobsRunning, "No job is RUNNING, and spec.health.requireRunningJobs requires one."
+		}
+		return p
+	}
+	var id string
+	var submitted bool
+	if js := fc.Status.Job; js != nil {
+		id, submitted = js.ID, js.ID != "" || js.SubmittedAt != nil
+	}
+	if id == "" {
+		switch {
+		case running != nil:
+			p.OK, p.Reason, p.Message = true, ReasonJobRunning, fmt.Sprintf("Job %s is RUNNING.", jobName(*running))
+		case !submitted:
+			p.Unknown, p.Reason, p.Message = true, ReasonJobNotSubmitted, "The job has not been submitted yet."
+		default:
+			p.Reason, p.Message = ReasonJobNotRunning, "No job is RUNNING."
+		}
+		return p
+	}
+	for _, j := range jobs {
+		if j.ID != id {
+			continue
+		}
+		if j.State == flink.JobRunning {
+			p.OK, p.Reason, p.Message = true, ReasonJobRunning, fmt.Sprintf("Job %s is RUNNING.", jobName(j))
+		} else {
+			p.Reason, p.Message = ReasonJobNotRunning, fmt.Sprintf("Job %s is %s, not RUNNING.", jobName(j), j.State)
+		}
+		return p
+	}
+	p.Reason, p.Message = ReasonJobNotFound, fmt.Sprintf("Job %s from status.job.id is unknown to the JobManager.", id)
+	return p
+}
+
+func jobName(j JobSummary) string {
+	if j.Name == "" || j.Name == j.ID {
+		return j.ID
+	}
+	return fmt.Sprintf("%s (%s)", j.Name, j.ID)
+}
+
+func summarize(jobs []flink.JobDetails) []JobSummary {
+	out := make([]JobSummary, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, JobSummary{ID: j.JID, Name: j.Name, State: j.State})
+	}
+	return out
+}
+
+// duringUpgrade turns a failure into an unknown probe: while an upgrade is
+// in flight its gate judges the cluster.
+func duringUpgrade(p Probe) Probe {
+	if !p.Failed() {
+		return p
+	}
+	p.Unknown = true
+	p.Message = strings.TrimSuffix(p.Message, ".") + ". Not counted while an upgrade is in progress."
+	return p
+}
+
+// sentence makes s a bounded sentence: capital first letter, final period.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > maxMessage {
+		n := maxMessage
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = strings.TrimSpace(s[:n]) + "…"
+	}
+	if s == "" {
+		return "No details."
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	// Keep acronyms and names (JobManager, Flink) as they are.
+	if len(s) > 1 && s[1] >= 'A' && s[1] <= 'Z' {
+		return s
+	}
+	if strings.HasPrefix(s, "Flink") || strings.HasPrefix(s, "JobManager") {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
