@@ -3,6 +3,7 @@ package health
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -209,7 +210,8 @@ func sentence(s string) string {
 	if s == "" {
 		return "No details."
 	}
-	s = strings.ToUpper(s[:1]) + s[1:]
+	r, size := utf8.DecodeRuneInString(s)
+	s = string(unicode.ToUpper(r)) + s[size:]
 	if !strings.HasSuffix(s, ".") {
 		s += "."
 	}

@@ -1,0 +1,188 @@
+package health
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+type outcome int
+
+const (
+	passes outcome = iota
+	fails
+	unknowable
+)
+
+func outcomeOf(p Probe) outcome {
+	switch {
+	case p.Unknown:
+		return unknowable
+	case p.OK:
+		return passes
+	}
+	return fails
+}
+
+func checkProbe(t *testing.T, name string, p Probe, level Level, o outcome, reason string) {
+	t.Helper()
+	if p.Level != level || outcomeOf(p) != o || p.Reason != reason {
+		t.Errorf("%s: got %+v, want level %s outcome %d reason %s", name, p, level, o, reason)
+	}
+	if p.Message == "" || p.Message[0] < 'A' || p.Message[0] > 'Z' || !strings.HasSuffix(p.Message, ".") {
+		t.Errorf("%s: message %q is not a sentence", name, p.Message)
+	}
+}
+
+func TestJobManagerProbe(t *testing.T) {
+	dep := func(ready int32, deleting bool) *appsv1.Deployment {
+		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)}, Status: appsv1.DeploymentStatus{ReadyReplicas: ready}}
+		if deleting {
+			d.DeletionTimestamp = &metav1.Time{}
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		name      string
+		dep       *appsv1.Deployment
+		seenReady bool
+		want      outcome
+		reason    string
+	}{
+		{"ready", dep(1, false), false, passes, ReasonJobManagerReady},
+		{"ready, seen before", dep(2, false), true, passes, ReasonJobManagerReady},
+		{"no Deployment yet: starting", nil, false, unknowable, ReasonJobManagerStarting},
+		{"never ready: starting", dep(0, false), false, unknowable, ReasonJobManagerStarting},
+		{"was ready, now not", dep(0, false), true, fails, ReasonJobManagerNotReady},
+		{"was ready, Deployment gone", nil, true, fails, ReasonJobManagerMissing},
+		{"was ready, Deployment being deleted", dep(1, true), true, fails, ReasonJobManagerNotReady},
+	} {
+		checkProbe(t, tc.name, jobManagerProbe(tc.dep, tc.seenReady), LevelJobManager, tc.want, tc.reason)
+	}
+}
+
+func TestEverReady(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status v1.FlinkClusterStatus
+		want   bool
+	}{
+		{"new", v1.FlinkClusterStatus{}, false},
+		{"ready replicas recorded", v1.FlinkClusterStatus{JobManager: v1.ComponentStatus{ReadyReplicas: 1}}, true},
+		{"JobManagerReady True", v1.FlinkClusterStatus{Conditions: []metav1.Condition{{Type: v1.ConditionJobManagerReady, Status: metav1.ConditionTrue}}}, true},
+		{"JobManagerReady False", v1.FlinkClusterStatus{Conditions: []metav1.Condition{{Type: v1.ConditionJobManagerReady, Status: metav1.ConditionFalse}}}, true},
+		{"JobManagerReady Unknown", v1.FlinkClusterStatus{Conditions: []metav1.Condition{{Type: v1.ConditionJobManagerReady, Status: metav1.ConditionUnknown}}}, false},
+	} {
+		if got := everReady(&v1.FlinkCluster{Status: tc.status}); got != tc.want {
+			t.Errorf("%s: everReady = %v", tc.name, got)
+		}
+	}
+}
+
+func TestRestProbe(t *testing.T) {
+	checkProbe(t, "answers", restProbe(nil), LevelRest, passes, ReasonRestAvailable)
+	for _, tc := range []struct {
+		err    error
+		reason string
+	}{
+		{&flink.Error{Method: "GET", Endpoint: "/overview", StatusCode: http.StatusServiceUnavailable}, ReasonRestUnavailable},
+		{&flink.Error{Method: "GET", Endpoint: "/overview", Err: errors.New("connection refused")}, ReasonRestUnavailable},
+		{&flink.Error{Method: "GET", Endpoint: "/overview", StatusCode: http.StatusInternalServerError, Messages: []string{"boom\nstack"}}, ReasonRestError},
+		{errors.New("decoding"), ReasonRestError},
+	} {
+		checkProbe(t, tc.err.Error(), restProbe(tc.err), LevelRest, fails, tc.reason)
+	}
+}
+
+func TestJobsRequired(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		spec     v1.FlinkClusterSpec
+		required bool
+		reason   string
+	}{
+		{"session cluster", v1.FlinkClusterSpec{}, false, ReasonNotRequired},
+		{"session cluster requiring jobs", v1.FlinkClusterSpec{Health: &v1.HealthPolicy{RequireRunningJobs: true}}, true, ""},
+		{"declared job", v1.FlinkClusterSpec{Job: &v1.JobSpec{State: v1.JobStateRunning}}, true, ""},
+		{"declared job, state defaulted", v1.FlinkClusterSpec{Job: &v1.JobSpec{}}, true, ""},
+		{"suspended job", v1.FlinkClusterSpec{Job: &v1.JobSpec{State: v1.JobStateSuspended}}, false, ReasonJobSuspended},
+	} {
+		p, required := jobsRequired(&v1.FlinkCluster{Spec: tc.spec})
+		if required != tc.required {
+			t.Errorf("%s: required = %v", tc.name, required)
+		}
+		if !required {
+			checkProbe(t, tc.name, p, LevelJobs, passes, tc.reason)
+		}
+	}
+}
+
+func TestJobsProbe(t *testing.T) {
+	running := JobSummary{ID: "aaa", Name: "orders", State: flink.JobRunning}
+	restarting := JobSummary{ID: "bbb", Name: "orders", State: flink.JobRestarting}
+	finished := JobSummary{ID: "ccc", Name: "old", State: flink.JobFinished}
+	declared := v1.FlinkClusterSpec{Job: &v1.JobSpec{}}
+	session := v1.FlinkClusterSpec{Health: &v1.HealthPolicy{RequireRunningJobs: true}}
+	withID := func(id string) v1.FlinkClusterStatus { return v1.FlinkClusterStatus{Job: &v1.JobStatus{ID: id}} }
+	submitted := v1.FlinkClusterStatus{Job: &v1.JobStatus{SubmittedAt: &metav1.Time{}}}
+	for _, tc := range []struct {
+		name   string
+		spec   v1.FlinkClusterSpec
+		status v1.FlinkClusterStatus
+		jobs   []JobSummary
+		want   outcome
+		reason string
+	}{
+		{"declared job RUNNING", declared, withID("aaa"), []JobSummary{finished, running}, passes, ReasonJobRunning},
+		{"declared job RESTARTING", declared, withID("bbb"), []JobSummary{running, restarting}, fails, ReasonJobNotRunning},
+		{"declared job FINISHED", declared, withID("ccc"), []JobSummary{finished}, fails, ReasonJobNotRunning},
+		{"declared job unknown to Flink", declared, withID("zzz"), []JobSummary{running}, fails, ReasonJobNotFound},
+		{"no id yet, some job RUNNING", declared, submitted, []JobSummary{finished, running}, passes, ReasonJobRunning},
+		{"no id yet, submitted, nothing RUNNING", declared, submitted, []JobSummary{finished}, fails, ReasonJobNotRunning},
+		{"never submitted", declared, v1.FlinkClusterStatus{}, nil, unknowable, ReasonJobNotSubmitted},
+		{"session with a RUNNING job", session, v1.FlinkClusterStatus{}, []JobSummary{restarting, running}, passes, ReasonJobsRunning},
+		{"session without a RUNNING job", session, v1.FlinkClusterStatus{}, []JobSummary{restarting, finished}, fails, ReasonNoJobsRunning},
+		{"session without jobs", session, v1.FlinkClusterStatus{}, nil, fails, ReasonNoJobsRunning},
+	} {
+		fc := &v1.FlinkCluster{Spec: tc.spec, Status: tc.status}
+		checkProbe(t, tc.name, jobsProbe(fc, tc.jobs), LevelJobs, tc.want, tc.reason)
+	}
+}
+
+func TestDuringUpgrade(t *testing.T) {
+	f := duringUpgrade(fail(LevelJobs, ReasonJobNotRunning))
+	if !f.Unknown || f.Reason != ReasonJobNotRunning || !strings.Contains(f.Message, "upgrade") {
+		t.Errorf("failure during upgrade = %+v", f)
+	}
+	if p := duringUpgrade(ok(LevelRest)); p != ok(LevelRest) {
+		t.Errorf("a pass changed: %+v", p)
+	}
+}
+
+func TestUnknownAbove(t *testing.T) {
+	below := jobManagerProbe(&appsv1.Deployment{}, true)
+	p := unknownAbove(LevelRest, below)
+	checkProbe(t, "above a failed JobManager", p, LevelRest, unknowable, ReasonJobManagerNotReady)
+}
+
+func TestSentence(t *testing.T) {
+	if got := sentence("flink REST GET /overview: HTTP 503"); got != "Flink REST GET /overview: HTTP 503." {
+		t.Errorf("sentence = %q", got)
+	}
+	if got := sentence("  "); got != "No details." {
+		t.Errorf("empty sentence = %q", got)
+	}
+	long := sentence(strings.Repeat("é", maxMessage))
+	if !utf8.ValidString(long) || len(long) > maxMessage+8 {
+		t.Errorf("long sentence: %d bytes, valid %v", len(long), utf8.ValidString(long))
+	}
+}
