@@ -17,6 +17,7 @@ tools:
 generate: tools
 	$(BIN)/controller-gen object paths=./api/...
 	$(BIN)/controller-gen crd rbac:roleName=datapilot-manager paths=./api/... paths=./internal/... output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	hack/sync-chart.sh
 
 manifests: generate
 
@@ -30,4 +31,23 @@ build:
 test-unit:
 	$(GOTEST) -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /bench)
 
-test: tools verify-generated build test-unit
+.PHONY: chart-lint kustomize-check
+
+## chart-lint: lint the Helm chart and render it with default and non-default values
+chart-lint:
+	@test -x $(BIN)/helm || { echo "bin/helm is missing: run 'make tools'"; exit 1; }
+	hack/sync-chart.sh --check
+	$(BIN)/helm lint --strict charts/datapilot
+	$(BIN)/helm lint --strict charts/datapilot --values test/deploy/testdata/values-custom.yaml
+	$(BIN)/helm template datapilot charts/datapilot --namespace datapilot-system --include-crds >/dev/null
+	$(BIN)/helm template flink-ops charts/datapilot --namespace flink-ops --values test/deploy/testdata/values-custom.yaml >/dev/null
+	$(BIN)/helm template datapilot charts/datapilot --set serviceMonitor.enabled=true --set 'watchNamespace=team-a\,team-b' >/dev/null
+
+## kustomize-check: build every kustomization under config/
+kustomize-check:
+	@test -x $(BIN)/kubectl || { echo "bin/kubectl is missing: run 'make tools'"; exit 1; }
+	@for d in $$(find config -name kustomization.yaml -exec dirname {} \; | sort); do \
+		echo "kubectl kustomize $$d"; $(BIN)/kubectl kustomize $$d >/dev/null || exit 1; \
+	done
+
+test: tools verify-generated build chart-lint kustomize-check test-unit

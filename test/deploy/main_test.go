@@ -15,10 +15,12 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // install is one way of deploying the operator, and what it should produce.
@@ -88,6 +90,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	ctrllog.SetLogger(logr.Discard())
 	for _, tool := range []string{"helm", "kubectl", "kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(bin, tool)); err != nil {
 			fmt.Fprintf(os.Stderr, "bin/%s is missing: run 'make tools' (make test does it for you)\n", tool)
@@ -127,7 +130,7 @@ func render(t *testing.T, in install) []byte {
 		args := []string{"template", in.release, filepath.Join(root, "charts", "datapilot"),
 			"--namespace", in.namespace, "--include-crds"}
 		if in.chartValues != "" {
-			args = append(args, "--values", filepath.Join("testdata", in.chartValues))
+			args = append(args, "--values", filepath.Join(root, "test", "deploy", "testdata", in.chartValues))
 		}
 		return runTool(t, "helm", args...)
 	}
