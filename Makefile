@@ -28,6 +28,11 @@ verify-generated: generate
 build:
 	$(GO) build -o $(BIN)/datapilot ./cmd/datapilot
 
+## bench: the scale benchmark (not part of make test); N=1000 with `make bench BENCH_N=1000`
+BENCH_N ?= 100
+bench: tools build
+	$(GO) run ./bench -n $(BENCH_N)
+
 test-unit:
 	$(GOTEST) -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /bench)
 
