@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -84,7 +85,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("datapilot"),
-		Metrics:   controller.NewMetrics(crmetrics.Registry),
+		Metrics:   metrics(),
 		Resolver:  flink.Resolver{Override: o.FlinkRESTOverride},
 		// Per-request timeouts are set by the Flink client; this bounds
 		// jar downloads.
@@ -101,6 +102,10 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	return mgr, nil
 }
+
+// metrics are registered once per process: tests and the local platform may
+// build more than one manager, and a collector registers only once.
+var metrics = sync.OnceValue(func() *controller.Metrics { return controller.NewMetrics(crmetrics.Registry) })
 
 // Run starts the operator and blocks until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
