@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+)
+
+// kubectl runs bin/kubectl against the platform, as a user following the
+// README would.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig", plat.KubeconfigPath()}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.String()
+}
+
+var nsSeq int
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	nsSeq++
+	name := fmt.Sprintf("e2e-%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), nsSeq)
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	name = strings.Trim(name, "-")
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func getFC(t *testing.T, ns, name string) *v1.FlinkCluster {
+	t.Helper()
+	fc := &v1.FlinkCluster{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, fc); err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+// waitCondition waits until the condition has the status at the current
+// generation, and returns the cluster.
+func waitCondition(t *testing.T, ns, name, cond string, want metav1.ConditionStatus, timeout time.Duration) *v1.FlinkCluster {
+	t.Helper()
+	var fc *v1.FlinkCluster
+	eventually(t, timeout, fmt.Sprintf("%s/%s %s=%s", ns, name, cond, want), func() error {
+		fc = getFC(t, ns, name)
+		c := meta.FindStatusCondition(fc.Status.Conditions, cond)
+		if c == nil || c.Status != want || c.ObservedGeneration != fc.Generation {
+			return fmt.Errorf("%s is %+v (generation %d, phase %s)", cond, c, fc.Generation, fc.Status.Phase)
+		}
+		return nil
+	})
+	return fc
+}
+
+func patchSpec(t *testing.T, ns, name string, mutate func(*v1.FlinkCluster)) {
+	t.Helper()
+	eventually(t, 10*time.Second, "patch spec", func() error {
+		fc := getFC(t, ns, name)
+		base := fc.DeepCopy()
+		mutate(fc)
+		return k8s.Patch(context.Background(), fc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+}

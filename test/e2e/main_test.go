@@ -1,0 +1,176 @@
+// Package e2e is the end-to-end tier: the local platform (real etcd,
+// kube-apiserver, kube-controller-manager and kube-scheduler, kwok for the
+// kubelets), the Flink REST simulator, and the operator binary itself as a
+// separate process, so a test can kill it with SIGKILL mid-flight.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/operator"
+	"github.com/datapilot/datapilot/internal/platform"
+)
+
+var (
+	root       string
+	plat       *platform.Platform
+	k8s        client.Client
+	restConfig *rest.Config
+	sim        *flinksim.Simulator
+	jarServer  *httptest.Server
+	op         *operatorProcess
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	_, file, _, _ := runtime.Caller(0)
+	root = filepath.Join(filepath.Dir(file), "..", "..")
+	bin := filepath.Join(root, "bin")
+	if missing := platform.MissingBinaries(bin); len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "missing %v in bin/: run 'make tools' (make test does it for you)\n", missing)
+		return 1
+	}
+	if _, err := os.Stat(filepath.Join(bin, "datapilot")); err != nil {
+		fmt.Fprintln(os.Stderr, "bin/datapilot is missing: run 'make build' (make test does it for you)")
+		return 1
+	}
+	state, err := os.MkdirTemp("", "datapilot-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(state)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, StartTimeout: 3 * time.Minute})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start local platform:", err)
+		return 1
+	}
+	// Stop the children on every way out: os.Exit skips deferred calls
+	// in callers, so this runs before run returns.
+	defer func() {
+		if err := plat.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop local platform:", err)
+		}
+	}()
+	restConfig = plat.RESTConfig()
+	restConfig.QPS, restConfig.Burst = 100, 200
+	if k8s, err = client.New(restConfig, client.Options{Scheme: operator.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	sim, err = flinksim.New(plat.RESTConfig(), flinksim.Options{
+		ListenAddr: "127.0.0.1:0",
+		Engine:     flinksim.EngineOptions{CheckpointInterval: time.Second, SavepointDelay: 500 * time.Millisecond, RestartDelay: 500 * time.Millisecond},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() {
+		if err := sim.Start(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "Flink REST simulator:", err)
+		}
+	}()
+	jarServer = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/java-archive")
+		_, _ = w.Write([]byte("PK\x03\x04 not a real jar: the simulator runs no code"))
+	}))
+	defer jarServer.Close()
+
+	op = &operatorProcess{bin: filepath.Join(bin, "datapilot"), kubeconfig: plat.KubeconfigPath(),
+		rest: sim.BaseURLTemplate(), logPath: filepath.Join(state, "operator.log")}
+	if err := op.start(); err != nil {
+		fmt.Fprintln(os.Stderr, "start operator:", err)
+		return 1
+	}
+	defer op.stop()
+
+	code := m.Run()
+	if code != 0 {
+		if raw, err := os.ReadFile(op.logPath); err == nil {
+			lines := strings.Split(string(raw), "\n")
+			fmt.Fprintf(os.Stderr, "--- last operator log lines ---\n%s\n", strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		}
+	}
+	return code
+}
+
+// operatorProcess is bin/datapilot operator as a child process.
+type operatorProcess struct {
+	bin, kubeconfig, rest, logPath string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+func (o *operatorProcess) start() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	logf, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(o.bin, "operator", "--kubeconfig", o.kubeconfig,
+		// One instance at a time is the test's own guarantee; a killed
+		// leader would otherwise hold its lease for 15 seconds.
+		"--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--flink-rest-override", o.rest, "--reconcile-interval=1s", "--log-level=info")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	o.cmd = cmd
+	return nil
+}
+
+// kill ends the operator without any chance to clean up, as a node failure
+// or an OOM kill would.
+func (o *operatorProcess) kill() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd != nil {
+		_ = o.cmd.Process.Kill()
+		_ = o.cmd.Wait()
+		o.cmd = nil
+	}
+}
+
+func (o *operatorProcess) stop() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd != nil {
+		_ = o.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = o.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = o.cmd.Process.Kill()
+			<-done
+		}
+		o.cmd = nil
+	}
+}
