@@ -1,0 +1,776 @@
+package health
+
+import (
+	"context"
+	"os"
+	"path"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+// repoRoot is found from this file, so the test runs from any directory.
+func repoRoot(t *testing.T) string {
+	_, file, _, ok := goruntime.Caller(0)
+	if !ok {
+		t.Fatal("no caller information")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// countingRecorder counts the Events handed to the real recorder, by
+// cluster and reason. The count is exact and synchronous; what reaches the
+// API server is checked separately.
+type countingRecorder struct {
+	recorder.EventRecorder
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *countingRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	if o, ok := regarding.(client.Object); ok {
+		c.mu.Lock()
+		c.n[o.GetNamespace()+"/"+o.GetName()+"/"+eventtype+"/"+reason]++
+		c.mu.Unlock()
+	}
+	c.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+func (c *countingRecorder) count(fc *v1.FlinkCluster, reason string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[fc.Namespace+"/"+fc.Name+"/"+corev1.EventTypeWarning+"/"+reason]
+}
+
+func (c *countingRecorder) total(fc *v1.FlinkCluster) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, v := range c.n {
+		if len(k) > len(fc.Namespace+"/"+fc.Name+"/") && k[:len(fc.Namespace+"/"+fc.Name+"/")] == fc.Namespace+"/"+fc.Name+"/" {
+			n += v
+		}
+	}
+	return n
+}
+
+// testClock drives the simulator's time: jobs restart on it.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// harness is a real API server, the in-process Flink REST simulator and a
+// Poller wired to both.
+type harness struct {
+	t       *testing.T
+	ctx     context.Context
+	k8s     client.Client
+	scheme  *runtime.Scheme
+	sim     *flinksim.Simulator
+	clock   *testClock
+	rec     *countingRecorder
+	metrics *Metrics
+	notify  chan event.GenericEvent
+	poller  *Poller
+	env     *envtest.Environment
+}
+
+func newHarness(t *testing.T) *harness {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	root := repoRoot(t)
+	bin := filepath.Join(root, "bin")
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			t.Skipf("%s not built (make tools): %v", b, err)
+		}
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: bin,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	// The events.k8s.io/v1 recorder, as the manager's GetEventRecorder builds it.
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Shutdown)
+	// The concrete recorder also implements AnnotatedEventf; controller-runtime
+	// asserts the same.
+	real, ok := b.NewRecorder(scheme, "datapilot-health").(recorder.EventRecorder)
+	if !ok {
+		t.Fatal("the events.k8s.io/v1 recorder does not annotate")
+	}
+	rec := &countingRecorder{EventRecorder: real, n: map[string]int{}}
+
+	clock := &testClock{now: time.Unix(1700000000, 0)}
+	sim, err := flinksim.New(nil, flinksim.Options{ListenAddr: "127.0.0.1:0", Engine: flinksim.EngineOptions{Clock: clock.Now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sim.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("simulator: %v", err)
+		}
+	})
+
+	h := &harness{t: t, ctx: ctx, k8s: k8s, scheme: scheme, sim: sim, clock: clock, rec: rec, env: env,
+		metrics: NewMetrics(prometheus.NewRegistry()), notify: make(chan event.GenericEvent, 16)}
+	h.poller = &Poller{
+		Reader:       k8s,
+		Resolver:     flink.Resolver{Override: sim.BaseURLTemplate()},
+		Tracker:      NewTracker(),
+		Recorder:     rec,
+		Notify:       h.notify,
+		Metrics:      h.metrics,
+		ProbeTimeout: 2 * time.Second,
+	}
+	return h
+}
+
+// cluster creates a namespace, a FlinkCluster and its JobManager
+// Deployment (owned by it and labelled as the reconciler labels it), and
+// tells the simulator the JobManager is up when ready.
+func (h *harness) cluster(ns, name string, ready bool, mutate func(*v1.FlinkCluster)) *v1.FlinkCluster {
+	t := h.t
+	t.Helper()
+	if err := h.k8s.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	fc := &v1.FlinkCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.FlinkClusterSpec{
+			Version:     "1.18.1",
+			JobManager:  v1.JobManagerSpec{Replicas: 1},
+			TaskManager: v1.TaskManagerSpec{Replicas: 1, Slots: 2},
+		},
+	}
+	if mutate != nil {
+		mutate(fc)
+	}
+	if err := h.k8s.Create(h.ctx, fc); err != nil {
+		t.Fatal(err)
+	}
+	sel := resources.SelectorLabels(name, resources.ComponentJobManager)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: resources.JobManagerName(fc), Labels: resources.Labels(fc, resources.ComponentJobManager)},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "jobmanager", Image: "flink:1.18.1"}}},
+			},
+		},
+	}
+	if err := controllerutil.SetControllerReference(fc, dep, h.scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.k8s.Create(h.ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	h.setReady(fc, ready)
+	return fc
+}
+
+func (h *harness) key(fc *v1.FlinkCluster) flinksim.ClusterKey {
+	return flinksim.ClusterKey{Namespace: fc.Namespace, Name: fc.Name}
+}
+
+// setReady plays the Deployment controller and the kubelet: it writes the
+// JobManager Deployment's readyReplicas through the status subresource and
+// tells the simulator.
+func (h *harness) setReady(fc *v1.FlinkCluster, ready bool) {
+	t := h.t
+	t.Helper()
+	var dep appsv1.Deployment
+	if err := h.k8s.Get(h.ctx, client.ObjectKey{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	dep.Status.Replicas, dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = 1, 0, 0
+	if ready {
+		dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = 1, 1
+	}
+	if err := h.k8s.Status().Update(h.ctx, &dep); err != nil {
+		t.Fatal(err)
+	}
+	h.sim.Observe(h.key(fc), flinksim.Observation{
+		JobManagerReady: ready, JobManagerUID: "jm-" + fc.Name, Version: fc.Spec.Version,
+		TaskManagerUIDs: []string{"tm-" + fc.Name}, SlotsPerTaskManager: 2,
+	})
+}
+
+// submit runs a job in the simulator and records its ID in status.job, as
+// the reconciler does.
+func (h *harness) submit(fc *v1.FlinkCluster) string {
+	t := h.t
+	t.Helper()
+	up, err := h.sim.UploadJar(h.key(fc), "job.jar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := h.sim.RunJar(h.key(fc), path.Base(up.Filename), flink.JarRunRequest{Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.refresh(fc)
+	fc.Status.Job = &v1.JobStatus{ID: run.JobID, State: string(flink.JobRunning), SubmittedAt: ptr.To(metav1.Now())}
+	if err := h.k8s.Status().Update(h.ctx, fc); err != nil {
+		t.Fatal(err)
+	}
+	return run.JobID
+}
+
+func (h *harness) refresh(fc *v1.FlinkCluster) {
+	h.t.Helper()
+	if err := h.k8s.Get(h.ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// probe runs one round for fc, read fresh from the API server, and reports
+// whether it was sent on Notify.
+func (h *harness) probe(fc *v1.FlinkCluster) (Verdict, bool) {
+	h.t.Helper()
+	h.refresh(fc)
+	v := h.poller.ProbeOnce(h.ctx, fc)
+	notified := false
+	for {
+		select {
+		case ev := <-h.notify:
+			if ev.Object.GetName() != fc.Name || ev.Object.GetNamespace() != fc.Namespace {
+				h.t.Fatalf("notified %s/%s while probing %s/%s", ev.Object.GetNamespace(), ev.Object.GetName(), fc.Namespace, fc.Name)
+			}
+			if notified {
+				h.t.Fatalf("notified twice in one round")
+			}
+			notified = true
+		default:
+			return v, notified
+		}
+	}
+}
+
+// warnings lists the Warning Events about fc with the reason, from the
+// API server.
+func (h *harness) warnings(fc *v1.FlinkCluster, reason string) []eventsv1.Event {
+	h.t.Helper()
+	var list eventsv1.EventList
+	if err := h.k8s.List(h.ctx, &list, client.InNamespace(fc.Namespace)); err != nil {
+		h.t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "FlinkCluster" && e.Regarding.Name == fc.Name && e.Regarding.UID == fc.UID &&
+			e.Type == corev1.EventTypeWarning && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// eventSeriesCount is how many occurrences the API server shows: client-go's
+// events.k8s.io/v1 broadcaster writes the first occurrence as an Event and
+// folds repeats into its series (count 2 is written at once, later counts
+// when the series ends or is refreshed).
+func eventSeriesCount(e eventsv1.Event) int {
+	if e.Series == nil {
+		return 1
+	}
+	return int(e.Series.Count)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func (h *harness) failures(l Level) float64 {
+	return counterValue(h.t, h.metrics.Failures.WithLabelValues(string(l)))
+}
+
+func (h *harness) probes(l Level) float64 {
+	return counterValue(h.t, h.metrics.Probes.WithLabelValues(string(l)))
+}
+
+func expectLevels(t *testing.T, round string, v Verdict, want ...metav1.ConditionStatus) {
+	t.Helper()
+	for i, l := range Levels {
+		if got := v.Levels[l].Status; got != want[i] {
+			t.Errorf("%s: %s = %s (%s: %s), want %s", round, l, got, v.Levels[l].Reason, v.Levels[l].Message, want[i])
+		}
+	}
+}
+
+// TestPollerAgainstAPIServer drives rounds with ProbeOnce against a real
+// kube-apiserver (envtest) and the Flink REST simulator with injected faults.
+func TestPollerAgainstAPIServer(t *testing.T) {
+	h := newHarness(t)
+	withJob := func(fc *v1.FlinkCluster) { fc.Spec.Job = &v1.JobSpec{JarURI: "https://example.com/job.jar"} }
+
+	t.Run("one 503 changes nothing, three degrade, recovery clears", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("rest", "demo", true, withJob)
+		jobID := h.submit(fc)
+
+		v, notified := h.probe(fc)
+		if !notified || v.Degraded {
+			t.Fatalf("first round: notified %v, verdict %+v", notified, v)
+		}
+		expectLevels(t, "first round", v, T, T, T)
+		if j, ok := v.Job(jobID); !ok || j.State != flink.JobRunning {
+			t.Errorf("job summary = %+v", v.Jobs)
+		}
+		if n := h.rec.total(fc); n != 0 {
+			t.Errorf("%d Events for a healthy cluster", n)
+		}
+
+		// One 503: a Warning Event, the failure metric, and nothing else.
+		failures := h.failures(LevelRest)
+		h.sim.InjectUnavailable(h.key(fc), 1)
+		v, notified = h.probe(fc)
+		if notified || v.Degraded {
+			t.Errorf("one 503: notified %v, degraded %v", notified, v.Degraded)
+		}
+		expectLevels(t, "one 503", v, T, T, T)
+		if v.Levels[LevelRest].ConsecutiveFailures != 1 {
+			t.Errorf("one 503: %d failures", v.Levels[LevelRest].ConsecutiveFailures)
+		}
+		if n := h.rec.count(fc, ReasonRestUnavailable); n != 1 {
+			t.Errorf("one 503: %d RestUnavailable Events recorded, want 1", n)
+		}
+		if got := h.failures(LevelRest) - failures; got != 1 {
+			t.Errorf("one 503: failure metric moved by %v", got)
+		}
+		eventually(t, "the RestUnavailable Warning Event in the API server", func() bool {
+			return len(h.warnings(fc, ReasonRestUnavailable)) == 1
+		})
+		ev := h.warnings(fc, ReasonRestUnavailable)[0]
+		if ev.Action != EventAction || ev.ReportingController != "datapilot-health" || ev.Note == "" || eventSeriesCount(ev) != 1 {
+			t.Errorf("Event = %+v", ev)
+		}
+
+		v, notified = h.probe(fc)
+		if notified || v.Degraded || v.Levels[LevelRest].ConsecutiveFailures != 0 {
+			t.Errorf("after the 503: notified %v, verdict %+v", notified, v)
+		}
+		if n := h.rec.count(fc, ReasonRestUnavailable); n != 1 {
+			t.Errorf("a passing round recorded an Event (%d)", n)
+		}
+
+		// Three 503s in a row: Degraded and a notification on the third.
+		h.sim.InjectUnavailable(h.key(fc), 3)
+		for i := 1; i <= 3; i++ {
+			v, notified = h.probe(fc)
+			if i < 3 && (notified || v.Degraded) {
+				t.Errorf("503 #%d: notified %v, degraded %v", i, notified, v.Degraded)
+			}
+			if n := h.rec.count(fc, ReasonRestUnavailable); n != 1+i {
+				t.Errorf("503 #%d: %d Events recorded, want %d", i, n, 1+i)
+			}
+		}
+		if !notified || !v.Degraded || v.DegradedReason != ReasonRestUnavailable {
+			t.Fatalf("third 503: notified %v, verdict %+v", notified, v)
+		}
+		expectLevels(t, "third 503", v, T, F, U)
+		if got, _ := h.poller.Tracker.Get(client.ObjectKeyFromObject(fc)); !got.Degraded {
+			t.Error("the Tracker does not hold the Degraded verdict")
+		}
+		if got := h.failures(LevelRest) - failures; got != 4 {
+			t.Errorf("failure metric moved by %v, want 4", got)
+		}
+		// One Event object: the repeats are its series.
+		eventually(t, "the repeated Event as a series", func() bool {
+			evs := h.warnings(fc, ReasonRestUnavailable)
+			return len(evs) == 1 && eventSeriesCount(evs[0]) >= 2
+		})
+
+		// Recovery: a notification and Degraded cleared.
+		v, notified = h.probe(fc)
+		if !notified || v.Degraded {
+			t.Errorf("recovery: notified %v, verdict %+v", notified, v)
+		}
+		expectLevels(t, "recovery", v, T, T, T)
+		if n := h.rec.count(fc, ReasonRestUnavailable); n != 4 {
+			t.Errorf("recovery recorded an Event (%d)", n)
+		}
+	})
+
+	t.Run("JobManager not ready: REST is not asked, levels 2 and 3 Unknown at the threshold", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("jm", "demo", true, withJob)
+		h.submit(fc)
+		if _, notified := h.probe(fc); !notified {
+			t.Fatal("first round not notified")
+		}
+		view, _ := h.sim.View(h.key(fc))
+		overviews := view.Requests["GET /overview"]
+
+		h.setReady(fc, false)
+		for i := 1; i <= 3; i++ {
+			v, notified := h.probe(fc)
+			if i < 3 {
+				if notified || v.Degraded {
+					t.Errorf("round %d: notified %v, degraded %v", i, notified, v.Degraded)
+				}
+				expectLevels(t, "below the threshold", v, T, T, T)
+				continue
+			}
+			if !notified || !v.Degraded || v.DegradedReason != ReasonJobManagerNotReady {
+				t.Errorf("round 3: notified %v, verdict %+v", notified, v)
+			}
+			expectLevels(t, "at the threshold", v, F, U, U)
+			for _, l := range []Level{LevelRest, LevelJobs} {
+				if v.Levels[l].Reason != ReasonJobManagerNotReady {
+					t.Errorf("%s reason = %s, want %s", l, v.Levels[l].Reason, ReasonJobManagerNotReady)
+				}
+			}
+		}
+		if n := h.rec.count(fc, ReasonJobManagerNotReady); n != 3 {
+			t.Errorf("%d JobManagerNotReady Events recorded, want 3", n)
+		}
+		view, _ = h.sim.View(h.key(fc))
+		if got := view.Requests["GET /overview"]; got != overviews {
+			t.Errorf("REST asked %d times while the JobManager was not ready", got-overviews)
+		}
+		eventually(t, "the JobManagerNotReady Warning Event", func() bool {
+			return len(h.warnings(fc, ReasonJobManagerNotReady)) == 1
+		})
+
+		// The new JobManager restarts the job: level 3 fails once, and
+		// since it had no condition to keep it is Unknown with that reason.
+		h.setReady(fc, true)
+		v, notified := h.probe(fc)
+		if !notified || v.Degraded {
+			t.Errorf("JobManager back: notified %v, verdict %+v", notified, v)
+		}
+		expectLevels(t, "JobManager back, job restarting", v, T, T, U)
+		if v.Levels[LevelJobs].Reason != ReasonJobNotRunning {
+			t.Errorf("jobs reason = %s", v.Levels[LevelJobs].Reason)
+		}
+		h.clock.Advance(flinksim.DefaultRestartDelay)
+		v, notified = h.probe(fc)
+		if !notified || v.Degraded {
+			t.Errorf("job running again: notified %v, verdict %+v", notified, v)
+		}
+		expectLevels(t, "job running again", v, T, T, T)
+	})
+
+	t.Run("a starting cluster counts no failures and records no Events", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("starting", "demo", false, withJob)
+		jm, rest, jobs := h.probes(LevelJobManager), h.probes(LevelRest), h.probes(LevelJobs)
+		for i := range 5 {
+			v, notified := h.probe(fc)
+			if notified != (i == 0) || v.Degraded {
+				t.Errorf("round %d: notified %v, degraded %v", i, notified, v.Degraded)
+			}
+			expectLevels(t, "starting", v, U, U, U)
+			if v.Levels[LevelJobManager].Reason != ReasonJobManagerStarting || v.Levels[LevelRest].Reason != ReasonJobManagerStarting {
+				t.Errorf("round %d: reasons %+v", i, v.Levels)
+			}
+		}
+		if n := h.rec.total(fc); n != 0 {
+			t.Errorf("%d Events for a starting cluster", n)
+		}
+		if h.probes(LevelJobManager) != jm || h.probes(LevelRest) != rest || h.probes(LevelJobs) != jobs {
+			t.Error("probes of a starting cluster were counted")
+		}
+		view, _ := h.sim.View(h.key(fc))
+		if len(view.Requests) != 0 {
+			t.Errorf("REST asked before the JobManager was ever ready: %v", view.Requests)
+		}
+
+		// Ready, but the job is not submitted yet: that is no failure either.
+		h.setReady(fc, true)
+		v, notified := h.probe(fc)
+		if !notified || v.Degraded {
+			t.Errorf("ready: notified %v, verdict %+v", notified, v)
+		}
+		expectLevels(t, "ready, job not submitted", v, T, T, U)
+		if v.Levels[LevelJobs].Reason != ReasonJobNotSubmitted {
+			t.Errorf("jobs reason = %s", v.Levels[LevelJobs].Reason)
+		}
+		h.submit(fc)
+		v, _ = h.probe(fc)
+		expectLevels(t, "job submitted", v, T, T, T)
+		if n := h.rec.total(fc); n != 0 {
+			t.Errorf("%d Events while starting", n)
+		}
+	})
+
+	t.Run("the declared job failing degrades with JobNotRunning", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("job", "demo", true, func(fc *v1.FlinkCluster) {
+			withJob(fc)
+			fc.Spec.Health = &v1.HealthPolicy{FailureThreshold: 2}
+		})
+		jobID := h.submit(fc)
+		h.probe(fc)
+		if err := h.sim.SetJobState(h.key(fc), jobID, flink.JobFailed); err != nil {
+			t.Fatal(err)
+		}
+		v, notified := h.probe(fc)
+		if notified || v.Degraded {
+			t.Errorf("first failure: notified %v, degraded %v", notified, v.Degraded)
+		}
+		v, notified = h.probe(fc)
+		if !notified || !v.Degraded || v.DegradedReason != ReasonJobNotRunning {
+			t.Errorf("second failure, threshold 2: notified %v, verdict %+v", notified, v)
+		}
+		expectLevels(t, "job failed", v, T, T, F)
+		if j, _ := v.Job(jobID); j.State != flink.JobFailed {
+			t.Errorf("job summary = %+v", v.Jobs)
+		}
+		if n := h.rec.count(fc, ReasonJobNotRunning); n != 2 {
+			t.Errorf("%d JobNotRunning Events recorded, want 2", n)
+		}
+	})
+
+	t.Run("a session cluster needs no jobs unless required", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("session", "demo", true, nil)
+		v, _ := h.probe(fc)
+		expectLevels(t, "session", v, T, T, T)
+		if v.Levels[LevelJobs].Reason != ReasonNotRequired {
+			t.Errorf("jobs reason = %s", v.Levels[LevelJobs].Reason)
+		}
+		view, _ := h.sim.View(h.key(fc))
+		if view.Requests["GET /jobs/overview"] != 0 {
+			t.Error("GET /jobs/overview asked although no job is required")
+		}
+
+		fc.Spec.Health = &v1.HealthPolicy{RequireRunningJobs: true}
+		if err := h.k8s.Update(h.ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+		v, _ = h.probe(fc)
+		expectLevels(t, "required, none running, first failure", v, T, T, T)
+		if v.Levels[LevelJobs].ConsecutiveFailures != 1 || h.rec.count(fc, ReasonNoJobsRunning) != 1 {
+			t.Errorf("NoJobsRunning not counted: %+v", v.Levels[LevelJobs])
+		}
+	})
+
+	t.Run("an upgrade in flight counts no failures", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("upgrade", "demo", true, withJob)
+		h.submit(fc)
+		h.probe(fc)
+		h.refresh(fc)
+		now := metav1.Now()
+		fc.Status.Upgrade = &v1.UpgradeStatus{Phase: v1.UpgradeDeploying, Kind: "Upgrade", TargetGeneration: 2, StartedAt: now, PhaseStartedAt: now}
+		if err := h.k8s.Status().Update(h.ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+		h.setReady(fc, false)
+		for range 4 {
+			v, _ := h.probe(fc)
+			if v.Degraded || v.Levels[LevelJobManager].ConsecutiveFailures != 0 {
+				t.Errorf("during an upgrade: %+v", v)
+			}
+		}
+		if n := h.rec.total(fc); n != 0 {
+			t.Errorf("%d Events during an upgrade", n)
+		}
+	})
+
+	t.Run("a full Notify channel is retried on the next round", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("notify", "demo", true, nil)
+		h.poller.Notify = make(chan event.GenericEvent) // nobody receives
+		h.refresh(fc)
+		h.poller.ProbeOnce(h.ctx, fc)
+		h.poller.Notify = h.notify
+		if _, notified := h.probe(fc); !notified {
+			t.Error("the undelivered change was not sent on the next round")
+		}
+		if _, notified := h.probe(fc); notified {
+			t.Error("sent again without a change")
+		}
+	})
+
+	t.Run("a cluster being deleted is skipped and forgotten", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("deleting", "demo", true, func(fc *v1.FlinkCluster) {
+			fc.Finalizers = []string{"test.example.com/hold"}
+		})
+		h.probe(fc)
+		key := client.ObjectKeyFromObject(fc)
+		if _, ok := h.poller.Tracker.Get(key); !ok {
+			t.Fatal("no verdict")
+		}
+		if err := h.k8s.Delete(h.ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+		h.refresh(fc)
+		before := h.probes(LevelJobManager)
+		if v, notified := h.probe(fc); notified || v.Levels != nil {
+			t.Errorf("deleting: notified %v, verdict %+v", notified, v)
+		}
+		if _, ok := h.poller.Tracker.Get(key); ok {
+			t.Error("verdict kept for a cluster being deleted")
+		}
+		if h.probes(LevelJobManager) != before {
+			t.Error("a cluster being deleted was probed")
+		}
+		fc.Finalizers = nil
+		if err := h.k8s.Update(h.ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// Last: Start probes every cluster in the API server.
+	t.Run("Start polls through a label-filtered cache", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("start", "demo", true, nil)
+		c, err := cache.New(h.env.Config, cache.Options{
+			Scheme: h.scheme,
+			ByObject: map[client.Object]cache.ByObject{
+				&appsv1.Deployment{}: {Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(h.ctx)
+		defer cancel()
+		go func() { _ = c.Start(ctx) }()
+		if !c.WaitForCacheSync(ctx) {
+			t.Fatal("cache not synced")
+		}
+		notify := make(chan event.GenericEvent, 64)
+		p := &Poller{
+			Reader: c, Resolver: h.poller.Resolver, Tracker: NewTracker(), Notify: notify,
+			Interval: 100 * time.Millisecond, ProbeTimeout: time.Second,
+		}
+		if !p.NeedLeaderElection() {
+			t.Error("the Poller must run on the leader only")
+		}
+		done := make(chan error, 1)
+		go func() { done <- p.Start(ctx) }()
+
+		key := client.ObjectKeyFromObject(fc)
+		waitFor := func(what string, cond func(Verdict) bool) {
+			t.Helper()
+			timeout := time.After(20 * time.Second)
+			for {
+				select {
+				case ev := <-notify:
+					if client.ObjectKeyFromObject(ev.Object) != key {
+						continue
+					}
+					if v, ok := p.Tracker.Get(key); ok && cond(v) {
+						return
+					}
+				case <-timeout:
+					t.Fatalf("timed out waiting for %s", what)
+				}
+			}
+		}
+		waitFor("a first healthy verdict", func(v Verdict) bool { return v.Levels[LevelRest].Status == T })
+		h.sim.InjectUnavailable(h.key(fc), -1)
+		waitFor("Degraded", func(v Verdict) bool { return v.Degraded && v.DegradedReason == ReasonRestUnavailable })
+		h.sim.ClearFaults(h.key(fc))
+		waitFor("recovery", func(v Verdict) bool { return !v.Degraded && v.Levels[LevelRest].Status == T })
+
+		if err := h.k8s.Delete(h.ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the deleted cluster forgotten", func() bool {
+			_, ok := p.Tracker.Get(key)
+			return !ok
+		})
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Start: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Start did not return after its context ended")
+		}
+	})
+}
