@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/spf13/cobra"
+
+	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/operator"
+	"github.com/datapilot/datapilot/internal/platform"
+)
+
+func newLocalCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "local",
+		Short: "Run Datapilot on an embedded local control plane (no Docker needed)",
+	}
+	cmd.AddCommand(newLocalUpCommand())
+	return cmd
+}
+
+// localUpFlags are the settings of `datapilot local up`.
+type localUpFlags struct {
+	platform platform.Options
+	operator operator.Options
+	envErr   error
+	// simAddr is where the Flink REST simulator listens.
+	simAddr string
+	verbose bool
+}
+
+func newLocalUpCommand() *cobra.Command {
+	f := &localUpFlags{}
+	f.operator, f.envErr = operator.Defaults()
+	// One operator in this process: no election, and no fixed ports that
+	// could clash with something already running on the machine.
+	f.operator.LeaderElection = false
+	f.operator.MetricsAddr = "0"
+	f.operator.ProbeAddr = "0"
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start etcd, kube-apiserver, controller-manager, scheduler, kwok fake nodes, the Flink REST simulator and the operator",
+		Long: `Start a local Kubernetes control plane from bin/ (run 'make tools' first) with
+kwok fake nodes, install Datapilot's CRDs, start the Flink REST simulator and
+the operator in this process, and run until interrupted. Ctrl-C stops
+everything. The admin kubeconfig is <state-dir>/kubeconfig; component logs are
+in <state-dir>/logs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.envErr != nil {
+				return f.envErr
+			}
+			return localUp(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&f.platform.Nodes, "nodes", 4, "Number of kwok fake nodes.")
+	fs.StringVar(&f.platform.NodeCPU, "node-cpu", "64", "CPU capacity of each fake node.")
+	fs.StringVar(&f.platform.NodeMemory, "node-memory", "256Gi", "Memory capacity of each fake node.")
+	fs.IntVar(&f.platform.NodePods, "node-pods", 250, "Pod capacity of each fake node.")
+	fs.StringVar(&f.platform.StateDir, "state-dir", "", "Directory for data, certificates, kubeconfig and logs; replaced on every start (default <project root>/.datapilot).")
+	fs.StringVar(&f.platform.BinDir, "bin-dir", "", "Directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (default <project root>/bin).")
+	fs.StringVar(&f.platform.AuditLogPath, "audit-log", "", "Write the API server's audit log of every write (JSON lines) to this file.")
+	fs.StringVar(&f.simAddr, "flink-rest-addr", "127.0.0.1:0", "Listen address of the Flink REST simulator; ignored with --flink-rest-override.")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "Log each step of the platform's start.")
+	f.operator.BindFlags(fs)
+	return cmd
+}
+
+func localUp(ctx context.Context, stdout, stderr io.Writer, f *localUpFlags) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	verbosity := 0
+	if f.verbose {
+		verbosity = 1
+	}
+	log := funcr.New(func(prefix, args string) {
+		fmt.Fprintf(stderr, "%s %s %s\n", time.Now().Format("15:04:05.000"), prefix, args)
+	}, funcr.Options{Verbosity: verbosity})
+
+	po := f.platform
+	po.Logger = log.WithName("platform")
+	p, err := platform.Start(ctx, po)
+	if err != nil {
+		return fmt.Errorf("starting the local platform: %w", err)
+	}
+	// Stop the children on every way out of this function; they also die
+	// with this process if it is killed (see platform's PDEATHSIG).
+	defer func() {
+		fmt.Fprintln(stderr, "Stopping the local platform...")
+		_ = p.Stop()
+	}()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	running := 0
+
+	opts := f.operator
+	if opts.FlinkRESTOverride == "" {
+		sim, err := startFlinkSimulator(ctx, p, f.simAddr, log, errc)
+		if err != nil {
+			return err
+		}
+		running++
+		opts.FlinkRESTOverride = sim.BaseURLTemplate()
+	}
+
+	cfg := p.RESTConfig()
+	cfg.QPS, cfg.Burst = 100, 200
+	running++
+	go func() {
+		err := operator.Run(ctx, cfg, opts)
+		if err == nil && ctx.Err() == nil {
+			err = errors.New("operator stopped")
+		}
+		errc <- err
+	}()
+
+	printNextSteps(stdout, p, opts.FlinkRESTOverride)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stderr, "Interrupted.")
+	case runErr = <-errc:
+		running--
+	case runErr = <-p.Failed():
+	}
+	// A second Ctrl-C now kills this process at once; the children follow it.
+	stopSignals()
+	cancel()
+	timeout := time.After(15 * time.Second)
+	for ; running > 0; running-- {
+		select {
+		case <-errc:
+		case <-timeout:
+			running = 0
+		}
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	return nil
+}
+
+// startFlinkSimulator starts the Flink REST simulator against the platform;
+// its exit is reported on errc.
+func startFlinkSimulator(ctx context.Context, p *platform.Platform, addr string, log logr.Logger, errc chan<- error) (*flinksim.Simulator, error) {
+	sim, err := flinksim.New(p.RESTConfig(), flinksim.Options{ListenAddr: addr, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		err := sim.Start(ctx)
+		if err == nil && ctx.Err() == nil {
+			err = errors.New("Flink REST simulator stopped")
+		}
+		errc <- err
+	}()
+	return sim, nil
+}
+
+func printNextSteps(w io.Writer, p *platform.Platform, flinkREST string) {
+	kubectl := relPath(filepath.Join(p.BinDir(), "kubectl"))
+	kc := fmt.Sprintf("%s --kubeconfig %s", kubectl, relPath(p.KubeconfigPath()))
+	example := relPath(filepath.Join(platform.ProjectRoot(), "examples", "realtime-warehouse.yaml"))
+	fmt.Fprintf(w, `
+Datapilot is running on a local control plane (started in %s).
+  kubeconfig:  %s
+  logs:        %s
+  Flink REST:  %s
+
+Next steps, in another terminal:
+  %s apply -f %s
+  %s get fc
+  %s wait --for=condition=Available fc/realtime-warehouse --timeout=120s
+  %s get pods -o wide
+
+Press Ctrl-C to stop everything.
+`, p.StartupDuration().Round(time.Millisecond), p.KubeconfigPath(), filepath.Join(p.StateDir(), "logs"), flinkREST,
+		kc, example, kc, kc, kc)
+}
+
+// relPath shortens path relative to the working directory when it is inside it.
+func relPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(wd, path)
+	if err != nil || filepath.IsAbs(rel) || len(rel) >= 2 && rel[:2] == ".." {
+		return path
+	}
+	return rel
+}
