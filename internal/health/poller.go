@@ -222,7 +222,12 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		p.Tracker.Forget(key)
 		return Verdict{}
 	}
-	probes, jobs, jobsSeen := p.probe(ctx, fc, p.Tracker.seenReady(key) || everReady(fc))
+	probes, jobs, jobsSeen := p.probe(ctx, fc, p.Tracker.seenReady(key, fc.UID) || everReady(fc))
+	if ctx.Err() != nil {
+		// Shutting down: the REST calls were cut short by us, not by Flink.
+		v, _ := p.Tracker.Get(key)
+		return v
+	}
 	now := p.now()
 
 	var (
@@ -230,6 +235,10 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		notify bool
 	)
 	p.Tracker.update(key, func(e *entry) {
+		if e.uid != fc.UID {
+			// A new incarnation under the same name starts afresh.
+			*e = entry{uid: fc.UID}
+		}
 		var changed bool
 		next, changed = Evaluate(e.verdict, probes, Threshold(fc), now)
 		if jobsSeen {

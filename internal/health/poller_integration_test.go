@@ -702,6 +702,57 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("a cluster recreated under the same name starts afresh", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("recreated", "demo", true, nil)
+		if v, _ := h.probe(fc); v.Levels[LevelJobManager].Status != T {
+			t.Fatalf("not ready: %+v", v)
+		}
+		if err := h.k8s.Delete(h.ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+		// envtest runs no garbage collector: the old JobManager Deployment,
+		// ready and owned by the old FlinkCluster, stays behind and must be
+		// ignored; and what the Tracker remembers of the old cluster (its
+		// JobManager was ready) must not make the new one's start a failure.
+		again := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Namespace: fc.Namespace, Name: fc.Name}, Spec: fc.Spec}
+		if err := h.k8s.Create(h.ctx, again); err != nil {
+			t.Fatal(err)
+		}
+		before := h.rec.total(again)
+		v, notified := h.probe(again)
+		if !notified || v.Degraded {
+			t.Errorf("recreated: notified %v, verdict %+v", notified, v)
+		}
+		expectLevels(t, "recreated", v, U, U, U)
+		if v.Levels[LevelJobManager].Reason != ReasonJobManagerStarting || v.Levels[LevelJobManager].ConsecutiveFailures != 0 {
+			t.Errorf("recreated: JobManager %+v", v.Levels[LevelJobManager])
+		}
+		if h.rec.total(again) != before {
+			t.Error("Events for a recreated, starting cluster")
+		}
+	})
+
+	t.Run("a round cut short by shutdown records nothing", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("shutdown", "demo", true, nil)
+		first, _ := h.probe(fc)
+		ctx, cancel := context.WithCancel(h.ctx)
+		cancel()
+		v := h.poller.ProbeOnce(ctx, fc)
+		if v.ObservedAt != first.ObservedAt || v.Levels[LevelRest] != first.Levels[LevelRest] {
+			t.Errorf("a cancelled round changed the verdict: %+v", v)
+		}
+		if n := h.rec.total(fc); n != 0 {
+			t.Errorf("%d Events from a cancelled round", n)
+		}
+		select {
+		case <-h.notify:
+			t.Error("a cancelled round notified")
+		default:
+		}
+	})
+
 	// Last: Start probes every cluster in the API server.
 	t.Run("Start polls through a label-filtered cache", func(t *testing.T) {
 		h.t = t

@@ -14,6 +14,8 @@ type Tracker struct {
 }
 
 type entry struct {
+	// uid is the FlinkCluster's UID the entry describes.
+	uid     types.UID
 	verdict Verdict
 	// seenReady remembers that the JobManager has been ready at least once.
 	seenReady bool
@@ -63,11 +65,11 @@ func (t *Tracker) retain(keep map[types.NamespacedName]bool) {
 	}
 }
 
-func (t *Tracker) seenReady(key types.NamespacedName) bool {
+func (t *Tracker) seenReady(key types.NamespacedName, uid types.UID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.entries[key]
-	return ok && e.seenReady
+	return ok && e.uid == uid && e.seenReady
 }
 
 // update runs fn on the cluster's entry (a new one when absent) under the
