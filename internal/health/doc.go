@@ -23,7 +23,7 @@
 //     the threshold (spec.health.failureThreshold, default 3) it leaves the
 //     level's condition exactly as it was: one 503 changes nothing in status.
 //     At the threshold the level turns False and the cluster Degraded, with
-//     the level's reason; the lowest failing level names the reason.
+//     the level's reason; the lowest False level names the reason.
 //   - A level that cannot be judged (a lower level failed, the JobManager
 //     never was ready yet, the job was never submitted, an upgrade is in
 //     flight) is "unknown": it counts neither as a failure nor as a success,
@@ -40,6 +40,23 @@
 // job details alone are no change. The Poller then sends the FlinkCluster on
 // Notify, which the controller watches through source.Channel; the
 // reconciler reads the Verdict from the Tracker.
+//
+// Wiring, for the manager (a sketch; the controller package owns it):
+//
+//	tracker := health.NewTracker()
+//	notify := make(chan event.GenericEvent, 256)
+//	_ = mgr.Add(&health.Poller{
+//		Reader: mgr.GetCache(), Resolver: resolver, HTTPClient: httpClient,
+//		Interval: opts.ReconcileInterval, Tracker: tracker,
+//		Recorder: mgr.GetEventRecorder("datapilot-health"), Notify: notify,
+//		Metrics:  health.NewMetrics(metrics.Registry),
+//	})
+//	// in SetupWithManager:
+//	//	.WatchesRawSource(source.Channel(notify, &handler.EnqueueRequestForObject{}))
+//	// in Reconcile:
+//	//	if v, ok := tracker.Get(req.NamespacedName); ok {
+//	//		for _, c := range v.Conditions(fc.Generation) { meta.SetStatusCondition(&st.Conditions, c) }
+//	//	}
 //
 // Judgement calls, documented here once:
 //
@@ -59,6 +76,11 @@
 //   - Probes do not retry inside a round: the consecutive-failure count is
 //     the retry policy, so the REST client runs with MaxRetries 0 and a
 //     per-request timeout (ProbeTimeout).
+//   - Each failed probe is one Eventf call, and there is no other Event. The
+//     events.k8s.io/v1 broadcaster behind the manager's recorder folds
+//     repeats (same reason, same cluster) into one Event's series, so three
+//     503s in a row are one Event object with series.count 2 at once, and
+//     the final count written when the series ends (client-go's behaviour).
 //   - Condition messages carry no volatile numbers (counters, slot counts),
 //     so a steady cluster causes no status write.
 package health
