@@ -263,6 +263,9 @@ func (p *Platform) start(ctx context.Context) error {
 		"--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=datapilot="+peerURL,
 		"--unsafe-no-fsync",
+		// A single member elects itself after one election timeout.
+		"--heartbeat-interval=20",
+		"--election-timeout=200",
 		"--quota-backend-bytes=8589934592",
 		"--log-level=warn",
 	); err != nil {
@@ -506,7 +509,9 @@ func (p *Platform) Stop() error {
 		procs := slices.Clone(p.procs)
 		p.mu.Unlock()
 		for i := len(procs) - 1; i >= 0; i-- {
+			t := time.Now()
 			procs[i].stop(p.opts.StopTimeout)
+			p.opts.Logger.V(1).Info("Stopped", "component", procs[i].name, "took", time.Since(t).Round(time.Millisecond))
 		}
 		if err := os.Remove(filepath.Join(p.opts.StateDir, pidFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			p.opts.Logger.Error(err, "Removing PID file")

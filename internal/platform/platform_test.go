@@ -3,12 +3,12 @@ package platform_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,29 +17,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/datapilot/datapilot/internal/platform"
+	"github.com/datapilot/datapilot/internal/platform/platformtest"
 )
 
 func TestPlatformRunsPodsOnFakeNodes(t *testing.T) {
-	if missing := platform.MissingBinaries(""); len(missing) > 0 {
-		t.Skipf("Component binaries missing from bin/ (%s): run `make tools`", strings.Join(missing, ", "))
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	p, err := platform.Start(ctx, platform.Options{
-		StateDir: t.TempDir(),
-		Nodes:    3,
-		Logger:   testr.New(t),
-	})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = p.Stop()
-		}
-	})
+	stateDir := t.TempDir()
+	p := platformtest.StartWith(t, platform.Options{StateDir: stateDir, Nodes: 3})
 	t.Logf("Platform started in %s", p.StartupDuration().Round(time.Millisecond))
 
 	cs := kubernetes.NewForConfigOrDie(p.RESTConfig())
@@ -67,9 +53,10 @@ func TestPlatformRunsPodsOnFakeNodes(t *testing.T) {
 	}
 
 	var pods *corev1.PodList
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err = cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=sleeper"})
-		if err != nil {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var lerr error
+		pods, lerr = cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=sleeper"})
+		if lerr != nil {
 			return false, nil
 		}
 		if len(pods.Items) != 3 {
@@ -105,18 +92,41 @@ func TestPlatformRunsPodsOnFakeNodes(t *testing.T) {
 	if len(pids) != len(platform.Components) {
 		t.Errorf("PIDs() = %v, want one per component", pids)
 	}
-	if err := p.Stop(); err != nil {
+
+	// A second start in the same state dir, as after a crash that left the
+	// children running, first stops the previous run's children.
+	p2 := platformtest.StartWith(t, platform.Options{StateDir: stateDir, Nodes: 1})
+	assertGone(t, pids)
+	t.Logf("Restarted over leftovers in %s", p2.StartupDuration().Round(time.Millisecond))
+	_ = p.Stop()
+
+	pids2 := p2.PIDs()
+	if err := p2.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	stopped = true
+	assertGone(t, pids2)
+}
+
+// assertGone fails for each process still running. Stop and the leftover
+// cleanup wait for each child, so none may remain (a PID reused by another
+// process in the meantime is possible in theory, negligible in a test).
+func assertGone(t *testing.T, pids map[string]int) {
+	t.Helper()
 	for name, pid := range pids {
-		// Stop waited for each child, so the PID is gone (or reused by a
-		// process that is not ours, which Signal 0 cannot tell; the window is
-		// negligible in a test).
-		if err := syscall.Kill(pid, 0); err == nil {
-			t.Errorf("%s (pid %d) is still running after Stop", name, pid)
+		if err := syscall.Kill(pid, 0); err == nil && !zombie(pid) {
+			t.Errorf("%s (pid %d) is still running", name, pid)
 		}
 	}
+}
+
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 func podReady(pod *corev1.Pod) bool {

@@ -179,8 +179,11 @@ func killLeftovers(stateDir string, grace time.Duration) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading PID file: %w", err)
 	}
-	var killed []string
-	var pids []int
+	type entry struct {
+		pid        int
+		name, path string
+	}
+	var entries []entry
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		fields := strings.Split(sc.Text(), "\t")
@@ -191,26 +194,29 @@ func killLeftovers(stateDir string, grace time.Duration) ([]string, error) {
 		if err != nil || pid <= 1 {
 			continue
 		}
-		if !isOurProcess(pid, fields[2], stateDir) {
+		entries = append(entries, entry{pid, fields[1], fields[2]})
+	}
+	// Newest first, each given the grace period, as Stop does: the API
+	// server shuts down quickly only while etcd still answers.
+	var killed []string
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if !isOurProcess(e.pid, e.path, stateDir) {
 			continue
 		}
-		if err := syscall.Kill(pid, syscall.SIGTERM); err == nil {
-			killed = append(killed, fmt.Sprintf("%s (pid %d)", fields[1], pid))
-			pids = append(pids, pid)
+		if err := syscall.Kill(e.pid, syscall.SIGTERM); err != nil {
+			continue
 		}
-	}
-	deadline := time.Now().Add(grace)
-	for _, pid := range pids {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
+		killed = append(killed, fmt.Sprintf("%s (pid %d)", e.name, e.pid))
+		deadline := time.Now().Add(grace)
+		for alive(e.pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
 		}
-		if alive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	for _, pid := range pids {
-		for i := 0; alive(pid) && i < 100; i++ {
-			time.Sleep(50 * time.Millisecond)
+		if alive(e.pid) {
+			_ = syscall.Kill(e.pid, syscall.SIGKILL)
+			for j := 0; alive(e.pid) && j < 250; j++ {
+				time.Sleep(20 * time.Millisecond)
+			}
 		}
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -1,0 +1,74 @@
+package platform
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestKillLeftoversStopsOnlyOurProcesses(t *testing.T) {
+	stateDir := t.TempDir()
+	// Ours: the executable recorded in the PID file, with the state dir in
+	// its arguments (sh makes it $0).
+	ours := exec.Command("/bin/sh", "-c", "sleep 60", stateDir)
+	// Not ours: same executable, other arguments.
+	other := exec.Command("/bin/sh", "-c", "sleep 60", "unrelated")
+	for _, c := range []*exec.Cmd{ours, other} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	}
+	reaped := make(chan struct{})
+	go func() { _ = ours.Wait(); close(reaped) }()
+
+	procs := []*process{
+		{name: "ours", path: "/bin/sh", cmd: ours},
+		{name: "other", path: "/bin/sh", cmd: other},
+	}
+	if err := writePIDFile(stateDir, procs); err != nil {
+		t.Fatal(err)
+	}
+	killed, err := killLeftovers(stateDir, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(killed) != 1 {
+		t.Errorf("killed %v, want only ours", killed)
+	}
+	select {
+	case <-reaped:
+	case <-time.After(5 * time.Second):
+		t.Error("Our leftover process is still running")
+	}
+	if !alive(other.Process.Pid) {
+		t.Error("A process that is not ours was stopped")
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, pidFileName)); !os.IsNotExist(err) {
+		t.Errorf("PID file still exists: %v", err)
+	}
+}
+
+func TestFakeNodePodCIDRsAreDistinct(t *testing.T) {
+	seen := map[string]int{}
+	for _, i := range []int{0, 1, 15, 16, 17, 255, 256, maxNodes - 1} {
+		n, err := fakeNode(i, Options{NodeCPU: "64", NodeMemory: "256Gi", NodePods: 250})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, dup := seen[n.Spec.PodCIDR]; dup {
+			t.Errorf("Nodes %d and %d share pod CIDR %s", i, j, n.Spec.PodCIDR)
+		}
+		seen[n.Spec.PodCIDR] = i
+	}
+	n, _ := fakeNode(0, Options{NodeCPU: "64", NodeMemory: "256Gi", NodePods: 250})
+	if n.Spec.PodCIDR != "10.64.0.0/20" {
+		t.Errorf("Node 0 pod CIDR = %s, want 10.64.0.0/20", n.Spec.PodCIDR)
+	}
+	last, _ := fakeNode(maxNodes-1, Options{NodeCPU: "64", NodeMemory: "256Gi", NodePods: 250})
+	if last.Spec.PodCIDR != "10.255.240.0/20" {
+		t.Errorf("Last node pod CIDR = %s, want 10.255.240.0/20", last.Spec.PodCIDR)
+	}
+}
