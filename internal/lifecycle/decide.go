@@ -327,6 +327,9 @@ func (d *decider) followSavepoint(sp *v1.SavepointInfo) *v1.SavepointInfo {
 		job.State = string(flink.JobFinished)
 	}
 	d.event(false, "SavepointCompleted", "The %s %s completed at %s", done.Reason, kindOf(done), done.Path)
+	// The next step (suspended, deploy, ...) follows from the new status,
+	// which is our own write and wakes nothing by itself.
+	d.requeue(Poll)
 	return &done
 }
 

@@ -1,0 +1,277 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/flinksim"
+)
+
+// jobCluster is a small cluster with one declared job.
+func jobCluster(ns, name string) *v1.FlinkCluster {
+	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	fc.Spec = v1.FlinkClusterSpec{
+		Version:     "1.17.1",
+		JobManager:  v1.JobManagerSpec{Replicas: 1},
+		TaskManager: v1.TaskManagerSpec{Replicas: 2, Slots: 2},
+		Job: &v1.JobSpec{JarURI: jarServer.URL + "/wordcount.jar", EntryClass: "org.example.WordCount",
+			Parallelism: 2, State: v1.JobStateRunning, UpgradeMode: v1.UpgradeSavepoint, SavepointRetention: 5},
+		UpgradePolicy: &v1.UpgradePolicy{StableCheckpoints: 2, StabilityTimeout: "30s", SavepointTimeout: "20s", AutoRollback: ptr.To(true)},
+	}
+	return fc
+}
+
+// startJobCluster creates the cluster and waits until its job runs and its
+// spec is recorded as stable.
+func startJobCluster(t *testing.T, name string) (string, flinksim.ClusterKey) {
+	t.Helper()
+	ns := newNamespace(t)
+	if err := k8s.Create(context.Background(), jobCluster(ns, name)); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, ns, name, v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
+	eventually(t, time.Minute, "job running and stable", func() error {
+		fc := getFC(t, ns, name)
+		if fc.Status.Job == nil || fc.Status.Job.State != string(flink.JobRunning) || fc.Status.LastStableSpec == nil {
+			return fmt.Errorf("job %+v, stable spec recorded %v", fc.Status.Job, fc.Status.LastStableSpec != nil)
+		}
+		return nil
+	})
+	return ns, flinksim.ClusterKey{Namespace: ns, Name: name}
+}
+
+func simJob(t *testing.T, key flinksim.ClusterKey, id string) flinksim.JobView {
+	t.Helper()
+	view, err := sim.Engine.View(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range view.Jobs {
+		if j.ID == id {
+			return j
+		}
+	}
+	t.Fatalf("the simulator has no job %s in %s", id, key)
+	return flinksim.JobView{}
+}
+
+func jobManagerImage(t *testing.T, ns, name string) string {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-jobmanager"}, d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+func waitUpgradeResult(t *testing.T, ns, name, reason string, timeout time.Duration) *v1.FlinkCluster {
+	t.Helper()
+	var fc *v1.FlinkCluster
+	eventually(t, timeout, "Upgrading reason "+reason, func() error {
+		fc = getFC(t, ns, name)
+		c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionUpgrading)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason || c.ObservedGeneration != fc.Generation {
+			return fmt.Errorf("Upgrading = %+v, upgrade %+v", c, fc.Status.Upgrade)
+		}
+		return nil
+	})
+	return fc
+}
+
+// savepointsTaken counts the savepoints Flink actually started for a job,
+// stop-with-savepoint included; a repeated trigger ID is one savepoint.
+func savepointsTaken(j flinksim.JobView) int { return j.SavepointsTriggered }
+
+func TestUpgradeTakesSavepointAndRestores(t *testing.T) {
+	ns, key := startJobCluster(t, "upgrade")
+	oldJob := getFC(t, ns, "upgrade").Status.Job.ID
+
+	patchSpec(t, ns, "upgrade", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	fc := waitUpgradeResult(t, ns, "upgrade", "UpgradeSucceeded", 2*time.Minute)
+
+	old := simJob(t, key, oldJob)
+	if old.StopsTriggered != 1 || savepointsTaken(old) != 1 || old.State != flink.JobFinished {
+		t.Errorf("old job: %d stop-with-savepoint, %d savepoints in all, state %s; want 1, 1, FINISHED", old.StopsTriggered, savepointsTaken(old), old.State)
+	}
+	sp := fc.Status.Job.LastSavepoint
+	if sp == nil || sp.Path == "" || sp.Path != old.LatestSavepoint || sp.Reason != v1.SavepointForUpgrade {
+		t.Fatalf("last savepoint %+v, simulator's %q", sp, old.LatestSavepoint)
+	}
+	nw := simJob(t, key, fc.Status.Job.ID)
+	if nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != sp.Path {
+		t.Errorf("new job %s: state %s restored from %+v, want RUNNING from %s", nw.ID, nw.State, nw.RestoredFrom, sp.Path)
+	}
+	if img := jobManagerImage(t, ns, "upgrade"); img != "flink:1.18.1" {
+		t.Errorf("JobManager image %s", img)
+	}
+	if view, _ := sim.Engine.View(key); view.Version != "1.18.1" {
+		t.Errorf("Flink reports version %s", view.Version)
+	}
+	if decoded := fc.Status.LastStableSpec; decoded == nil {
+		t.Error("no last stable spec after a successful upgrade")
+	}
+}
+
+func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
+	ns, key := startJobCluster(t, "spfail")
+	before := getFC(t, ns, "spfail")
+	uids := map[string]bool{}
+	for _, p := range tmPods(t, ns, "spfail") {
+		uids[string(p.UID)] = true
+	}
+	sim.Engine.SetSavepointFault(key, flinksim.FaultFail)
+	defer sim.Engine.ClearFaults(key)
+
+	patchSpec(t, ns, "spfail", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	fc := waitUpgradeResult(t, ns, "spfail", "SavepointFailed", time.Minute)
+
+	if img := jobManagerImage(t, ns, "spfail"); img != "flink:1.17.1" {
+		t.Errorf("JobManager image changed to %s after a failed savepoint", img)
+	}
+	for _, p := range tmPods(t, ns, "spfail") {
+		if !uids[string(p.UID)] {
+			t.Errorf("TaskManager pod %s was replaced", p.Name)
+		}
+	}
+	if fc.Status.Job.ID != before.Status.Job.ID || simJob(t, key, before.Status.Job.ID).State != flink.JobRunning {
+		t.Errorf("the job did not keep running: %+v", fc.Status.Job)
+	}
+	if fc.Status.Upgrade != nil || fc.Status.LastFailedGeneration != fc.Generation {
+		t.Errorf("upgrade %+v, lastFailedGeneration %d of %d", fc.Status.Upgrade, fc.Status.LastFailedGeneration, fc.Generation)
+	}
+	if !meta.IsStatusConditionTrue(fc.Status.Conditions, v1.ConditionAvailable) {
+		t.Error("the running cluster is no longer Available")
+	}
+}
+
+func TestJobFailingAfterUpgradeIsRolledBack(t *testing.T) {
+	ns, key := startJobCluster(t, "rollback")
+	patchSpec(t, ns, "rollback", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+
+	var newJob string
+	eventually(t, time.Minute, "upgrade verifying", func() error {
+		fc := getFC(t, ns, "rollback")
+		if fc.Status.Upgrade == nil || fc.Status.Upgrade.Phase != v1.UpgradeVerifying {
+			return fmt.Errorf("upgrade %+v", fc.Status.Upgrade)
+		}
+		newJob = fc.Status.Job.ID
+		return nil
+	})
+	preUpgrade := getFC(t, ns, "rollback").Status.Upgrade.RestorePath
+	eventually(t, 20*time.Second, "fail the new job", func() error {
+		return sim.Engine.SetJobState(key, newJob, flink.JobFailed)
+	})
+
+	fc := waitCondition(t, ns, "rollback", v1.ConditionRolledBack, metav1.ConditionTrue, 2*time.Minute)
+	if img := jobManagerImage(t, ns, "rollback"); img != "flink:1.17.1" {
+		t.Errorf("JobManager image after rollback: %s", img)
+	}
+	if fc.Status.Upgrade != nil || fc.Status.Job.ID == newJob {
+		t.Fatalf("after rollback: upgrade %+v, job %s", fc.Status.Upgrade, fc.Status.Job.ID)
+	}
+	restored := simJob(t, key, fc.Status.Job.ID)
+	if restored.RestoredFrom == nil || restored.RestoredFrom.ExternalPath != preUpgrade || preUpgrade == "" {
+		t.Errorf("rolled-back job restored from %+v, want the pre-upgrade savepoint %q", restored.RestoredFrom, preUpgrade)
+	}
+	if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionRollingBack); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("RollingBack = %+v after the rollback", c)
+	}
+	// The failed generation is not retried by itself.
+	time.Sleep(3 * time.Second)
+	if fc := getFC(t, ns, "rollback"); fc.Status.Upgrade != nil {
+		t.Errorf("the failed generation was retried: %+v", fc.Status.Upgrade)
+	}
+}
+
+// TestOperatorKilledDuringUpgrade kills the operator with SIGKILL at each
+// phase of an upgrade and restarts it; each upgrade must end with exactly one
+// savepoint taken and the job restored from it.
+func TestOperatorKilledDuringUpgrade(t *testing.T) {
+	ns, key := startJobCluster(t, "killed")
+	for i, step := range []struct {
+		version string
+		phase   v1.UpgradePhase
+	}{
+		{"1.18.1", v1.UpgradeSavingState},
+		{"1.18.2", v1.UpgradeDeploying},
+		{"1.19.1", v1.UpgradeVerifying},
+	} {
+		t.Run(string(step.phase), func(t *testing.T) {
+			oldJob := getFC(t, ns, "killed").Status.Job.ID
+			if step.phase == v1.UpgradeSavingState {
+				// Hold the savepoint in flight so the kill lands while
+				// it is pending.
+				sim.Engine.SetSavepointFault(key, flinksim.FaultStall)
+			}
+			patchSpec(t, ns, "killed", func(fc *v1.FlinkCluster) { fc.Spec.Version = step.version })
+			eventually(t, time.Minute, "phase "+string(step.phase), func() error {
+				fc := getFC(t, ns, "killed")
+				if fc.Status.Upgrade == nil || fc.Status.Upgrade.Phase != step.phase {
+					return fmt.Errorf("upgrade %+v", fc.Status.Upgrade)
+				}
+				return nil
+			})
+			op.kill()
+			sim.Engine.ClearFaults(key)
+			if err := op.start(); err != nil {
+				t.Fatal(err)
+			}
+			fc := waitUpgradeResult(t, ns, "killed", "UpgradeSucceeded", 2*time.Minute)
+			old := simJob(t, key, oldJob)
+			if n := savepointsTaken(old); n != 1 {
+				t.Errorf("upgrade %d: %d savepoints taken of job %s, want exactly 1", i+1, n, oldJob)
+			}
+			nw := simJob(t, key, fc.Status.Job.ID)
+			if nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != old.LatestSavepoint {
+				t.Errorf("upgrade %d: job %s %s restored from %+v, want %s", i+1, nw.ID, nw.State, nw.RestoredFrom, old.LatestSavepoint)
+			}
+			if img := jobManagerImage(t, ns, "killed"); img != "flink:"+step.version {
+				t.Errorf("image %s", img)
+			}
+		})
+	}
+}
+
+func TestSuspendAndResume(t *testing.T) {
+	ns, key := startJobCluster(t, "suspend")
+	running := getFC(t, ns, "suspend").Status.Job.ID
+	patchSpec(t, ns, "suspend", func(fc *v1.FlinkCluster) { fc.Spec.Job.State = v1.JobStateSuspended })
+	var sp *v1.SavepointInfo
+	eventually(t, time.Minute, "suspended", func() error {
+		fc := getFC(t, ns, "suspend")
+		if fc.Status.Job.State != "SUSPENDED" || fc.Status.Job.LastSavepoint == nil {
+			return fmt.Errorf("job %+v", fc.Status.Job)
+		}
+		sp = fc.Status.Job.LastSavepoint
+		return nil
+	})
+	if sp.Reason != v1.SavepointForSuspend || !sp.Stop {
+		t.Errorf("suspend savepoint %+v", sp)
+	}
+	if j := simJob(t, key, running); j.State != flink.JobFinished || j.StopsTriggered != 1 {
+		t.Errorf("suspended job: state %s, %d stops", j.State, j.StopsTriggered)
+	}
+
+	patchSpec(t, ns, "suspend", func(fc *v1.FlinkCluster) { fc.Spec.Job.State = v1.JobStateRunning })
+	eventually(t, time.Minute, "resumed", func() error {
+		fc := getFC(t, ns, "suspend")
+		if fc.Status.Job.ID == running || fc.Status.Job.State != string(flink.JobRunning) {
+			return fmt.Errorf("job %+v", fc.Status.Job)
+		}
+		j := simJob(t, key, fc.Status.Job.ID)
+		if j.RestoredFrom == nil || j.RestoredFrom.ExternalPath != sp.Path {
+			return fmt.Errorf("resumed job restored from %+v, want %s", j.RestoredFrom, sp.Path)
+		}
+		return nil
+	})
+}
