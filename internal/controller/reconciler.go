@@ -27,6 +27,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/lifecycle"
 	"github.com/datapilot/datapilot/internal/resources"
 )
@@ -58,6 +59,8 @@ type Reconciler struct {
 	Resolver flink.Resolver
 	// HTTPClient reaches Flink REST and fetches job jars.
 	HTTPClient *http.Client
+	// Health holds the health poller's verdicts; nil disables them.
+	Health *health.Tracker
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 }
@@ -109,6 +112,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.writeStatus(ctx, fc, observed{applyErr: err})
 	}
 	s := &scope{fc: fc, desired: desired, obs: observed{configHash: desired.Config.Hash}}
+	if r.Health != nil {
+		if v, ok := r.Health.Get(req.NamespacedName); ok {
+			s.obs.health = &v
+		}
+	}
 
 	// 4–6. Observe each child in the cache, diff, apply what differs.
 	s.obs.applyErr = r.applyChildren(ctx, s)

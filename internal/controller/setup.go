@@ -7,7 +7,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 )
@@ -15,7 +17,10 @@ import (
 // SetupWithManager registers the controller. It watches the FlinkClusters
 // and the children they own; the manager's cache is label-filtered to
 // Datapilot's children, so other workloads cost nothing.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+//
+// healthEvents, when not nil, carries the clusters whose health verdict
+// changed: the poller runs apart from reconciles and wakes one only then.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healthEvents <-chan event.GenericEvent) error {
 	// Our own status writes bump neither generation nor annotations, so
 	// they do not wake the controller again.
 	specChanged := predicate.Or(
@@ -26,13 +31,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			return !e.ObjectNew.GetDeletionTimestamp().IsZero()
 		}},
 	)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("flinkcluster").
 		For(&v1.FlinkCluster{}, builder.WithPredicates(specChanged)).
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+	if healthEvents != nil {
+		b = b.WatchesRawSource(source.Channel(healthEvents, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }

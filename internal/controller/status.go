@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -20,6 +21,8 @@ type observed struct {
 	applyErr error
 	// configHash is the hash of the configuration the pods should run.
 	configHash string
+	// health is the three-level health verdict, when the poller has one.
+	health *health.Verdict
 }
 
 // computeStatus derives the status from what was observed. It starts from
@@ -52,6 +55,14 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 			ObservedGeneration: fc.Generation, LastTransitionTime: now,
 		})
 	}
+	if obs.health != nil {
+		for _, c := range obs.health.Conditions(fc.Generation) {
+			if c.Type != v1.ConditionDegraded {
+				c.LastTransitionTime = now
+				meta.SetStatusCondition(&st.Conditions, c)
+			}
+		}
+	}
 	avail := availability(fc, obs)
 	set(v1.ConditionAvailable, avail.status, avail.reason, avail.message)
 	prog := progress(fc, obs)
@@ -80,6 +91,15 @@ func availability(fc *v1.FlinkCluster, obs observed) verdict {
 		}
 		return verdict{metav1.ConditionFalse, "TaskManagersNotReady", fmt.Sprintf("%d of %d TaskManagers are ready", ready, tmDesired)}
 	}
+	if h := obs.health; h != nil {
+		// A health level that failed its threshold makes the cluster
+		// unavailable; one that is merely unknown does not.
+		for _, l := range health.Levels {
+			if lv, ok := h.Levels[l]; ok && lv.Status == metav1.ConditionFalse {
+				return verdict{metav1.ConditionFalse, lv.Reason, lv.Message}
+			}
+		}
+	}
 	return verdict{metav1.ConditionTrue, "AllReady", fmt.Sprintf("JobManager and %d TaskManagers are ready", tmDesired)}
 }
 
@@ -105,6 +125,9 @@ func progress(fc *v1.FlinkCluster, obs observed) verdict {
 func degradation(obs observed) verdict {
 	if obs.applyErr != nil {
 		return verdict{metav1.ConditionTrue, "ApplyFailed", obs.applyErr.Error()}
+	}
+	if h := obs.health; h != nil && h.Degraded {
+		return verdict{metav1.ConditionTrue, h.DegradedReason, h.DegradedMessage}
 	}
 	if d := obs.jobManager; d != nil {
 		for _, c := range d.Status.Conditions {

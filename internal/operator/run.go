@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -28,6 +29,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/controller"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -91,7 +93,19 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		// jar downloads.
 		HTTPClient: &http.Client{Timeout: 2 * time.Minute},
 	}
-	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+	// The health poller probes Flink REST on its own interval and wakes a
+	// reconcile only when a cluster's verdict changes.
+	notify := make(chan event.GenericEvent, 1024)
+	r.Health = health.NewTracker()
+	if err := mgr.Add(&health.Poller{
+		Reader: mgr.GetCache(), Resolver: r.Resolver, HTTPClient: r.HTTPClient,
+		Interval: o.ReconcileInterval, Tracker: r.Health,
+		Recorder: mgr.GetEventRecorder("datapilot-health"), Notify: notify,
+		Metrics: healthMetrics(),
+	}); err != nil {
+		return nil, fmt.Errorf("add health poller: %w", err)
+	}
+	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles, notify); err != nil {
 		return nil, fmt.Errorf("set up FlinkCluster controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -105,7 +119,10 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 
 // metrics are registered once per process: tests and the local platform may
 // build more than one manager, and a collector registers only once.
-var metrics = sync.OnceValue(func() *controller.Metrics { return controller.NewMetrics(crmetrics.Registry) })
+var (
+	metrics       = sync.OnceValue(func() *controller.Metrics { return controller.NewMetrics(crmetrics.Registry) })
+	healthMetrics = sync.OnceValue(func() *health.Metrics { return health.NewMetrics(crmetrics.Registry) })
+)
 
 // Run starts the operator and blocks until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
