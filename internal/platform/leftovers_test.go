@@ -1,6 +1,8 @@
 package platform
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,5 +72,28 @@ func TestFakeNodePodCIDRsAreDistinct(t *testing.T) {
 	last, _ := fakeNode(maxNodes-1, Options{NodeCPU: "64", NodeMemory: "256Gi", NodePods: 250})
 	if last.Spec.PodCIDR != "10.255.240.0/20" {
 		t.Errorf("Last node pod CIDR = %s, want 10.255.240.0/20", last.Spec.PodCIDR)
+	}
+}
+
+func TestKillLeftoversRefusesAStateDirInUse(t *testing.T) {
+	stateDir := t.TempDir()
+	owner := exec.Command("sleep", "60")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = owner.Process.Kill(); _ = owner.Wait() })
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", owner.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := fmt.Sprintf("%d\t%s\t%s\n", owner.Process.Pid, ownerEntry, exe)
+	if err := os.WriteFile(filepath.Join(stateDir, pidFileName), []byte(pidFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := killLeftovers(stateDir, time.Second); !errors.Is(err, ErrInUse) {
+		t.Errorf("killLeftovers() error = %v, want ErrInUse", err)
+	}
+	if !alive(owner.Process.Pid) {
+		t.Error("The owner was stopped")
 	}
 }

@@ -111,21 +111,37 @@ func MissingBinaries(binDir string) []string {
 	return missing
 }
 
-// ProjectRoot returns the nearest directory, from the working directory up,
-// whose go.mod is Datapilot's; the working directory when there is none.
+// ProjectRoot returns the nearest directory whose go.mod is Datapilot's,
+// searching up from the working directory, then up from the running
+// executable (bin/datapilot started from elsewhere); the working directory
+// when neither has one.
 func ProjectRoot() string {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "."
+		wd = "."
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
+	if root, ok := findRoot(wd); ok {
+		return root
+	}
+	if exe, err := os.Executable(); err == nil {
+		if root, ok := findRoot(filepath.Dir(exe)); ok {
+			return root
+		}
+	}
+	return wd
+}
+
+func findRoot(dir string) (string, bool) {
+	for {
 		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 		if err == nil && strings.HasPrefix(string(data), "module github.com/datapilot/datapilot\n") {
-			return dir
+			return dir, true
 		}
-		if filepath.Dir(dir) == dir {
-			return wd
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
 		}
+		dir = parent
 	}
 }
 

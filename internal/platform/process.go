@@ -154,6 +154,10 @@ const pidFileName = "pids"
 
 func writePIDFile(stateDir string, procs []*process) error {
 	var b bytes.Buffer
+	// The first line names the process that owns the platform.
+	if exe, err := os.Readlink("/proc/self/exe"); err == nil {
+		fmt.Fprintf(&b, "%d\t%s\t%s\n", os.Getpid(), ownerEntry, exe)
+	}
 	for _, p := range procs {
 		if p.cmd != nil {
 			fmt.Fprintf(&b, "%d\t%s\t%s\n", p.pid(), p.name, p.path)
@@ -166,10 +170,18 @@ func writePIDFile(stateDir string, procs []*process) error {
 	return os.Rename(tmp, filepath.Join(stateDir, pidFileName))
 }
 
+// ownerEntry is the PID file's name for the process that started the children.
+const ownerEntry = "owner"
+
+// ErrInUse reports a state dir whose platform is still running in another
+// process.
+var ErrInUse = errors.New("state dir in use by a running platform")
+
 // killLeftovers stops processes listed in the state dir's PID file that are
 // still ours: same executable and a command line naming the state dir. A PID
 // reused by an unrelated process is left alone. It returns the names of the
-// processes it stopped.
+// processes it stopped, or ErrInUse when the process that started them is
+// still running and is not this one.
 func killLeftovers(stateDir string, grace time.Duration) ([]string, error) {
 	path := filepath.Join(stateDir, pidFileName)
 	data, err := os.ReadFile(path)
@@ -192,6 +204,17 @@ func killLeftovers(stateDir string, grace time.Duration) ([]string, error) {
 		}
 		pid, err := strconv.Atoi(fields[0])
 		if err != nil || pid <= 1 {
+			continue
+		}
+		if fields[1] == ownerEntry {
+			// A live owner other than us is a platform still in use, not a
+			// leftover; its children are not ours to stop.
+			if pid != os.Getpid() && alive(pid) {
+				if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == fields[2] {
+					return nil, fmt.Errorf("%w: %s (pid %d) started it; stop it first or use another state dir",
+						ErrInUse, stateDir, pid)
+				}
+			}
 			continue
 		}
 		entries = append(entries, entry{pid, fields[1], fields[2]})
