@@ -23,7 +23,7 @@ manifests: generate
 
 ## verify-generated: fail when generated files are stale
 verify-generated: generate
-	@git diff --exit-code -- api config/crd/bases config/rbac/role.yaml || { echo "Generated files are stale: run 'make generate' and commit the result."; exit 1; }
+	@git diff --exit-code -- api config/crd/bases config/rbac/role.yaml charts/datapilot/crds charts/datapilot/files/role.yaml || { echo "Generated files are stale: run 'make generate' and commit the result."; exit 1; }
 
 build:
 	$(GO) build -o $(BIN)/datapilot ./cmd/datapilot
@@ -33,8 +33,18 @@ BENCH_N ?= 100
 bench: tools build
 	$(GO) run ./bench -n $(BENCH_N)
 
+## test-unit: unit tests and the integration tier (envtest: real kube-apiserver and etcd from bin/)
+export KUBEBUILDER_ASSETS := $(BIN)
 test-unit:
-	$(GOTEST) -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /bench)
+	$(GOTEST) -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e /test/e2e -e /bench)
+
+## test-e2e: the local platform, the Flink REST simulator and the operator binary
+test-e2e: build
+	$(GOTEST) -count=1 -timeout 20m ./test/e2e/...
+
+## run: the embedded local platform with Datapilot in it (Ctrl-C stops everything)
+run: tools build
+	$(BIN)/datapilot local up
 
 .PHONY: chart-lint kustomize-check
 
@@ -55,4 +65,4 @@ kustomize-check:
 		echo "kubectl kustomize $$d"; $(BIN)/kubectl kustomize $$d >/dev/null || exit 1; \
 	done
 
-test: tools verify-generated build chart-lint kustomize-check test-unit
+test: tools verify-generated build chart-lint kustomize-check test-unit test-e2e
