@@ -210,7 +210,6 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
-	p := &Platform{opts: opts, failed: make(chan error, 1)}
 	log := opts.Logger
 
 	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
@@ -223,15 +222,28 @@ func Start(ctx context.Context, opts Options) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := resetStateDir(opts.StateDir); err != nil {
-		return nil, err
-	}
 
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
-	if err := p.start(ctx); err != nil {
+	var p *Platform
+	// Free ports are found by binding and releasing them; another process
+	// can take one before our child binds it, so a start that fails on a
+	// busy port is retried with new ones.
+	for attempt := 1; ; attempt++ {
+		if err := resetStateDir(opts.StateDir); err != nil {
+			return nil, err
+		}
+		p = &Platform{opts: opts, failed: make(chan error, 1)}
+		err := p.start(ctx)
+		if err == nil {
+			break
+		}
 		if stopErr := p.Stop(); stopErr != nil {
 			log.Error(stopErr, "Stopping after a failed start")
+		}
+		if attempt < 3 && errors.Is(err, errPortInUse) && ctx.Err() == nil {
+			log.Info("Retrying the start with other ports", "error", err.Error())
+			continue
 		}
 		return nil, err
 	}
@@ -260,7 +272,7 @@ func (p *Platform) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(3)
+	ports, err := pickPorts(3)
 	if err != nil {
 		return err
 	}
@@ -486,7 +498,12 @@ func (p *Platform) childFailure() error {
 	defer p.mu.Unlock()
 	for _, proc := range p.procs {
 		if proc.exited() && !proc.isStopping() {
-			return fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s", proc.name, proc.exitErr, proc.log, proc.logTail(20))
+			tail := proc.logTail(20)
+			err := fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s", proc.name, proc.exitErr, proc.log, tail)
+			if strings.Contains(tail, "address already in use") {
+				err = fmt.Errorf("%w: %w", errPortInUse, err)
+			}
+			return err
 		}
 	}
 	return nil
@@ -499,7 +516,11 @@ func (p *Platform) poll(ctx context.Context, what string, cond func(context.Cont
 		if err := p.childFailure(); err != nil {
 			return fmt.Errorf("waiting for %s: %w", what, err)
 		}
-		ok, err := cond(ctx)
+		// Each try is short: a port that accepts but never answers must not
+		// hide a child that has died meanwhile.
+		tctx, tcancel := context.WithTimeout(ctx, 3*time.Second)
+		ok, err := cond(tctx)
+		tcancel()
 		if ok {
 			return nil
 		}
@@ -564,6 +585,12 @@ func (p *Platform) PIDs() map[string]int {
 	}
 	return out
 }
+
+// pickPorts is freePorts; tests replace it to provoke a port clash.
+var pickPorts = freePorts
+
+// errPortInUse marks a start that failed because a child's port was taken.
+var errPortInUse = errors.New("port in use")
 
 // freePorts returns n distinct free TCP ports on the loopback interface.
 func freePorts(n int) ([]int, error) {
