@@ -48,7 +48,10 @@ type Options struct {
 	// BinDir holds the component binaries; default <project root>/bin.
 	BinDir string
 	// StateDir holds the data, certificates, kubeconfigs, logs and PID file;
-	// default <project root>/.datapilot. Its previous contents are replaced.
+	// default <project root>/.datapilot. Start replaces the platform's files
+	// in it, after stopping what a previous run left running; a state dir
+	// whose platform is still running in another process is refused
+	// (ErrInUse).
 	StateDir string
 	// Nodes is the number of fake nodes; default 4.
 	Nodes int
