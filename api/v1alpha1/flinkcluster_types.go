@@ -1,0 +1,130 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+)
+
+// FlinkClusterSpec is v1's spec in the v1alpha1 shape: the one difference is
+// spec.kafka, whose bootstrap servers are the string bootstrapServers rather
+// than the object bootstrap.servers. Every other field reuses v1's type, with
+// v1's validation; so every v1 field has a v1alpha1 counterpart and the
+// conversion needs no annotation to be lossless (see conversion.go).
+//
+// +kubebuilder:validation:XValidation:rule="self.jobManager.replicas <= 1 || (has(self.highAvailability) && self.highAvailability.mode != 'none')",message="spec.jobManager.replicas greater than 1 requires spec.highAvailability.mode to be zookeeper or kubernetes"
+type FlinkClusterSpec struct {
+	// Version is the exact Flink version, such as 1.17.1.
+	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+\.[0-9]+$`
+	// +kubebuilder:validation:MaxLength=32
+	Version string `json:"version"`
+
+	// Image is the Flink container image. Defaults to flink:<version>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// ImagePullPolicy for the Flink containers.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// ServiceAccountName the JobManager and TaskManager pods run as.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// JobManager is the Flink JobManager tier.
+	JobManager v1.JobManagerSpec `json:"jobManager"`
+
+	// TaskManager is the Flink TaskManager tier.
+	TaskManager v1.TaskManagerSpec `json:"taskManager"`
+
+	// HighAvailability configures JobManager leader election and recovery.
+	// +optional
+	HighAvailability *v1.HighAvailabilitySpec `json:"highAvailability,omitempty"`
+
+	// Checkpointing configures periodic checkpoints and where state lives.
+	// +optional
+	Checkpointing *v1.CheckpointingSpec `json:"checkpointing,omitempty"`
+
+	// Kafka describes the Kafka cluster the jobs read and write, in the
+	// v1alpha1 shape.
+	// +optional
+	Kafka *KafkaSpec `json:"kafka,omitempty"`
+
+	// Job is the job the cluster runs; a session cluster without it.
+	// +optional
+	Job *v1.JobSpec `json:"job,omitempty"`
+
+	// UpgradePolicy says when an upgrade is stable and whether a failed one
+	// rolls back by itself.
+	// +optional
+	UpgradePolicy *v1.UpgradePolicy `json:"upgradePolicy,omitempty"`
+
+	// Health tunes the three-level health checks.
+	// +optional
+	Health *v1.HealthPolicy `json:"health,omitempty"`
+
+	// FlinkConfiguration holds extra Flink settings; keys the operator owns
+	// are refused.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['jobmanager.rpc.address','jobmanager.rpc.port','jobmanager.bind-host','taskmanager.bind-host','blob.server.port','rest.port','rest.address','rest.bind-address','taskmanager.numberOfTaskSlots','execution.checkpointing.interval','execution.checkpointing.num-retained','state.checkpoints.num-retained','state.checkpoints.dir','execution.checkpointing.dir','state.savepoints.dir','execution.checkpointing.savepoint-dir','kubernetes.cluster-id']) && !k.startsWith('high-availability'))",message="spec.flinkConfiguration must not set keys the operator owns (ports, addresses, slots, high-availability.*, checkpoint interval, retention and directories); use the dedicated spec fields"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 4096)",message="spec.flinkConfiguration keys must be at most 253 characters and values at most 4096"
+	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty"`
+}
+
+// KafkaSpec is v1alpha1's Kafka block: bootstrapServers is a plain string.
+// v1 moved it to bootstrap.servers.
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !self.tls.enabled || has(self.tls.secretRef)",message="spec.kafka.tls.secretRef is required when spec.kafka.tls.enabled is true"
+type KafkaSpec struct {
+	// BootstrapServers is a comma-separated host:port list.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	BootstrapServers string `json:"bootstrapServers"`
+
+	// TLS to the brokers.
+	// +optional
+	TLS *v1.KafkaTLS `json:"tls,omitempty"`
+
+	// SASL credentials, by reference.
+	// +optional
+	SASL *v1.KafkaSASL `json:"sasl,omitempty"`
+}
+
+// FlinkCluster is one Apache Flink cluster, in the older v1alpha1 shape.
+// Served for compatibility and converted to v1, the storage version.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.taskManager.replicas,statuspath=.status.taskManager.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=fc,categories=datapilot
+// +kubebuilder:deprecatedversion:warning="data.example.com/v1alpha1 FlinkCluster is deprecated; use data.example.com/v1 (spec.kafka.bootstrapServers is spec.kafka.bootstrap.servers there)"
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="JobManagers",type=string,JSONPath=`.status.jobManager.ready`
+// +kubebuilder:printcolumn:name="TaskManagers",type=string,JSONPath=`.status.taskManager.ready`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type FlinkCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec FlinkClusterSpec `json:"spec,omitempty"`
+	// Status is v1's status: it has not changed shape.
+	Status v1.FlinkClusterStatus `json:"status,omitempty"`
+}
+
+// FlinkClusterList is a list of FlinkClusters.
+//
+// +kubebuilder:object:root=true
+type FlinkClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FlinkCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FlinkCluster{}, &FlinkClusterList{})
+}
