@@ -5,6 +5,7 @@ package operator
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -39,7 +40,39 @@ type Options struct {
 	// and {name} placeholders used instead of the JobManager Service's DNS
 	// name. The local platform points it at the Flink REST simulator.
 	FlinkRESTOverride string
+
+	// WebhookCertMode is how the conversion webhook (/convert, which
+	// serves data.example.com/v1alpha1) gets its serving certificate:
+	//   none         no webhook server (the default)
+	//   dir          tls.crt and tls.key from WebhookCertDir; the CRD's
+	//                conversion stanza and caBundle are managed elsewhere
+	//                (for example by cert-manager's CA injector)
+	//   self-signed  a CA and serving certificate generated at startup; the
+	//                operator points the CRD's conversion at WebhookService
+	//                or WebhookURL and adds the CA to its caBundle
+	WebhookCertMode string
+	// WebhookPort and WebhookHost are where the webhook server listens.
+	WebhookPort int
+	WebhookHost string
+	// WebhookCertDir holds tls.crt and tls.key. With self-signed, the
+	// generated pair is written there; empty means a temporary dir.
+	WebhookCertDir string
+	// WebhookService is the Service the API server reaches the webhook
+	// through, as namespace/name or name (then in the pod's namespace);
+	// it listens on WebhookPort. Self-signed mode only.
+	WebhookService string
+	// WebhookURL is an https URL the API server reaches the webhook at,
+	// such as https://127.0.0.1:9443/convert on a local platform; instead
+	// of WebhookService. Self-signed mode only.
+	WebhookURL string
 }
+
+// Webhook certificate modes.
+const (
+	WebhookCertNone       = "none"
+	WebhookCertDir        = "dir"
+	WebhookCertSelfSigned = "self-signed"
+)
 
 // Defaults returns the options with every environment variable applied.
 func Defaults() (Options, error) {
@@ -50,6 +83,8 @@ func Defaults() (Options, error) {
 		LeaderElection:          true,
 		MetricsAddr:             ":8080",
 		ProbeAddr:               ":8081",
+		WebhookCertMode:         WebhookCertNone,
+		WebhookPort:             9443,
 	}
 	if v := os.Getenv("LOG_LEVEL"); v != "" {
 		o.LogLevel = strings.ToLower(v)
@@ -84,6 +119,12 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election lease (env POD_NAMESPACE).")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz; 0 disables it.")
+	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", o.WebhookCertMode, "Conversion webhook certificate: none (no webhook server), dir (tls.crt/tls.key from --webhook-cert-dir) or self-signed (generated; the CRD's conversion and caBundle are set by the operator).")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the conversion webhook server.")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the conversion webhook server binds; empty means every interface.")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory of the webhook's tls.crt and tls.key; with self-signed, where they are written (default a temporary directory).")
+	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "With self-signed: the Service ([namespace/]name, on --webhook-port) the API server reaches the webhook through.")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "With self-signed: the https URL the API server reaches the webhook at, instead of --webhook-service.")
 	fs.StringVar(&o.FlinkRESTOverride, "flink-rest-override", o.FlinkRESTOverride, "Base URL template for Flink REST with {namespace} and {name}; for the local platform's simulator (env FLINK_REST_OVERRIDE).")
 }
 
@@ -99,6 +140,49 @@ func (o Options) Validate() error {
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		return fmt.Errorf("max concurrent reconciles %d must be at least 1", o.MaxConcurrentReconciles)
+	}
+	return o.validateWebhook()
+}
+
+func (o Options) validateWebhook() error {
+	switch o.WebhookCertMode {
+	case WebhookCertNone, WebhookCertDir, WebhookCertSelfSigned:
+	default:
+		return fmt.Errorf("webhook cert mode %q is not one of none, dir, self-signed", o.WebhookCertMode)
+	}
+	if o.WebhookCertMode != WebhookCertSelfSigned {
+		if o.WebhookService != "" || o.WebhookURL != "" {
+			return fmt.Errorf("--webhook-service and --webhook-url need --webhook-cert-mode=self-signed")
+		}
+	}
+	if o.WebhookCertMode == WebhookCertNone {
+		return nil
+	}
+	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
+		return fmt.Errorf("webhook port %d is not between 1 and 65535", o.WebhookPort)
+	}
+	if o.WebhookCertMode == WebhookCertDir && o.WebhookCertDir == "" {
+		return fmt.Errorf("--webhook-cert-mode=dir needs --webhook-cert-dir")
+	}
+	if o.WebhookCertMode == WebhookCertSelfSigned {
+		if (o.WebhookService == "") == (o.WebhookURL == "") {
+			return fmt.Errorf("--webhook-cert-mode=self-signed needs exactly one of --webhook-service and --webhook-url")
+		}
+		if o.WebhookURL != "" {
+			u, err := url.Parse(o.WebhookURL)
+			if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+				return fmt.Errorf("webhook URL %q is not an https URL with a host", o.WebhookURL)
+			}
+		}
+		if o.WebhookService != "" {
+			ns, name, ok := strings.Cut(o.WebhookService, "/")
+			if !ok {
+				name, ns = ns, ""
+			}
+			if name == "" || ok && ns == "" || strings.Contains(name, "/") {
+				return fmt.Errorf("webhook service %q is not [namespace/]name", o.WebhookService)
+			}
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -27,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/api/v1alpha1"
 	"github.com/datapilot/datapilot/internal/controller"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/health"
@@ -40,6 +42,14 @@ func Scheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := v1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	// v1alpha1 is only ever converted, by the conversion webhook; the
+	// CRD is read when its caBundle is injected.
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -70,6 +80,13 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	certDir, removeCertDir := o.WebhookCertDir, false
+	if o.WebhookCertMode == WebhookCertSelfSigned {
+		var err error
+		if certDir, removeCertDir, err = selfSignedCertDir(o); err != nil {
+			return nil, err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
@@ -79,6 +96,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		LeaderElectionID:              "datapilot.data.example.com",
 		LeaderElectionNamespace:       leaderNamespace(o),
 		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhookServer(o, certDir, removeCertDir),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -108,6 +126,9 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles, notify); err != nil {
 		return nil, fmt.Errorf("set up FlinkCluster controller: %w", err)
 	}
+	if err := setUpConversion(mgr, o, certDir); err != nil {
+		return nil, err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
@@ -132,7 +153,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	ctrl.Log.WithName("datapilot").Info("Starting operator",
 		"watchNamespaces", strings.Join(o.WatchNamespaces, ","), "maxConcurrentReconciles", o.MaxConcurrentReconciles,
-		"reconcileInterval", o.ReconcileInterval, "leaderElection", o.LeaderElection)
+		"reconcileInterval", o.ReconcileInterval, "leaderElection", o.LeaderElection,
+		"webhookCertMode", o.WebhookCertMode)
 	return mgr.Start(ctx)
 }
 

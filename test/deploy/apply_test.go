@@ -141,6 +141,8 @@ func checkPermissions(t *testing.T, c client.Client, ns, name string, rules []rb
 	t.Helper()
 	type access struct {
 		namespace, group, resource, verb string
+		// name, for rules limited by resourceNames.
+		name string
 	}
 	can := func(a access) (bool, error) {
 		resource, sub, _ := strings.Cut(a.resource, "/")
@@ -148,7 +150,7 @@ func checkPermissions(t *testing.T, c client.Client, ns, name string, rules []rb
 			User:   fmt.Sprintf("system:serviceaccount:%s:%s", ns, name),
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: a.namespace, Group: a.group, Resource: resource, Subresource: sub, Verb: a.verb,
+				Namespace: a.namespace, Group: a.group, Resource: resource, Subresource: sub, Verb: a.verb, Name: a.name,
 			},
 		}}
 		if err := c.Create(t.Context(), sar); err != nil {
@@ -162,15 +164,20 @@ func checkPermissions(t *testing.T, c client.Client, ns, name string, rules []rb
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				for _, v := range r.Verbs {
-					allowed = append(allowed, access{"team-a", g, res, v})
+					if len(r.ResourceNames) == 0 {
+						allowed = append(allowed, access{"team-a", g, res, v, ""})
+					}
+					for _, n := range r.ResourceNames {
+						allowed = append(allowed, access{"team-a", g, res, v, n})
+					}
 				}
 			}
 		}
 	}
 	for _, v := range []string{"get", "create", "update"} {
-		allowed = append(allowed, access{ns, "coordination.k8s.io", "leases", v})
+		allowed = append(allowed, access{ns, "coordination.k8s.io", "leases", v, ""})
 	}
-	allowed = append(allowed, access{ns, "", "events", "create"})
+	allowed = append(allowed, access{ns, "", "events", "create", ""})
 	// The RBAC authorizer sees new bindings through an informer: wait for them.
 	eventually(t, 30*time.Second, func() error {
 		for _, a := range allowed {
@@ -186,13 +193,16 @@ func checkPermissions(t *testing.T, c client.Client, ns, name string, rules []rb
 	})
 
 	for _, a := range []access{
-		{ns, "", "secrets", "get"},
-		{"team-a", "", "secrets", "list"},
-		{"team-a", "", "pods", "create"},
-		{"team-a", "data.example.com", "flinkclusters", "delete"},
-		{"team-a", "", "events", "create"}, // core events only for leader election, in its namespace
-		{"", "rbac.authorization.k8s.io", "clusterroles", "update"},
-		{"", "apiextensions.k8s.io", "customresourcedefinitions", "create"},
+		{ns, "", "secrets", "get", ""},
+		{"team-a", "", "secrets", "list", ""},
+		{"team-a", "", "pods", "create", ""},
+		{"team-a", "data.example.com", "flinkclusters", "delete", ""},
+		{"team-a", "", "events", "create", ""}, // core events only for leader election, in its namespace
+		{"", "rbac.authorization.k8s.io", "clusterroles", "update", ""},
+		{"", "apiextensions.k8s.io", "customresourcedefinitions", "create", ""},
+		// The conversion webhook's caBundle: its own CRD only.
+		{"", "apiextensions.k8s.io", "customresourcedefinitions", "list", ""},
+		{"", "apiextensions.k8s.io", "customresourcedefinitions", "patch", "servicemonitors.monitoring.coreos.com"},
 	} {
 		ok, err := can(a)
 		if err != nil {

@@ -1,0 +1,130 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/webhookcert"
+)
+
+// FlinkClusterCRD is the name of the CRD whose conversion the operator serves.
+var FlinkClusterCRD = "flinkclusters." + v1.GroupVersion.Group
+
+// webhookServer is the conversion webhook's server, or nil with cert mode
+// none. With self-signed, certDir is filled in; a dir the operator made
+// itself is removed once the server has stopped.
+func webhookServer(o Options, certDir string, removeCertDir bool) webhook.Server {
+	if o.WebhookCertMode == WebhookCertNone {
+		return nil
+	}
+	s := webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: certDir})
+	if removeCertDir {
+		return removingServer{Server: s, dir: certDir}
+	}
+	return s
+}
+
+// removingServer removes the server's temporary cert dir after it stops.
+type removingServer struct {
+	webhook.Server
+	dir string
+}
+
+func (s removingServer) Start(ctx context.Context) error {
+	defer os.RemoveAll(s.dir)
+	return s.Server.Start(ctx)
+}
+
+// selfSignedCertDir is where a self-signed pair goes, and whether the
+// operator made the dir (and removes it when it stops).
+func selfSignedCertDir(o Options) (string, bool, error) {
+	if o.WebhookCertDir != "" {
+		return o.WebhookCertDir, false, nil
+	}
+	dir, err := os.MkdirTemp("", "datapilot-webhook-")
+	if err != nil {
+		return "", false, fmt.Errorf("creating a webhook cert dir: %w", err)
+	}
+	return dir, true, nil
+}
+
+// setUpConversion serves /convert for FlinkCluster on the manager's webhook
+// server and, with self-signed, adds the Injector that makes the API server
+// call and trust it.
+func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
+	if o.WebhookCertMode == WebhookCertNone {
+		return nil
+	}
+	// v1 is the hub and v1alpha1 a Convertible spoke, both in the scheme:
+	// the builder registers controller-runtime's conversion handler.
+	if err := ctrl.NewWebhookManagedBy(mgr, &v1.FlinkCluster{}).Complete(); err != nil {
+		return fmt.Errorf("set up the FlinkCluster conversion webhook: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	if o.WebhookCertMode != WebhookCertSelfSigned {
+		return nil
+	}
+	io := webhookcert.Options{
+		CRDName: FlinkClusterCRD, CertDir: certDir,
+		Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
+		Log: ctrl.Log.WithName("webhook-cert"),
+	}
+	if o.WebhookURL != "" {
+		u, err := url.Parse(o.WebhookURL)
+		if err != nil {
+			return err
+		}
+		io.URL, io.Hosts = o.WebhookURL, []string{u.Hostname()}
+	} else {
+		ns, name, err := webhookService(o.WebhookService)
+		if err != nil {
+			return err
+		}
+		io.Service = &apiextensionsv1.ServiceReference{Namespace: ns, Name: name, Path: ptr.To("/convert"), Port: ptr.To(int32(o.WebhookPort))}
+		io.Hosts = []string{name + "." + ns + ".svc", name + "." + ns + ".svc.cluster.local", name + "." + ns, name}
+	}
+	injector, err := webhookcert.New(io)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(injector); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("conversion-ca", injector.Checker)
+}
+
+// webhookService splits [namespace/]name; a bare name is in the pod's
+// namespace.
+func webhookService(s string) (string, string, error) {
+	if ns, name, ok := strings.Cut(s, "/"); ok {
+		return ns, name, nil
+	}
+	if ns := podNamespace(); ns != "" {
+		return ns, s, nil
+	}
+	return "", "", fmt.Errorf("webhook service %q has no namespace and the pod's is unknown (POD_NAMESPACE): give namespace/name", s)
+}
+
+// podNamespace is POD_NAMESPACE, else the service account's namespace in a
+// pod, else empty.
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if raw, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		return strings.TrimSpace(string(raw))
+	}
+	return ""
+}
