@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -35,7 +36,8 @@ var clusterScoped = map[string]bool{
 }
 
 // TestChartCopiesOfGeneratedFiles: the chart's crds/ is exactly
-// config/crd/bases, and files/role.yaml exactly config/rbac/role.yaml, as
+// config/crd/bases (the FlinkCluster CRD plus its conversion stanza, checked
+// in TestInstalls), and files/role.yaml exactly config/rbac/role.yaml, as
 // hack/sync-chart.sh leaves them.
 func TestChartCopiesOfGeneratedFiles(t *testing.T) {
 	names := func(dir string) []string {
@@ -57,6 +59,9 @@ func TestChartCopiesOfGeneratedFiles(t *testing.T) {
 	}
 	pairs := [][2]string{{"config/rbac/role.yaml", "charts/datapilot/files/role.yaml"}}
 	for _, n := range bases {
+		if n == "data.example.com_flinkclusters.yaml" {
+			continue // it gains the conversion stanza: see TestInstalls
+		}
 		pairs = append(pairs, [2]string{"config/crd/bases/" + n, "charts/datapilot/crds/" + n})
 	}
 	for _, p := range pairs {
@@ -137,6 +142,14 @@ func TestInstalls(t *testing.T) {
 	if err := yaml.UnmarshalStrict(readFile(t, "config/crd/bases/data.example.com_flinkclusters.yaml"), baseCRD); err != nil {
 		t.Fatal(err)
 	}
+	patch := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(readFile(t, "config/crd/patches/conversion.yaml"), patch); err != nil {
+		t.Fatal(err)
+	}
+	conversion := patch.Spec.Conversion
+	if conversion == nil || conversion.Webhook == nil || conversion.Webhook.ClientConfig == nil || conversion.Webhook.ClientConfig.Service == nil {
+		t.Fatal("config/crd/patches/conversion.yaml has no webhook conversion through a Service")
+	}
 	for _, in := range installs {
 		t.Run(in.name, func(t *testing.T) {
 			raw := render(t, in)
@@ -150,14 +163,24 @@ func TestInstalls(t *testing.T) {
 			checkOperatorSettings(t, r, dep)
 
 			crd := one[apiextensionsv1.CustomResourceDefinition](t, r, "CustomResourceDefinition")
-			if in.chart {
-				// helm renders crds/ verbatim: the whole object is the generated one.
-				if !equality.Semantic.DeepEqual(crd, baseCRD) {
-					t.Error("The chart's CRD differs from config/crd/bases")
-				}
-			} else if crd.Name != baseCRD.Name || !equality.Semantic.DeepEqual(crd.Spec, baseCRD.Spec) {
-				t.Error("The kustomize CRD's spec differs from config/crd/bases")
+			// The generated CRD plus the conversion stanza controller-gen
+			// cannot write, pointing at the webhook Service: kustomize moves
+			// it to the install's namespace; helm renders crds/ verbatim, so
+			// the chart's names datapilot-system and the operator corrects it
+			// at startup.
+			want := baseCRD.DeepCopy()
+			want.Spec.Conversion = conversion.DeepCopy()
+			if !in.chart {
+				want.Spec.Conversion.Webhook.ClientConfig.Service.Namespace = in.namespace
 			}
+			if in.chart {
+				if !equality.Semantic.DeepEqual(crd, want) {
+					t.Errorf("The chart's CRD is not config/crd/bases plus the conversion stanza:\n%s", diff.Diff(want, crd))
+				}
+			} else if crd.Name != want.Name || !equality.Semantic.DeepEqual(crd.Spec, want.Spec) {
+				t.Errorf("The kustomize CRD's spec is not config/crd/bases plus the conversion stanza:\n%s", diff.Diff(want.Spec, crd.Spec))
+			}
+			checkWebhookService(t, r, dep, crd)
 		})
 	}
 }
@@ -364,7 +387,7 @@ func checkRBAC(t *testing.T, r rendered, sa *corev1.ServiceAccount, generated []
 // the metrics port the operator binds.
 func checkMetricsService(t *testing.T, r rendered, dep *appsv1.Deployment) *corev1.Service {
 	t.Helper()
-	svc := one[corev1.Service](t, r, "Service")
+	svc := serviceWithPort(t, r, "metrics")
 	if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(dep.Spec.Template.Labels)) {
 		t.Errorf("The metrics Service's selector %v does not select the operator's pods", svc.Spec.Selector)
 	}
@@ -379,6 +402,67 @@ func checkMetricsService(t *testing.T, r rendered, dep *appsv1.Deployment) *core
 	}
 	t.Errorf("The metrics Service has no port named metrics")
 	return svc
+}
+
+// serviceWithPort is the one rendered Service with a port of that name.
+func serviceWithPort(t *testing.T, r rendered, port string) *corev1.Service {
+	t.Helper()
+	var found []*corev1.Service
+	for _, u := range r.ofKind("Service") {
+		svc := typed[corev1.Service](t, u)
+		if slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == port }) {
+			found = append(found, svc)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("Rendered %d Services with a port named %s, want 1", len(found), port)
+	}
+	return found[0]
+}
+
+// checkWebhookService: the conversion webhook is served by the operator
+// (self-signed certificate in a writable volume) behind a Service on the
+// CRD's port, and the operator is told that Service's name.
+func checkWebhookService(t *testing.T, r rendered, dep *appsv1.Deployment, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	svc := serviceWithPort(t, r, "webhook")
+	if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("The webhook Service's selector %v does not select the operator's pods", svc.Spec.Selector)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	args := map[string]string{}
+	for _, a := range c.Args {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			args[k] = v
+		}
+	}
+	if args["--webhook-cert-mode"] != "self-signed" {
+		t.Errorf("--webhook-cert-mode = %q, want self-signed", args["--webhook-cert-mode"])
+	}
+	port, _ := strconv.Atoi(args["--webhook-port"])
+	crdPort := *crd.Spec.Conversion.Webhook.ClientConfig.Service.Port
+	for _, p := range svc.Spec.Ports {
+		if p.Name != "webhook" {
+			continue
+		}
+		if p.Port != crdPort || p.Port != 9443 {
+			t.Errorf("The webhook Service listens on %d, the CRD calls %d; want 9443", p.Port, crdPort)
+		}
+		if containerPort(t, c, p.TargetPort) != int32(port) {
+			t.Errorf("The webhook Service targets %s, not --webhook-port %d", p.TargetPort.String(), port)
+		}
+		if int(p.Port) != port {
+			t.Errorf("The webhook Service port %d is not --webhook-port %d, which the operator writes into the CRD", p.Port, port)
+		}
+	}
+	if want := []string{svc.Name, svc.Namespace + "/" + svc.Name}; !slices.Contains(want, args["--webhook-service"]) {
+		t.Errorf("--webhook-service = %q, want one of %v", args["--webhook-service"], want)
+	}
+	dir := args["--webhook-cert-dir"]
+	mounted := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == dir && !m.ReadOnly })
+	if dir == "" || !mounted {
+		t.Errorf("--webhook-cert-dir %q is not a writable volume mount (the root filesystem is read-only)", dir)
+	}
 }
 
 // checkServiceMonitor: present only when asked for, and scraping the metrics Service.
