@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -47,6 +49,11 @@ func newLocalUpCommand() *cobra.Command {
 	f.operator.LeaderElection = false
 	f.operator.MetricsAddr = "0"
 	f.operator.ProbeAddr = "0"
+	// The conversion webhook (data.example.com/v1alpha1) on a free loopback
+	// port, chosen at start; the operator points the CRD at it by URL.
+	f.operator.WebhookCertMode = operator.WebhookCertSelfSigned
+	f.operator.WebhookHost = "127.0.0.1"
+	f.operator.WebhookPort = 0
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start etcd, kube-apiserver, controller-manager, scheduler, kwok fake nodes, the Flink REST simulator and the operator",
@@ -119,6 +126,9 @@ func localUp(ctx context.Context, stdout, stderr io.Writer, f *localUpFlags) err
 		opts.FlinkRESTOverride = sim.BaseURLTemplate()
 	}
 
+	if err := localWebhook(&opts); err != nil {
+		return err
+	}
 	cfg := p.RESTConfig()
 	cfg.QPS, cfg.Burst = 100, 200
 	running++
@@ -130,7 +140,7 @@ func localUp(ctx context.Context, stdout, stderr io.Writer, f *localUpFlags) err
 		errc <- err
 	}()
 
-	printNextSteps(stdout, p, opts.FlinkRESTOverride)
+	printNextSteps(stdout, p, opts.FlinkRESTOverride, opts.WebhookURL)
 
 	var runErr error
 	select {
@@ -157,6 +167,28 @@ func localUp(ctx context.Context, stdout, stderr io.Writer, f *localUpFlags) err
 	return nil
 }
 
+// localWebhook gives a self-signed conversion webhook without a Service or
+// URL of its own a loopback URL the local API server can call: on
+// --webhook-port, or on a free port when that is 0.
+func localWebhook(o *operator.Options) error {
+	if o.WebhookCertMode != operator.WebhookCertSelfSigned || o.WebhookService != "" || o.WebhookURL != "" {
+		return nil
+	}
+	if o.WebhookHost == "" {
+		o.WebhookHost = "127.0.0.1"
+	}
+	if o.WebhookPort == 0 {
+		l, err := net.Listen("tcp", net.JoinHostPort(o.WebhookHost, "0"))
+		if err != nil {
+			return fmt.Errorf("finding a port for the conversion webhook: %w", err)
+		}
+		o.WebhookPort = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	o.WebhookURL = "https://" + net.JoinHostPort(o.WebhookHost, strconv.Itoa(o.WebhookPort)) + "/convert"
+	return nil
+}
+
 // startFlinkSimulator starts the Flink REST simulator against the platform;
 // its exit is reported on errc.
 func startFlinkSimulator(ctx context.Context, p *platform.Platform, addr string, log logr.Logger, errc chan<- error) (*flinksim.Simulator, error) {
@@ -174,7 +206,7 @@ func startFlinkSimulator(ctx context.Context, p *platform.Platform, addr string,
 	return sim, nil
 }
 
-func printNextSteps(w io.Writer, p *platform.Platform, flinkREST string) {
+func printNextSteps(w io.Writer, p *platform.Platform, flinkREST, webhookURL string) {
 	kubectl := relPath(filepath.Join(p.BinDir(), "kubectl"))
 	kc := fmt.Sprintf("%s --kubeconfig %s", kubectl, relPath(p.KubeconfigPath()))
 	example := relPath(filepath.Join(platform.ProjectRoot(), "examples", "realtime-warehouse.yaml"))
@@ -183,6 +215,7 @@ Datapilot is running on a local control plane (started in %s).
   kubeconfig:  %s
   logs:        %s
   Flink REST:  %s
+  conversion:  %s (data.example.com/v1alpha1 <-> v1)
 
 Next steps, in another terminal:
   %s apply -f %s
@@ -191,7 +224,7 @@ Next steps, in another terminal:
   %s get pods -o wide
 
 Press Ctrl-C to stop everything.
-`, p.StartupDuration().Round(time.Millisecond), p.KubeconfigPath(), filepath.Join(p.StateDir(), "logs"), flinkREST,
+`, p.StartupDuration().Round(time.Millisecond), p.KubeconfigPath(), filepath.Join(p.StateDir(), "logs"), flinkREST, webhookURL,
 		kc, example, kc, kc, kc)
 }
 

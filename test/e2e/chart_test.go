@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/api/v1alpha1"
 	"github.com/datapilot/datapilot/internal/operator"
 	"github.com/datapilot/datapilot/internal/platform"
 	"github.com/datapilot/datapilot/internal/platform/platformtest"
@@ -91,6 +93,16 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	}
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.LeaderElection, opts.LeaderElectionNamespace = true, ns
+	// The conversion webhook as the chart runs it, but reached by URL: the
+	// operator patches the CRD's caBundle with the chart's permissions.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	opts.WebhookCertMode, opts.WebhookHost, opts.WebhookPort = operator.WebhookCertSelfSigned, "127.0.0.1", port
+	opts.WebhookURL = fmt.Sprintf("https://127.0.0.1:%d/convert", port)
 	mgr, err := operator.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +115,16 @@ func TestChartInstallRunsOperator(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Errorf("Operator: %v", err)
 		}
+	})
+
+	// The API server converts v1alpha1 through the webhook, whose CA the
+	// operator injected as the chart's ServiceAccount.
+	eventually(t, ctx, time.Minute, func() error {
+		return admin.Create(ctx, &v1alpha1.FlinkCluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conversion-probe"},
+			Spec: v1alpha1.FlinkClusterSpec{Version: "1.17.1", TaskManager: v1.TaskManagerSpec{Replicas: 1},
+				Kafka: &v1alpha1.KafkaSpec{BootstrapServers: "kafka:9092"}},
+		}, client.DryRunAll)
 	})
 
 	// The reference example, in a namespace of its own.

@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -98,8 +99,17 @@ func run(m *testing.M) int {
 	}))
 	defer jarServer.Close()
 
+	// One webhook port for every start of the operator, so the CRD's
+	// conversion URL stays right across restarts.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	webhookPort := l.Addr().(*net.TCPAddr).Port
+	l.Close()
 	op = &operatorProcess{bin: filepath.Join(bin, "datapilot"), kubeconfig: plat.KubeconfigPath(),
-		rest: sim.BaseURLTemplate(), logPath: filepath.Join(state, "operator.log")}
+		rest: sim.BaseURLTemplate(), logPath: filepath.Join(state, "operator.log"), webhookPort: webhookPort}
 	if err := op.start(); err != nil {
 		fmt.Fprintln(os.Stderr, "start operator:", err)
 		return 1
@@ -119,6 +129,8 @@ func run(m *testing.M) int {
 // operatorProcess is bin/datapilot operator as a child process.
 type operatorProcess struct {
 	bin, kubeconfig, rest, logPath string
+	// webhookPort serves the conversion webhook on the loopback interface.
+	webhookPort int
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -136,7 +148,11 @@ func (o *operatorProcess) start() error {
 		// leader would otherwise hold its lease for 15 seconds.
 		"--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--flink-rest-override", o.rest, "--reconcile-interval=1s", "--log-level=info")
+		"--flink-rest-override", o.rest, "--reconcile-interval=1s", "--log-level=info",
+		// The conversion webhook for data.example.com/v1alpha1, as
+		// `datapilot local up` runs it.
+		"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", o.webhookPort),
+		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", o.webhookPort))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
