@@ -60,6 +60,12 @@ type Reconciler struct {
 	HTTPClient *http.Client
 	// Health holds the health poller's verdicts; nil disables them.
 	Health *health.Tracker
+	// Prober probes one cluster at once, so a JobManager that just became
+	// ready gets its health conditions in the same status write as
+	// Available instead of one poll interval later.
+	Prober interface {
+		ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) health.Verdict
+	}
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 }
@@ -111,11 +117,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.writeStatus(ctx, fc, observed{applyErr: err})
 	}
 	s := &scope{fc: fc, desired: desired, obs: observed{configHash: desired.Config.Hash}}
-	if r.Health != nil {
-		if v, ok := r.Health.Get(req.NamespacedName); ok {
-			s.obs.health = &v
-		}
-	}
 
 	// 4–6. Observe each child in the cache, diff, apply what differs.
 	s.obs.applyErr = r.applyChildren(ctx, s)
@@ -126,6 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(s.created) > 0 {
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "Created", "Create", "Created %s", strings.Join(s.created, ", "))
 	}
+	s.obs.health = r.healthVerdict(ctx, fc, s.obs.jobManager)
 
 	// 7. Status from what was observed.
 	if err := r.writeStatus(ctx, fc, s.obs); err != nil {
@@ -226,6 +228,23 @@ func (r *Reconciler) countTransitions(fc *v1.FlinkCluster, plan lifecycle.Plan) 
 			r.Metrics.Savepoints.WithLabelValues(string(oldSP.Reason), "failed").Inc()
 		}
 	}
+}
+
+// healthVerdict is the poller's latest verdict, probed at once when the
+// JobManager is ready but the verdict does not know it yet.
+func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, jm *appsv1.Deployment) *health.Verdict {
+	if r.Health == nil {
+		return nil
+	}
+	v, ok := r.Health.Get(client.ObjectKeyFromObject(fc))
+	jmReady := jm != nil && jm.Status.ReadyReplicas > 0
+	if r.Prober != nil && jmReady && (!ok || v.Levels[health.LevelJobManager].Status != metav1.ConditionTrue) {
+		v, ok = r.Prober.ProbeOnce(ctx, fc), true
+	}
+	if !ok {
+		return nil
+	}
+	return &v
 }
 
 // child pairs a desired apply configuration with the cached object it

@@ -115,12 +115,14 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	// reconcile only when a cluster's verdict changes.
 	notify := make(chan event.GenericEvent, 1024)
 	r.Health = health.NewTracker()
-	if err := mgr.Add(&health.Poller{
+	poller := &health.Poller{
 		Reader: mgr.GetCache(), Resolver: r.Resolver, HTTPClient: r.HTTPClient,
 		Interval: o.ReconcileInterval, Tracker: r.Health,
 		Recorder: mgr.GetEventRecorder("datapilot-health"), Notify: notify,
 		Metrics: healthMetrics(),
-	}); err != nil {
+	}
+	r.Prober = poller
+	if err := mgr.Add(poller); err != nil {
 		return nil, fmt.Errorf("add health poller: %w", err)
 	}
 	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles, notify); err != nil {
