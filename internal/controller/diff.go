@@ -22,13 +22,13 @@ const (
 // child says what the operator last applied, so an unchanged cluster costs
 // no write; drift catches the fields others are known to change behind the
 // operator's back (kubectl scale on the StatefulSet, say).
-func decide(exists bool, desiredHash string, cached client.Object, drift func(client.Object) string) action {
+func decide(exists bool, desiredHash string, cached client.Object, drifted func(client.Object) bool) action {
 	switch {
 	case !exists:
 		return actionCreate
 	case cached.GetAnnotations()[resources.AnnotationSpecHash] != desiredHash:
 		return actionUpdate
-	case drift != nil && drift(cached) != "":
+	case drifted != nil && drifted(cached):
 		return actionRepair
 	}
 	return actionNone

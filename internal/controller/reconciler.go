@@ -255,8 +255,8 @@ type child struct {
 	hash    string
 	cached  client.Object
 	desired runtime.ApplyConfiguration
-	// drift reports fields others may change that the hash cannot see.
-	drift func(cached client.Object) string
+	// drifted reports a field others may change that the hash cannot see.
+	drifted func(cached client.Object) bool
 }
 
 func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
@@ -266,13 +266,13 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		{kind: "ConfigMap", name: *d.ConfigMap.Name, hash: specHash(d.ConfigMap.Annotations), cached: &corev1.ConfigMap{}, desired: d.ConfigMap},
 		{kind: "Service", name: *d.JobManagerService.Name, hash: specHash(d.JobManagerService.Annotations), cached: &corev1.Service{}, desired: d.JobManagerService},
 		{kind: "Deployment", name: *d.JobManager.Name, hash: specHash(d.JobManager.Annotations), cached: jm, desired: d.JobManager,
-			drift: func(o client.Object) string {
-				return replicaDrift(o.(*appsv1.Deployment).Spec.Replicas, *d.JobManager.Spec.Replicas)
+			drifted: func(o client.Object) bool {
+				return replicasDiffer(o.(*appsv1.Deployment).Spec.Replicas, *d.JobManager.Spec.Replicas)
 			}},
 		{kind: "Service", name: *d.TaskManagerService.Name, hash: specHash(d.TaskManagerService.Annotations), cached: &corev1.Service{}, desired: d.TaskManagerService},
 		{kind: "StatefulSet", name: *d.TaskManager.Name, hash: specHash(d.TaskManager.Annotations), cached: tm, desired: d.TaskManager,
-			drift: func(o client.Object) string {
-				return replicaDrift(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas)
+			drifted: func(o client.Object) bool {
+				return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas)
 			}},
 	}
 	var errs []error
@@ -284,7 +284,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			errs = append(errs, fmt.Errorf("read %s %s: %w", c.kind, c.name, err))
 			continue
 		}
-		action := decide(exists, c.hash, c.cached, c.drift)
+		action := decide(exists, c.hash, c.cached, c.drifted)
 		if action == actionNone {
 			continue
 		}
@@ -296,7 +296,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		if action == actionCreate {
 			s.created = append(s.created, c.kind+" "+c.name)
 		} else {
-			r.recordChange(s, c, exists)
+			r.recordChange(s, c)
 		}
 	}
 	if !isZero(jm) {
@@ -309,10 +309,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 }
 
 // recordChange emits one event per kind of change, named for what the user did.
-func (r *Reconciler) recordChange(s *scope, c child, exists bool) {
-	if !exists {
-		return
-	}
+func (r *Reconciler) recordChange(s *scope, c child) {
 	switch c.kind {
 	case "StatefulSet":
 		old := c.cached.(*appsv1.StatefulSet)
@@ -333,12 +330,7 @@ func isZero(o client.Object) bool { return o.GetUID() == "" }
 
 func specHash(annotations map[string]string) string { return annotations[resources.AnnotationSpecHash] }
 
-func replicaDrift(actual *int32, want int32) string {
-	if actual == nil || *actual != want {
-		return "replicas"
-	}
-	return ""
-}
+func replicasDiffer(actual *int32, want int32) bool { return actual == nil || *actual != want }
 
 // writeStatus patches the status when, and only when, it changed.
 func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs observed) error {

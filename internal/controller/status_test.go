@@ -1,0 +1,80 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/health"
+)
+
+func TestComputeStatus(t *testing.T) {
+	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Generation: 4}}
+	fc.Spec = v1.FlinkClusterSpec{Version: "1.17.1", JobManager: v1.JobManagerSpec{Replicas: 1}, TaskManager: v1.TaskManagerSpec{Replicas: 3}}
+	jm := func(ready int32) *appsv1.Deployment {
+		return &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: ready}}
+	}
+	tm := func(replicas, ready int32, cur, upd string) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: replicas, ReadyReplicas: ready, UpdatedReplicas: ready, CurrentRevision: cur, UpdateRevision: upd}}
+	}
+	restDown := &health.Verdict{
+		Levels:   map[health.Level]health.LevelVerdict{health.LevelJobManager: {Status: metav1.ConditionTrue, Reason: "JobManagerReady"}, health.LevelRest: {Status: metav1.ConditionFalse, Reason: "RestUnavailable", Message: "Flink REST did not answer"}},
+		Degraded: true, DegradedReason: "RestUnavailable", DegradedMessage: "Flink REST did not answer 3 times in a row",
+	}
+	for _, tc := range []struct {
+		name                        string
+		obs                         observed
+		phase                       v1.Phase
+		available, progressing, deg metav1.ConditionStatus
+		reason                      string // of Progressing, or of Degraded when degraded
+	}{
+		{"creating", observed{}, v1.PhasePending, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, "Creating"},
+		{"waiting for pods", observed{jobManager: jm(0), taskManager: tm(3, 0, "a", "a")}, v1.PhasePending, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, "WaitingForPods"},
+		{"running", observed{jobManager: jm(1), taskManager: tm(3, 3, "a", "a")}, v1.PhaseRunning, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, "AllTaskManagersRegistered"},
+		{"scaling", observed{jobManager: jm(1), taskManager: tm(2, 2, "a", "a")}, v1.PhaseScaling, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, "Scaling"},
+		{"rolling", observed{jobManager: jm(1), taskManager: tm(3, 3, "a", "b")}, v1.PhaseUpdating, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionFalse, "RollingUpdate"},
+		{"apply failed", observed{jobManager: jm(1), taskManager: tm(3, 3, "a", "a"), applyErr: errors.New("apply StatefulSet demo-taskmanager: forbidden")}, v1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, "ApplyFailed"},
+		{"REST failing", observed{jobManager: jm(1), taskManager: tm(3, 3, "a", "a"), health: restDown}, v1.PhaseDegraded, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, "RestUnavailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := computeStatus(fc, tc.obs, metav1.NewTime(time.Unix(1000, 0)))
+			if st.Phase != tc.phase {
+				t.Errorf("phase = %s, want %s", st.Phase, tc.phase)
+			}
+			for typ, want := range map[string]metav1.ConditionStatus{v1.ConditionAvailable: tc.available, v1.ConditionProgressing: tc.progressing, v1.ConditionDegraded: tc.deg} {
+				c := meta.FindStatusCondition(st.Conditions, typ)
+				if c == nil || c.Status != want || c.ObservedGeneration != 4 {
+					t.Errorf("%s = %+v, want %s at generation 4", typ, c, want)
+				}
+			}
+			reasonOf := v1.ConditionProgressing
+			if tc.deg == metav1.ConditionTrue {
+				reasonOf = v1.ConditionDegraded
+			}
+			if c := meta.FindStatusCondition(st.Conditions, reasonOf); c.Reason != tc.reason {
+				t.Errorf("%s reason = %s, want %s", reasonOf, c.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+// TestComputeStatusIsStable shows that recomputing an unchanged status
+// yields an identical one, which is what makes a converged cluster cost no
+// status write.
+func TestComputeStatusIsStable(t *testing.T) {
+	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Generation: 1}}
+	fc.Spec.TaskManager.Replicas = 1
+	obs := observed{jobManager: &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1}},
+		taskManager: &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1}}}
+	fc.Status = computeStatus(fc, obs, metav1.NewTime(time.Unix(1000, 0)))
+	again := computeStatus(fc, obs, metav1.NewTime(time.Unix(2000, 0)))
+	if !equality.Semantic.DeepEqual(fc.Status, again) {
+		t.Errorf("status changed on recompute:\n%+v\n%+v", fc.Status, again)
+	}
+}
