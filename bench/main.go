@@ -55,6 +55,7 @@ type config struct {
 	idle        time.Duration
 	timeout     time.Duration
 	concurrency int
+	workers     int
 	out         string
 	stateDir    string
 }
@@ -65,6 +66,7 @@ func main() {
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "idle window after convergence in which writes are counted")
 	flag.DurationVar(&c.timeout, "timeout", 20*time.Minute, "deadline for each phase")
 	flag.IntVar(&c.concurrency, "concurrency", 16, "parallel creates of the benchmark client")
+	flag.IntVar(&c.workers, "workers", 10, "the operator's MAX_CONCURRENT_RECONCILES")
 	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "Markdown file the results table is appended to")
 	flag.StringVar(&c.stateDir, "state-dir", ".datapilot-bench", "state directory of the benchmark's local platform")
 	flag.Parse()
@@ -165,7 +167,7 @@ func run(ctx context.Context, c config) error {
 		"--kubeconfig", pl.KubeconfigPath(), "--leader-elect=false",
 		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=0",
 		"--flink-rest-override", sim.BaseURLTemplate(), "--log-level=error",
-		"--max-concurrent-reconciles=10")
+		"--max-concurrent-reconciles="+strconv.Itoa(c.workers))
 	op.Stdout, op.Stderr = os.Stdout, os.Stderr
 	op.Cancel = func() error { return op.Process.Signal(syscall.SIGTERM) }
 	if err := op.Start(); err != nil {
@@ -450,8 +452,8 @@ func report(c config, r results) error {
 	perCluster := float64(r.operatorWrites) / float64(c.n)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## N = %d, %s\n\n", c.n, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s; %s. Command: `%s`. Local platform: %d kwok nodes, started in %s.\n\n",
-		hostInfo(), runtime.NumCPU(), memInfo(), runtime.Version(), "go run ./bench "+strings.Join(os.Args[1:], " "), r.nodes, r.startup.Round(time.Millisecond))
+	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s; %s. Command: `%s` (operator with %d concurrent reconciles, client with %d parallel creates). Local platform: %d kwok nodes, started in %s.\n\n",
+		hostInfo(), runtime.NumCPU(), memInfo(), runtime.Version(), "go run ./bench "+strings.Join(os.Args[1:], " "), c.workers, c.concurrency, r.nodes, r.startup.Round(time.Millisecond))
 	b.WriteString("| Measure | Value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| Baseline: client creates the children directly, all pods ready | %s |\n", r.baseline.Round(time.Millisecond))
 	fmt.Fprintf(&b, "| Datapilot: FlinkClusters created, all `Available` | %s |\n", r.withOperator.Round(time.Millisecond))
