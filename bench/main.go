@@ -18,11 +18,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -416,11 +418,12 @@ func countWrites(path, agentPrefix, namespace string, from, to time.Time, byKind
 }
 
 // rss and peakRSS read /proc: the resident set now and its high-water mark.
-func rss(pid int) int64     { return procStatusKB(pid, "VmRSS:") * 1024 }
-func peakRSS(pid int) int64 { return procStatusKB(pid, "VmHWM:") * 1024 }
+func rss(pid int) int64     { return procKB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:") * 1024 }
+func peakRSS(pid int) int64 { return procKB(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:") * 1024 }
 
-func procStatusKB(pid int, field string) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// procKB reads a "Field: N kB" line of a /proc file.
+func procKB(path, field string) int64 {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
@@ -490,18 +493,7 @@ func report(c config, r results) error {
 	return err
 }
 
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
-}
+func sortedKeys(m map[string]int) []string { return slices.Sorted(maps.Keys(m)) }
 
 func hostInfo() string {
 	raw, err := os.ReadFile("/proc/cpuinfo")
@@ -517,20 +509,5 @@ func hostInfo() string {
 }
 
 func memInfo() string {
-	kb := procMeminfo("MemTotal:")
-	return fmt.Sprintf("%.0f GiB RAM", float64(kb)/(1<<20))
-}
-
-func procMeminfo(field string) int64 {
-	raw, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, field) {
-			kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			return kb
-		}
-	}
-	return 0
+	return fmt.Sprintf("%.0f GiB RAM", float64(procKB("/proc/meminfo", "MemTotal:"))/(1<<20))
 }

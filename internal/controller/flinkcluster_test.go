@@ -26,6 +26,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/controller"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/testwait"
 )
 
 var nsCounter int
@@ -71,7 +72,7 @@ func getCluster(t *testing.T, ns, name string) *v1.FlinkCluster {
 func markReady(t *testing.T, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
-	eventually(t, 10*time.Second, func() error {
+	testwait.Until(t, 10*time.Second, func() error {
 		d := &appsv1.Deployment{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-jobmanager"}, d); err != nil {
 			return err
@@ -95,7 +96,7 @@ func markReady(t *testing.T, ns, name string) {
 func waitCondition(t *testing.T, ns, name, condType string, want metav1.ConditionStatus) *v1.FlinkCluster {
 	t.Helper()
 	var fc *v1.FlinkCluster
-	eventually(t, 15*time.Second, func() error {
+	testwait.Until(t, 15*time.Second, func() error {
 		fc = getCluster(t, ns, name)
 		c := meta.FindStatusCondition(fc.Status.Conditions, condType)
 		if c == nil || c.Status != want || c.ObservedGeneration != fc.Generation {
@@ -116,7 +117,7 @@ func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
 	// The children appear, shaped as the builders say, owned by the cluster.
 	fc := getCluster(t, ns, "realtime-warehouse")
 	cm := &corev1.ConfigMap{}
-	eventually(t, 10*time.Second, func() error {
+	testwait.Until(t, 10*time.Second, func() error {
 		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-config"}, cm)
 	})
 	conf := cm.Data["flink-conf.yaml"]
@@ -133,7 +134,7 @@ func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
 		cm,
 	}
 	for _, obj := range children {
-		eventually(t, 10*time.Second, func() error {
+		testwait.Until(t, 10*time.Second, func() error {
 			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: obj.GetName()}, obj)
 		})
 		if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != fc.UID {
@@ -301,7 +302,7 @@ func TestScaleChangesReplicasOnly(t *testing.T) {
 	}
 
 	after := &appsv1.StatefulSet{}
-	eventually(t, 10*time.Second, func() error {
+	testwait.Until(t, 10*time.Second, func() error {
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-taskmanager"}, after); err != nil {
 			return err
 		}
@@ -334,7 +335,7 @@ func TestConfigChangeRollsPods(t *testing.T) {
 	}
 	key := client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-taskmanager"}
 	before := &appsv1.StatefulSet{}
-	eventually(t, 10*time.Second, func() error { return k8s.Get(ctx, key, before) })
+	testwait.Until(t, 10*time.Second, func() error { return k8s.Get(ctx, key, before) })
 
 	fc := getCluster(t, ns, "realtime-warehouse")
 	base := fc.DeepCopy()
@@ -343,7 +344,7 @@ func TestConfigChangeRollsPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := &appsv1.StatefulSet{}
-	eventually(t, 10*time.Second, func() error {
+	testwait.Until(t, 10*time.Second, func() error {
 		if err := k8s.Get(ctx, key, after); err != nil {
 			return err
 		}
@@ -375,7 +376,7 @@ func TestDeletionCleansUpClaims(t *testing.T) {
 	if err := k8s.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testwait.Until(t, 10*time.Second, func() error {
 		if fc := getCluster(t, ns, "realtime-warehouse"); !controllerHasFinalizer(fc) {
 			return errors.New("no finalizer yet")
 		}
@@ -413,7 +414,7 @@ func TestDeletionCleansUpClaims(t *testing.T) {
 	if err := k8s.Delete(ctx, getCluster(t, ns, "realtime-warehouse")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, func() error {
+	testwait.Until(t, 15*time.Second, func() error {
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse"}, &v1.FlinkCluster{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -450,7 +451,7 @@ func TestConvergedClusterCostsZeroWrites(t *testing.T) {
 	// Let in-flight reconciles and event writes settle.
 	settle := func() int64 {
 		var last int64 = -1
-		eventually(t, 20*time.Second, func() error {
+		testwait.Until(t, 20*time.Second, func() error {
 			now := writes.Load()
 			if now != last {
 				last = now
@@ -483,7 +484,7 @@ func TestConvergedClusterCostsZeroWrites(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 10*time.Second, func() error {
+	testwait.Until(t, 10*time.Second, func() error {
 		if n := reconcileCount(t); n < reconciles+3 {
 			return fmt.Errorf("%v reconciles since the touch, want at least 3", n-reconciles)
 		}

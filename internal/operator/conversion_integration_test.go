@@ -25,6 +25,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/api/v1alpha1"
 	"github.com/datapilot/datapilot/internal/operator"
+	"github.com/datapilot/datapilot/internal/testwait"
 	"github.com/datapilot/datapilot/internal/webhookcert"
 )
 
@@ -93,7 +94,7 @@ func startConversionEnv(t *testing.T) *conversionEnv {
 	ce := &conversionEnv{env: env, c: c, webhookURL: opts.WebhookURL}
 
 	// The operator points the CRD at itself...
-	eventually(t, 30*time.Second, func() error {
+	testwait.Until(t, 30*time.Second, func() error {
 		crd := ce.crd(t)
 		conv := crd.Spec.Conversion
 		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil ||
@@ -104,7 +105,7 @@ func startConversionEnv(t *testing.T) *conversionEnv {
 	})
 	// ...and the API server, once it has picked the change up, converts
 	// through it: a v1alpha1 dry-run create needs a conversion to v1.
-	eventually(t, 30*time.Second, func() error {
+	testwait.Until(t, 30*time.Second, func() error {
 		return c.Create(context.Background(), alphaCluster("default", "probe", "kafka:9092"), client.DryRunAll)
 	})
 	return ce
@@ -198,7 +199,7 @@ func TestConversionWebhook(t *testing.T) {
 		}
 		// An update through v1alpha1 lands in v1. The operator writes
 		// too (finalizer, status): retry on conflict.
-		eventually(t, 10*time.Second, func() error {
+		testwait.Until(t, 10*time.Second, func() error {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(fc), got); err != nil {
 				return err
 			}
@@ -276,7 +277,7 @@ func TestConversionWebhook(t *testing.T) {
 			{"orders-jobmanager", func() client.Object { return &corev1.Service{} }},
 		} {
 			var fromV1, fromAlpha client.Object
-			eventually(t, 30*time.Second, func() error {
+			testwait.Until(t, 30*time.Second, func() error {
 				fromV1, fromAlpha = obj.new(), obj.new()
 				if err := c.Get(ctx, client.ObjectKey{Namespace: nsV1, Name: obj.name}, fromV1); err != nil {
 					return err
@@ -361,19 +362,4 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Not within %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/datapilot/datapilot/internal/testwait"
 )
 
 const fieldOwner = client.FieldOwner("datapilot-deploy-test")
@@ -120,7 +122,7 @@ func applyObject(t *testing.T, c client.Client, o *unstructured.Unstructured) {
 	if o.GetKind() != "CustomResourceDefinition" {
 		return
 	}
-	eventually(t, 30*time.Second, func() error {
+	testwait.Until(t, 30*time.Second, func() error {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(t.Context(), client.ObjectKey{Name: o.GetName()}, crd); err != nil {
 			return err
@@ -179,7 +181,7 @@ func checkPermissions(t *testing.T, c client.Client, ns, name string, rules []rb
 	}
 	allowed = append(allowed, access{ns, "", "events", "create", ""})
 	// The RBAC authorizer sees new bindings through an informer: wait for them.
-	eventually(t, 30*time.Second, func() error {
+	testwait.Until(t, 30*time.Second, func() error {
 		for _, a := range allowed {
 			ok, err := can(a)
 			if err != nil {
@@ -230,20 +232,4 @@ func (w *warningRecorder) all() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.list)
-}
-
-// eventually polls f until it returns nil or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Not within %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
