@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -30,13 +30,15 @@ import (
 	"github.com/datapilot/datapilot/internal/operator"
 	"github.com/datapilot/datapilot/internal/platform"
 	"github.com/datapilot/datapilot/internal/platform/platformtest"
+	"github.com/datapilot/datapilot/internal/testwait"
 )
 
 // TestChartInstallRunsOperator installs the Helm chart into the local
-// platform, then runs the operator in this process with exactly the chart's
-// permissions (impersonating its ServiceAccount, leader election in the
-// release namespace) and shows it takes the reference example to Available
-// and deletes it again, without one request the API server forbids. It
+// platform, then runs the operator binary with exactly the chart's
+// permissions (its kubeconfig impersonates the chart's ServiceAccount; leader
+// election in the release namespace) and shows it takes the reference
+// example to Available and deletes it again, without one request the API
+// server forbids (read from the API server's audit log). It
 // starts a platform of its own: the shared one runs an operator with admin
 // rights, which would reconcile the example whatever the chart grants.
 func TestChartInstallRunsOperator(t *testing.T) {
@@ -46,7 +48,8 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(bin, "helm")); err != nil {
 		t.Fatal("bin/helm is missing: run 'make tools'")
 	}
-	p := platformtest.StartWith(t, platform.Options{BinDir: bin})
+	auditLog := filepath.Join(t.TempDir(), "audit.log")
+	p := platformtest.StartWith(t, platform.Options{BinDir: bin, AuditLogPath: auditLog, AuditPolicy: auditAll})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -64,7 +67,7 @@ func TestChartInstallRunsOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	// kwok runs no images: the chart's pod turns Ready without running the
-	// operator, which this test runs in-process instead.
+	// operator, which this test runs as a local process instead.
 	helm := exec.CommandContext(ctx, filepath.Join(bin, "helm"), "install", release, filepath.Join(root, "charts", "datapilot"),
 		"--kubeconfig", p.KubeconfigPath(), "--namespace", ns, "--wait", "--timeout", "2m")
 	helm.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
@@ -82,44 +85,44 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	}
 	sa := dep.Spec.Template.Spec.ServiceAccountName
 
-	// The operator, as the chart's ServiceAccount. Every 403 is recorded.
-	cfg := p.RESTConfig()
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns, sa)}
-	forbidden := &forbiddenRecorder{}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return forbidden.wrap(rt) })
-	opts, err := operator.Defaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.LeaderElection, opts.LeaderElectionNamespace = true, ns
-	// The conversion webhook as the chart runs it, but reached by URL: the
-	// operator patches the CRD's caBundle with the chart's permissions.
+	// The operator binary, as the chart's ServiceAccount: its kubeconfig
+	// impersonates it, and the API server's audit log records every answer.
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", ns, sa)
+	kubeconfig := impersonatingKubeconfig(t, p.KubeconfigPath(), user)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	opts.WebhookCertMode, opts.WebhookHost, opts.WebhookPort = operator.WebhookCertSelfSigned, "127.0.0.1", port
-	opts.WebhookURL = fmt.Sprintf("https://127.0.0.1:%d/convert", port)
-	mgr, err := operator.NewManager(cfg, opts)
+	// The conversion webhook as the chart runs it, but reached by URL: the
+	// operator patches the CRD's caBundle with the chart's permissions.
+	opLog, err := os.Create(filepath.Join(t.TempDir(), "operator.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgrCtx, stopMgr := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mgrCtx) }()
+	op := exec.Command(filepath.Join(bin, "datapilot"), "operator", "--kubeconfig", kubeconfig,
+		"--leader-elect=true", "--leader-election-namespace", ns,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", port),
+		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", port))
+	op.Stdout, op.Stderr = opLog, opLog
+	if err := op.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		stopMgr()
-		if err := <-done; err != nil {
-			t.Errorf("Operator: %v", err)
+		_ = op.Process.Signal(os.Interrupt)
+		_ = op.Wait()
+		if t.Failed() {
+			if raw, err := os.ReadFile(opLog.Name()); err == nil {
+				t.Logf("Operator log:\n%s", raw)
+			}
 		}
 	})
 
 	// The API server converts v1alpha1 through the webhook, whose CA the
 	// operator injected as the chart's ServiceAccount.
-	eventually(t, ctx, time.Minute, func() error {
+	testwait.Until(t, time.Minute, func() error {
 		return admin.Create(ctx, &v1alpha1.FlinkCluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conversion-probe"},
 			Spec: v1alpha1.FlinkClusterSpec{Version: "1.17.1", TaskManager: v1.TaskManagerSpec{Replicas: 1},
@@ -144,7 +147,7 @@ func TestChartInstallRunsOperator(t *testing.T) {
 		t.Fatalf("Create the reference example: %v", err)
 	}
 	key := client.ObjectKeyFromObject(fc)
-	eventually(t, ctx, 3*time.Minute, func() error {
+	testwait.Until(t, 3*time.Minute, func() error {
 		if err := admin.Get(ctx, key, fc); err != nil {
 			return err
 		}
@@ -166,7 +169,7 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	if err := admin.Delete(ctx, fc); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, time.Minute, func() error {
+	testwait.Until(t, time.Minute, func() error {
 		err := admin.Get(ctx, key, &v1.FlinkCluster{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -174,51 +177,75 @@ func TestChartInstallRunsOperator(t *testing.T) {
 		return fmt.Errorf("%s still exists (%v)", key, err)
 	})
 
-	if f := forbidden.all(); len(f) > 0 {
+	if f := forbiddenRequests(t, auditLog, user); len(f) > 0 {
 		t.Errorf("The API server forbade the operator %d requests:\n%s", len(f), strings.Join(f, "\n"))
 	}
-}
-
-// forbiddenRecorder remembers every request answered 403 Forbidden.
-type forbiddenRecorder struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (f *forbiddenRecorder) wrap(next http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		resp, err := next.RoundTrip(req)
-		if err == nil && resp.StatusCode == http.StatusForbidden {
-			f.mu.Lock()
-			f.list = append(f.list, req.Method+" "+req.URL.Path)
-			f.mu.Unlock()
-		}
-		return resp, err
-	})
-}
-
-func (f *forbiddenRecorder) all() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.list...)
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return r(req) }
-
-// eventually polls f until it returns nil, the timeout passes or ctx ends.
-func eventually(t *testing.T, ctx context.Context, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("Not within %s: %v", timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if n := countRequests(t, auditLog, user); n == 0 {
+		t.Errorf("The audit log holds no request of %s: the check above proves nothing", user)
 	}
+}
+
+// auditAll records every request at Metadata level, so 403s are visible.
+var auditAll = []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+`)
+
+type auditEntry struct {
+	Verb             string                     `json:"verb"`
+	RequestURI       string                     `json:"requestURI"`
+	User             struct{ Username string }  `json:"user"`
+	ImpersonatedUser *struct{ Username string } `json:"impersonatedUser"`
+	ResponseStatus   *struct{ Code int }        `json:"responseStatus"`
+}
+
+func auditEntries(t *testing.T, path, user string) []auditEntry {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []auditEntry
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		var e auditEntry
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		if e.User.Username == user || e.ImpersonatedUser != nil && e.ImpersonatedUser.Username == user {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func forbiddenRequests(t *testing.T, path, user string) []string {
+	var out []string
+	for _, e := range auditEntries(t, path, user) {
+		if e.ResponseStatus != nil && e.ResponseStatus.Code == http.StatusForbidden {
+			out = append(out, e.Verb+" "+e.RequestURI)
+		}
+	}
+	return out
+}
+
+func countRequests(t *testing.T, path, user string) int { return len(auditEntries(t, path, user)) }
+
+// impersonatingKubeconfig copies the admin kubeconfig with every user
+// acting as user.
+func impersonatingKubeconfig(t *testing.T, admin, user string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, auth := range cfg.AuthInfos {
+		auth.Impersonate = user
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
