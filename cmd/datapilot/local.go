@@ -78,7 +78,7 @@ in <state-dir>/logs.`,
 	fs.StringVar(&f.platform.StateDir, "state-dir", "", "Directory for data, certificates, kubeconfig and logs; replaced on every start (default <project root>/.datapilot).")
 	fs.StringVar(&f.platform.BinDir, "bin-dir", "", "Directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (default <project root>/bin).")
 	fs.StringVar(&f.platform.AuditLogPath, "audit-log", "", "Write the API server's audit log of every write (JSON lines) to this file.")
-	fs.StringVar(&f.simAddr, "flink-rest-addr", "127.0.0.1:0", "Listen address of the Flink REST simulator; ignored with --flink-rest-override.")
+	fs.StringVar(&f.simAddr, "flink-rest-addr", defaultSimAddr, "Listen address of the Flink REST simulator (a free port when the default is taken); ignored with --flink-rest-override.")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "Log each step of the platform's start.")
 	f.operator.BindFlags(fs)
 	return cmd
@@ -189,10 +189,20 @@ func localWebhook(o *operator.Options) error {
 	return nil
 }
 
+// defaultSimAddr is where the simulator listens unless told otherwise; the
+// job example's jarURI points at its /artifacts/.
+const defaultSimAddr = "127.0.0.1:8089"
+
 // startFlinkSimulator starts the Flink REST simulator against the platform;
 // its exit is reported on errc.
 func startFlinkSimulator(ctx context.Context, p *platform.Platform, addr string, log logr.Logger, errc chan<- error) (*flinksim.Simulator, error) {
 	sim, err := flinksim.New(p.RESTConfig(), flinksim.Options{ListenAddr: addr, Log: log})
+	if err != nil && addr == defaultSimAddr {
+		// examples/streaming-job.yaml fetches its jar from the default
+		// address; anywhere else works too, with the printed URL.
+		log.Info("Default address taken, using a free port", "addr", addr)
+		sim, err = flinksim.New(p.RESTConfig(), flinksim.Options{ListenAddr: "127.0.0.1:0", Log: log})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +220,7 @@ func printNextSteps(w io.Writer, p *platform.Platform, flinkREST, webhookURL str
 	kubectl := relPath(filepath.Join(p.BinDir(), "kubectl"))
 	kc := fmt.Sprintf("%s --kubeconfig %s", kubectl, relPath(p.KubeconfigPath()))
 	example := relPath(filepath.Join(platform.ProjectRoot(), "examples", "realtime-warehouse.yaml"))
+	jobExample := relPath(filepath.Join(platform.ProjectRoot(), "examples", "streaming-job.yaml"))
 	fmt.Fprintf(w, `
 Datapilot is running on a local control plane (started in %s).
   kubeconfig:  %s
@@ -223,9 +234,17 @@ Next steps, in another terminal:
   %s wait --for=condition=Available fc/realtime-warehouse --timeout=120s
   %s get pods -o wide
 
+A cluster with a job, upgraded with a savepoint (the simulator serves the jar
+at /artifacts/; edit the example's jarURI if Flink REST is not on %s):
+  %s apply -f %s
+  %s wait --for=jsonpath='{.status.job.state}'=RUNNING fc/streaming --timeout=120s
+  %s patch fc/streaming --type merge -p '{"spec":{"version":"1.18.1"}}'
+  %s wait --for=condition=Upgrading=false fc/streaming --timeout=120s
+  %s get fc/streaming -o jsonpath='{.status.job.lastSavepoint}'
+
 Press Ctrl-C to stop everything.
 `, p.StartupDuration().Round(time.Millisecond), p.KubeconfigPath(), filepath.Join(p.StateDir(), "logs"), flinkREST, webhookURL,
-		kc, example, kc, kc, kc)
+		kc, example, kc, kc, kc, defaultSimAddr, kc, jobExample, kc, kc, kc, kc)
 }
 
 // relPath shortens path relative to the working directory when it is inside it.

@@ -231,15 +231,19 @@ func (r *Reconciler) countTransitions(fc *v1.FlinkCluster, plan lifecycle.Plan) 
 	}
 }
 
-// healthVerdict is the poller's latest verdict, probed at once when the
-// JobManager is ready but the verdict does not know it yet.
+// healthVerdict is the poller's latest verdict, probed at once when it lags
+// behind what this reconcile saw: a JobManager that turned ready, or a job
+// the lifecycle just saw RUNNING (after a submission or an upgrade).
 func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, jm *appsv1.Deployment) *health.Verdict {
 	if r.Health == nil {
 		return nil
 	}
 	v, ok := r.Health.Get(client.ObjectKeyFromObject(fc))
 	jmReady := jm != nil && jm.Status.ReadyReplicas > 0
-	if r.Prober != nil && jmReady && (!ok || v.Levels[health.LevelJobManager].Status != metav1.ConditionTrue) {
+	jobRunning := fc.Status.Job != nil && fc.Status.Job.State == "RUNNING" && fc.Status.Upgrade == nil
+	stale := !ok || v.Levels[health.LevelJobManager].Status != metav1.ConditionTrue ||
+		jobRunning && v.Levels[health.LevelJobs].Status != metav1.ConditionTrue
+	if r.Prober != nil && jmReady && stale {
 		v, ok = r.Prober.ProbeOnce(ctx, fc), true
 	}
 	if !ok {

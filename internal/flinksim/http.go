@@ -36,6 +36,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(segs) == 1 && segs[0] == "healthz":
 		_, _ = io.WriteString(w, "ok\n")
+	case len(segs) == 2 && segs[0] == "artifacts" && strings.HasSuffix(segs[1], ".jar"):
+		// A stand-in job jar for spec.job.jarURI on the local platform:
+		// the simulator runs no code, so any bytes do.
+		w.Header().Set("Content-Type", "application/java-archive")
+		_, _ = io.WriteString(w, "PK\x03\x04 Flink REST simulator stand-in jar: "+segs[1]+"\n")
 	case len(segs) >= 3 && segs[0] == "clusters":
 		k := ClusterKey{Namespace: segs[1], Name: segs[2]}
 		rest := segs[3:]
