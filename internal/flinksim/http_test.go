@@ -318,3 +318,27 @@ func TestAdminAPI(t *testing.T) {
 		t.Errorf("clusters = %s", b)
 	}
 }
+
+// TestArtifacts serves the stand-in jar that the local platform's job
+// example fetches, and nothing that is not a jar.
+func TestArtifacts(t *testing.T) {
+	srv := httptest.NewServer(NewHandler(NewEngine(EngineOptions{}), logr.Discard()))
+	defer srv.Close()
+	for path, want := range map[string]int{
+		"/artifacts/wordcount.jar": http.StatusOK,
+		"/artifacts/notes.txt":     http.StatusNotFound,
+		"/artifacts/a/b.jar":       http.StatusNotFound,
+	} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
+		}
+		if want == http.StatusOK && resp.Header.Get("Content-Type") != "application/java-archive" {
+			t.Errorf("GET %s: content type %q", path, resp.Header.Get("Content-Type"))
+		}
+	}
+}
