@@ -235,7 +235,7 @@ func restorePathFor(job *v1.JobStatus, spec *v1.JobSpec) string {
 // a restart is refused by Flink as a duplicate instead of running twice.
 func (d *decider) submit(restorePath, reason string) {
 	job := d.job()
-	job.ID = jobID(d.in.UID, d.in.Generation, d.in.Now)
+	job.ID = jobID(d.in.UID, d.in.Generation, job.ID, d.in.Now)
 	job.State = ""
 	job.RestoredFrom = restorePath
 	now := d.now()
@@ -528,6 +528,9 @@ func (d *decider) verify() {
 	}
 	d.event(true, "RollingBack", "Generation %d failed its gate (%s); rolling back to the last stable spec", in.Generation, why)
 	d.toPhase(v1.UpgradeRollingBack)
+	// The failed job's submission is over; the rollback's own is recorded
+	// when it is made, and its absence is what says "submit".
+	job.SubmittedAt = nil
 	d.setUpgrading(metav1.ConditionFalse, "UpgradeFailed", fmt.Sprintf("Generation %d failed its gate: %s", in.Generation, why))
 	d.setCondition(v1.ConditionRollingBack, metav1.ConditionTrue, "GateFailed", fmt.Sprintf("Rolling back to the last stable spec and restoring from %s", orUnknown(up.RestorePath)))
 	if in.Flink.Reachable && in.Flink.JobFound && !in.Flink.JobState.Terminal() {
@@ -549,7 +552,7 @@ func (d *decider) rollingBack() {
 		d.requeue(Poll)
 		return
 	}
-	if job.RestoredFrom != up.RestorePath || job.SubmittedAt == nil || job.SubmittedAt.Before(&up.PhaseStartedAt) {
+	if job.SubmittedAt == nil {
 		d.submit(up.RestorePath, "RolledBack")
 		return
 	}
@@ -628,8 +631,10 @@ func orUnknown(s string) string {
 
 // jobID and triggerID are Flink's 32-hex-digit IDs, derived from the cluster
 // and the moment of the decision and recorded in status before use.
-func jobID(uid string, generation int64, now time.Time) string {
-	return hexID(fmt.Sprintf("job/%s/%d/%d", uid, generation, now.UnixNano()))
+// The previous job's ID is part of the seed, so a new job never takes the
+// ID of the one it replaces.
+func jobID(uid string, generation int64, previous string, now time.Time) string {
+	return hexID(fmt.Sprintf("job/%s/%d/%s/%d", uid, generation, previous, now.UnixNano()))
 }
 
 func triggerID(uid, job, reason string, now time.Time) string {

@@ -393,3 +393,25 @@ func TestHistoryIsBounded(t *testing.T) {
 		t.Errorf("history has %d entries, retention is 2", n)
 	}
 }
+
+// TestRollbackWhenTheJobFailsAtOnce fails the upgraded job in the same
+// second it was submitted: the rollback must still submit its own job.
+func TestRollbackWhenTheJobFailsAtOnce(t *testing.T) {
+	w := stableWorld()
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Version = "1.18.1"
+	w.commit(w.decide())
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "pre"}}
+	w.commit(w.decide())
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished}
+	p := w.decide() // submit, same clock second as everything below
+	w.commit(p)
+	failed := p.Status.Job.ID
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed}
+	w.commit(w.decide()) // to RollingBack
+	w.rolled = true
+	p = w.decide()
+	if p.Action != ActSubmit || p.Status.Job.ID == failed || p.RestorePath != "pre" {
+		t.Fatalf("rollback: action %s, job %s (failed one %s), restore %q", p.Action, p.Status.Job.ID, failed, p.RestorePath)
+	}
+}
