@@ -273,9 +273,10 @@ func baseline(ctx context.Context, k8s client.Client, c config) (time.Duration, 
 		d.JobManagerService.OwnerReferences = nil
 		d.TaskManager.OwnerReferences = nil
 		d.TaskManagerService.OwnerReferences = nil
+		d.TaskManagerBudget.OwnerReferences = nil
 		for _, obj := range []interface {
 			IsApplyConfiguration()
-		}{d.ConfigMap, d.JobManagerService, d.JobManager, d.TaskManagerService, d.TaskManager} {
+		}{d.ConfigMap, d.JobManagerService, d.JobManager, d.TaskManagerService, d.TaskManager, d.TaskManagerBudget} {
 			if err := k8s.Apply(ctx, obj, client.FieldOwner(benchAgent)); err != nil {
 				return err
 			}
@@ -450,8 +451,8 @@ func cpuSeconds(pid int) float64 {
 
 func report(c config, r results) error {
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-	// The minimum: the five children and one status write per cluster.
-	const minimum = 6
+	// The minimum: the six children and one status write per cluster.
+	const minimum = 7
 	perCluster := float64(r.operatorWrites) / float64(c.n)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## N = %d, %s\n\n", c.n, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
@@ -462,7 +463,7 @@ func report(c config, r results) error {
 	fmt.Fprintf(&b, "| Datapilot: FlinkClusters created, all `Available` | %s |\n", r.withOperator.Round(time.Millisecond))
 	fmt.Fprintf(&b, "| Ratio Datapilot / baseline | %.2f× |\n", r.withOperator.Seconds()/r.baseline.Seconds())
 	fmt.Fprintf(&b, "| Baseline client writes per cluster | %.2f |\n", float64(r.baselineWrites)/float64(c.n))
-	fmt.Fprintf(&b, "| Operator writes per converged cluster (audit log) | %.2f (minimum %d: 5 children + 1 status) |\n", perCluster, minimum)
+	fmt.Fprintf(&b, "| Operator writes per converged cluster (audit log) | %.2f (minimum %d: 6 children + 1 status) |\n", perCluster, minimum)
 	fmt.Fprintf(&b, "| Operator writes during %s idle | %d |\n", c.idle, r.idleWrites)
 	fmt.Fprintf(&b, "| Operator memory: after start / peak | %s / %s |\n", mib(r.rssBeforeLoad), mib(r.peakRSS))
 	fmt.Fprintf(&b, "| Operator memory per cluster ((peak − start) / N) | %.1f KiB |\n", float64(r.peakRSS-r.rssBeforeLoad)/1024/float64(c.n))

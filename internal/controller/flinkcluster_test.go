@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -132,6 +133,7 @@ func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
 		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
 		cm,
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
 	}
 	for _, obj := range children {
 		testwait.Until(t, 10*time.Second, func() error {

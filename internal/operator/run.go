@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -68,10 +69,11 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	cacheOpts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}:  {Label: managed},
-			&appsv1.StatefulSet{}: {Label: managed},
-			&corev1.Service{}:     {Label: managed},
-			&corev1.ConfigMap{}:   {Label: managed},
+			&appsv1.Deployment{}:            {Label: managed},
+			&appsv1.StatefulSet{}:           {Label: managed},
+			&corev1.Service{}:               {Label: managed},
+			&corev1.ConfigMap{}:             {Label: managed},
+			&policyv1.PodDisruptionBudget{}: {Label: managed},
 		},
 	}
 	if len(o.WatchNamespaces) > 0 {

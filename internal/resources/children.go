@@ -12,6 +12,7 @@ import (
 	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	metaac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 )
@@ -24,6 +25,9 @@ type Desired struct {
 	JobManagerService  *coreac.ServiceApplyConfiguration
 	TaskManager        *appsac.StatefulSetApplyConfiguration
 	TaskManagerService *coreac.ServiceApplyConfiguration
+	// TaskManagerBudget keeps voluntary disruptions (node drains) to one
+	// TaskManager at a time, so a drain restarts a job once, not per pod.
+	TaskManagerBudget *policyac.PodDisruptionBudgetApplyConfiguration
 }
 
 // Build renders the desired children of a cluster.
@@ -39,6 +43,7 @@ func Build(fc *v1.FlinkCluster) (*Desired, error) {
 		JobManagerService:  jobManagerService(fc),
 		TaskManager:        taskManager(fc, cfg),
 		TaskManagerService: taskManagerService(fc),
+		TaskManagerBudget:  taskManagerBudget(fc),
 	}
 	// The spec hash covers everything the operator sets on a child, so a
 	// cached child carrying the same hash needs no write.
@@ -47,6 +52,7 @@ func Build(fc *v1.FlinkCluster) (*Desired, error) {
 	stampSpecHash(d.JobManagerService, d.JobManagerService.ObjectMetaApplyConfiguration)
 	stampSpecHash(d.TaskManager, d.TaskManager.ObjectMetaApplyConfiguration)
 	stampSpecHash(d.TaskManagerService, d.TaskManagerService.ObjectMetaApplyConfiguration)
+	stampSpecHash(d.TaskManagerBudget, d.TaskManagerBudget.ObjectMetaApplyConfiguration)
 	return d, nil
 }
 
@@ -243,6 +249,15 @@ func taskManagerService(fc *v1.FlinkCluster) *coreac.ServiceApplyConfiguration {
 			WithPublishNotReadyAddresses(true).
 			WithSelector(SelectorLabels(fc.Name, ComponentTaskManager)).
 			WithPorts(servicePort("rpc", 6122)))
+}
+
+func taskManagerBudget(fc *v1.FlinkCluster) *policyac.PodDisruptionBudgetApplyConfiguration {
+	return policyac.PodDisruptionBudget(TaskManagerName(fc), fc.Namespace).
+		WithLabels(Labels(fc, ComponentTaskManager)).
+		WithOwnerReferences(ownerRef(fc)).
+		WithSpec(policyac.PodDisruptionBudgetSpec().
+			WithMaxUnavailable(intstr.FromInt32(1)).
+			WithSelector(metaac.LabelSelector().WithMatchLabels(SelectorLabels(fc.Name, ComponentTaskManager))))
 }
 
 func servicePort(name string, port int32) *coreac.ServicePortApplyConfiguration {

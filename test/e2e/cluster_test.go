@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,7 +115,7 @@ func TestReferenceExampleLifecycle(t *testing.T) {
 	// Deletion removes every child, through the finalizer and owner references.
 	kubectl(t, "delete", "-n", ns, "fc/realtime-warehouse", "--timeout=60s")
 	eventually(t, 2*time.Minute, "children deleted", func() error {
-		for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.PodList{}} {
+		for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.PodList{}, &policyv1.PodDisruptionBudgetList{}} {
 			if err := k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{resources.LabelInstance: "realtime-warehouse"}); err != nil {
 				return err
 			}
@@ -139,6 +140,8 @@ func apiItems(list client.ObjectList) []any {
 	case *corev1.ServiceList:
 		return toAny(l.Items)
 	case *corev1.PodList:
+		return toAny(l.Items)
+	case *policyv1.PodDisruptionBudgetList:
 		return toAny(l.Items)
 	}
 	return nil
@@ -185,7 +188,7 @@ func TestOperatorRestartConverges(t *testing.T) {
 	for i := range n {
 		waitCondition(t, ns, fmt.Sprintf("restart-%d", i), v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
 	}
-	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}} {
+	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &policyv1.PodDisruptionBudgetList{}} {
 		if err := k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy}); err != nil {
 			t.Fatal(err)
 		}
