@@ -27,6 +27,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/controller"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/testenv"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -47,7 +48,7 @@ func namespace(t *testing.T) string {
 // unstructured so nothing in our Go types can paper over the YAML.
 func referenceExample(t *testing.T, ns string) *unstructured.Unstructured {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(), "examples", "realtime-warehouse.yaml"))
+	raw, err := os.ReadFile(filepath.Join(testenv.Root(), "examples", "realtime-warehouse.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

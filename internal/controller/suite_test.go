@@ -5,17 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
-	"runtime"
 	"sync/atomic"
 	"testing"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/datapilot/datapilot/internal/operator"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
 
 // The integration tier: a real kube-apiserver and etcd from bin/, the CRDs
@@ -25,25 +23,15 @@ var (
 	writes atomic.Int64 // write requests the operator sent
 )
 
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
-	bin := filepath.Join(repoRoot(), "bin")
-	if _, err := os.Stat(filepath.Join(bin, "kube-apiserver")); err != nil {
-		fmt.Fprintln(os.Stderr, "bin/kube-apiserver is missing: run 'make tools' (make test does it for you)")
+	env, err := testenv.Environment()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
 	if err != nil {

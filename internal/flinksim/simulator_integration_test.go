@@ -2,9 +2,6 @@ package flinksim
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,21 +11,12 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
-
-// repoRoot is found from this file, so the test runs from any directory.
-func repoRoot(t *testing.T) string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("no caller information")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 // TestSimulatorAgainstAPIServer runs the simulator against a real
 // kube-apiserver and etcd (envtest, binaries from hack/tools in bin/).
@@ -38,23 +26,7 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
-	root := repoRoot(t)
-	bin := filepath.Join(root, "bin")
-	for _, b := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Skipf("%s not built (make tools): %v", b, err)
-		}
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	_, cfg := testenv.Start(t)
 
 	scheme := k8sruntime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)

@@ -2,10 +2,7 @@ package health
 
 import (
 	"context"
-	"os"
 	"path"
-	"path/filepath"
-	goruntime "runtime"
 	"sync"
 	"testing"
 	"time"
@@ -33,16 +30,8 @@ import (
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
-
-// repoRoot is found from this file, so the test runs from any directory.
-func repoRoot(t *testing.T) string {
-	_, file, _, ok := goruntime.Caller(0)
-	if !ok {
-		t.Fatal("no caller information")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 // countingRecorder counts the Events handed to the real recorder, by
 // cluster and reason. The count is exact and synchronous; what reaches the
@@ -118,23 +107,7 @@ func newHarness(t *testing.T) *harness {
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
-	root := repoRoot(t)
-	bin := filepath.Join(root, "bin")
-	for _, b := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Skipf("%s not built (make tools): %v", b, err)
-		}
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, cfg := testenv.Start(t)
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

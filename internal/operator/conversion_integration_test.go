@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,14 +24,10 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/api/v1alpha1"
 	"github.com/datapilot/datapilot/internal/operator"
+	"github.com/datapilot/datapilot/internal/testenv"
 	"github.com/datapilot/datapilot/internal/testwait"
 	"github.com/datapilot/datapilot/internal/webhookcert"
 )
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 // conversionEnv is a real kube-apiserver with the generated CRD (no
 // conversion stanza: the operator writes it) and the operator's manager in
@@ -45,14 +40,9 @@ type conversionEnv struct {
 
 func startConversionEnv(t *testing.T) *conversionEnv {
 	t.Helper()
-	bin := filepath.Join(repoRoot(), "bin")
-	if _, err := os.Stat(filepath.Join(bin, "kube-apiserver")); err != nil {
-		t.Fatal("bin/kube-apiserver is missing: run 'make tools'")
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
+	env, err := testenv.Environment()
+	if err != nil {
+		t.Fatal(err)
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -225,7 +215,7 @@ func TestConversionWebhook(t *testing.T) {
 		}
 		kubectl := func(args ...string) string {
 			t.Helper()
-			cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(), "bin", "kubectl"), append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...)...)
+			cmd := exec.CommandContext(ctx, filepath.Join(testenv.Root(), "bin", "kubectl"), append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...)...)
 			var out, errOut bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut
 			if err := cmd.Run(); err != nil {
@@ -233,7 +223,7 @@ func TestConversionWebhook(t *testing.T) {
 			}
 			return out.String() + errOut.String()
 		}
-		out := kubectl("apply", "-f", filepath.Join(repoRoot(), "examples", "v1alpha1-legacy.yaml"))
+		out := kubectl("apply", "-f", filepath.Join(testenv.Root(), "examples", "v1alpha1-legacy.yaml"))
 		if !strings.Contains(out, "deprecated") {
 			t.Errorf("kubectl apply of a v1alpha1 manifest printed no deprecation warning:\n%s", out)
 		}
@@ -244,7 +234,7 @@ func TestConversionWebhook(t *testing.T) {
 		// Applying it again (the old manifest still is the source of truth
 		// for its owner) leaves the spec as it was.
 		generation := kubectl("get", "flinkclusters.v1.data.example.com", "legacy-orders", "-o", "jsonpath={.metadata.generation}")
-		kubectl("apply", "-f", filepath.Join(repoRoot(), "examples", "v1alpha1-legacy.yaml"))
+		kubectl("apply", "-f", filepath.Join(testenv.Root(), "examples", "v1alpha1-legacy.yaml"))
 		if again := kubectl("get", "flinkclusters.v1.data.example.com", "legacy-orders", "-o", "jsonpath={.metadata.generation}"); again != generation {
 			t.Errorf("Re-applying the legacy manifest changed the generation from %s to %s", generation, again)
 		}
