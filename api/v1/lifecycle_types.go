@@ -182,9 +182,6 @@ type JobStatus struct {
 	// State as Flink reports it (RUNNING, FAILING, FINISHED, ...).
 	// +optional
 	State string `json:"state,omitempty"`
-	// JarID of the uploaded jar, reused while the JobManager keeps it.
-	// +optional
-	JarID string `json:"jarID,omitempty"`
 	// RestoredFrom is the savepoint or checkpoint the job last started from.
 	// +optional
 	RestoredFrom string `json:"restoredFrom,omitempty"`
