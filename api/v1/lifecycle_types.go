@@ -209,13 +209,12 @@ type JobStatus struct {
 }
 
 // UpgradePhase is a step of an upgrade.
-// +kubebuilder:validation:Enum=SavingState;Deploying;Restoring;Verifying;RollingBack
+// +kubebuilder:validation:Enum=SavingState;Deploying;Verifying;RollingBack
 type UpgradePhase string
 
 const (
 	UpgradeSavingState UpgradePhase = "SavingState"
 	UpgradeDeploying   UpgradePhase = "Deploying"
-	UpgradeRestoring   UpgradePhase = "Restoring"
 	UpgradeVerifying   UpgradePhase = "Verifying"
 	UpgradeRollingBack UpgradePhase = "RollingBack"
 )

@@ -408,8 +408,6 @@ func phaseMessage(p v1.UpgradePhase) string {
 	switch p {
 	case v1.UpgradeDeploying:
 		return "Rolling the pods to the new spec"
-	case v1.UpgradeRestoring:
-		return "Submitting the job from the saved state"
 	case v1.UpgradeVerifying:
 		return "Waiting for the job to run and complete checkpoints"
 	}
@@ -471,7 +469,8 @@ func (d *decider) continueUpgrade() {
 			d.requeue(Poll)
 			return
 		}
-		d.toPhase(v1.UpgradeRestoring)
+		// The job is submitted and verified in one phase: its ID is
+		// recorded with the phase change, before the submission.
 		d.submit(up.RestorePath, "Restored")
 		up.CheckpointsAtRestore = 0
 		d.toPhase(v1.UpgradeVerifying)
