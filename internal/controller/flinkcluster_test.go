@@ -240,6 +240,13 @@ func TestBadInputsAreRejectedAtAdmission(t *testing.T) {
 		{"inline kafka password", func(s map[string]any) {
 			s["kafka"] = map[string]any{"bootstrap": map[string]any{"servers": "k:9093"}, "sasl": map[string]any{"password": "hunter2"}}
 		}, "spec.kafka.sasl"},
+		{"last-state without checkpointing", func(s map[string]any) {
+			delete(s, "checkpointing")
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "upgradeMode": "last-state"}
+		}, "spec.job.upgradeMode"},
+		{"job jar not http", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "local:///opt/flink/job.jar"}
+		}, "spec.job.jarURI"},
 		{"old v1alpha1 field shape", func(s map[string]any) {
 			s["kafka"] = map[string]any{"bootstrapServers": "k:9093"}
 		}, "spec.kafka"},
