@@ -14,6 +14,7 @@ import (
 // conversion needs no annotation to be lossless (see conversion.go).
 //
 // +kubebuilder:validation:XValidation:rule="self.jobManager.replicas <= 1 || (has(self.highAvailability) && self.highAvailability.mode != 'none')",message="spec.jobManager.replicas greater than 1 requires spec.highAvailability.mode to be zookeeper or kubernetes"
+// +kubebuilder:validation:XValidation:rule="!has(self.job) || has(self.checkpointing) || (has(self.upgradePolicy) && has(self.upgradePolicy.stableCheckpoints) && self.upgradePolicy.stableCheckpoints == 0)",message="spec.job requires spec.checkpointing: the upgrade gate counts completed checkpoints (set spec.upgradePolicy.stableCheckpoints to 0 to run a job without them)"
 // +kubebuilder:validation:XValidation:rule="!has(self.job) || !has(self.job.upgradeMode) || self.job.upgradeMode != 'last-state' || has(self.checkpointing)",message="spec.job.upgradeMode last-state restores from checkpoints and requires spec.checkpointing"
 type FlinkClusterSpec struct {
 	// Version is the exact Flink version, such as 1.17.1.

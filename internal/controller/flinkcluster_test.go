@@ -244,6 +244,10 @@ func TestBadInputsAreRejectedAtAdmission(t *testing.T) {
 			delete(s, "checkpointing")
 			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "upgradeMode": "last-state"}
 		}, "spec.job.upgradeMode"},
+		{"job without checkpointing", func(s map[string]any) {
+			delete(s, "checkpointing")
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar"}
+		}, "spec.job requires spec.checkpointing"},
 		{"job jar not http", func(s map[string]any) {
 			s["job"] = map[string]any{"jarURI": "local:///opt/flink/job.jar"}
 		}, "spec.job.jarURI"},

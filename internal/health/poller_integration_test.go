@@ -362,7 +362,10 @@ func expectLevels(t *testing.T, round string, v Verdict, want ...metav1.Conditio
 // kube-apiserver (envtest) and the Flink REST simulator with injected faults.
 func TestPollerAgainstAPIServer(t *testing.T) {
 	h := newHarness(t)
-	withJob := func(fc *v1.FlinkCluster) { fc.Spec.Job = &v1.JobSpec{JarURI: "https://example.com/job.jar"} }
+	withJob := func(fc *v1.FlinkCluster) {
+		fc.Spec.Job = &v1.JobSpec{JarURI: "https://example.com/job.jar"}
+		fc.Spec.Checkpointing = &v1.CheckpointingSpec{Interval: "10s"}
+	}
 
 	t.Run("one 503 changes nothing, three degrade, recovery clears", func(t *testing.T) {
 		h.t = t

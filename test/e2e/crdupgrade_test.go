@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,13 @@ func TestChartCRDUpgradePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range crd.Spec.Versions {
-		delete(crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"].Properties, "upgradePolicy")
+		spec := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"]
+		delete(spec.Properties, "upgradePolicy")
+		// An old schema has no rule about a field it does not know.
+		spec.XValidations = slices.DeleteFunc(spec.XValidations, func(r apiextensionsv1.ValidationRule) bool {
+			return strings.Contains(r.Rule, "upgradePolicy")
+		})
+		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = spec
 	}
 	if raw, err = yaml.Marshal(crd); err != nil {
 		t.Fatal(err)

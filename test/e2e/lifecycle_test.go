@@ -24,6 +24,8 @@ func jobCluster(ns, name string) *v1.FlinkCluster {
 		Version:     "1.17.1",
 		JobManager:  v1.JobManagerSpec{Replicas: 1},
 		TaskManager: v1.TaskManagerSpec{Replicas: 2, Slots: 2},
+		// The simulator checkpoints on its own clock; Flink would on this one.
+		Checkpointing: &v1.CheckpointingSpec{Interval: "1s", Retention: 3},
 		Job: &v1.JobSpec{JarURI: jarServer.URL + "/wordcount.jar", EntryClass: "org.example.WordCount",
 			Parallelism: 2, State: v1.JobStateRunning, UpgradeMode: v1.UpgradeSavepoint, SavepointRetention: 5},
 		UpgradePolicy: &v1.UpgradePolicy{StableCheckpoints: 2, StabilityTimeout: "30s", SavepointTimeout: "20s", AutoRollback: ptr.To(true)},
