@@ -96,6 +96,10 @@ type Plan struct {
 // Poll is how often an operation in flight is looked at.
 const Poll = 2 * time.Second
 
+// maxResubmitBackoff bounds the wait between submissions of a job that does
+// not reach Flink.
+const maxResubmitBackoff = 5 * time.Minute
+
 // Decide makes one step of the lifecycle of a cluster with spec.job.
 func Decide(in Input) Plan {
 	p := Plan{Status: *in.Status.DeepCopy(), Deploy: in.Deployed}
@@ -177,6 +181,16 @@ func (d *decider) runJob() {
 		if in.Flink.JobFound && in.Flink.JobState == flink.JobFailed {
 			// A failed job stays failed until the user changes something:
 			// resubmitting in a loop would hide the failure.
+			return
+		}
+		if !in.Flink.JobFound && job.ID != "" && job.SubmittedAt != nil && job.RestoredFrom == restorePathFor(job, spec) {
+			// The recorded job never reached Flink (a failed jar download,
+			// a restart) or Flink lost it: submit it again under the same
+			// ID and from the same state, without a status write, backing
+			// off as the failure lasts.
+			d.p.Action = ActSubmit
+			d.p.RestorePath = restorePathFor(job, spec)
+			d.requeue(min(max(in.Now.Sub(job.SubmittedAt.Time), Poll), maxResubmitBackoff))
 			return
 		}
 		d.submit(restorePathFor(job, spec), "Submitted")

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -413,5 +414,34 @@ func TestRollbackWhenTheJobFailsAtOnce(t *testing.T) {
 	p = w.decide()
 	if p.Action != ActSubmit || p.Status.Job.ID == failed || p.RestorePath != "pre" {
 		t.Fatalf("rollback: action %s, job %s (failed one %s), restore %q", p.Action, p.Status.Job.ID, failed, p.RestorePath)
+	}
+}
+
+// TestFailingSubmissionRetriesWithoutWrites keeps the recorded job ID when a
+// submission does not reach Flink, so a broken jarURI costs no status write
+// per retry, and backs off as the failure lasts.
+func TestFailingSubmissionRetriesWithoutWrites(t *testing.T) {
+	spec := baseSpec()
+	w := &world{gen: 1, spec: spec, deployed: spec.DeepCopy(), rolled: true, now: t0, flink: Flink{Reachable: true},
+		status: v1.FlinkClusterStatus{Job: &v1.JobStatus{}}}
+	p := w.decide()
+	if p.Action != ActSubmit {
+		t.Fatalf("first decision: %s", p.Action)
+	}
+	w.commit(p)
+	first := w.status.DeepCopy()
+	for _, after := range []time.Duration{time.Second, time.Minute, time.Hour} {
+		w.now = t0.Add(after)
+		p = w.decide()
+		if p.Action != ActSubmit || p.Status.Job.ID != first.Job.ID {
+			t.Fatalf("after %s: action %s, job %s, want a resubmission of %s", after, p.Action, p.Status.Job.ID, first.Job.ID)
+		}
+		if !equality.Semantic.DeepEqual(p.Status, *first) {
+			t.Errorf("after %s: the retry changed the status", after)
+		}
+		want := min(max(after, Poll), maxResubmitBackoff)
+		if p.RequeueAfter != want {
+			t.Errorf("after %s: requeue %s, want %s", after, p.RequeueAfter, want)
+		}
 	}
 }

@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -276,4 +278,41 @@ func TestSuspendAndResume(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestUnreachableJarIsReportedWithoutWriteLoop declares a job whose jar
+// cannot be fetched: the operator says so in a Warning event and retries
+// with backoff, without rewriting the FlinkCluster on every attempt.
+func TestUnreachableJarIsReportedWithoutWriteLoop(t *testing.T) {
+	ns := newNamespace(t)
+	fc := jobCluster(ns, "badjar")
+	fc.Spec.Job.JarURI = "http://127.0.0.1:1/artifacts/missing.jar" // nothing listens on port 1
+	if err := k8s.Create(context.Background(), fc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "a Warning event naming the jar", func() error {
+		list := &eventsv1.EventList{}
+		if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Reason == "FlinkRequestFailed" && strings.Contains(e.Note, "/artifacts/missing.jar") {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d events, none about the jar", len(list.Items))
+	})
+	before := getFC(t, ns, "badjar")
+	if before.Status.Job == nil || before.Status.Job.ID == "" {
+		t.Fatalf("no job recorded: %+v", before.Status.Job)
+	}
+	time.Sleep(6 * time.Second) // several retries
+	after := getFC(t, ns, "badjar")
+	if after.Status.Job.ID != before.Status.Job.ID || !after.Status.Job.SubmittedAt.Equal(before.Status.Job.SubmittedAt) {
+		t.Errorf("a retry recorded a new submission: %s at %v, then %s at %v", before.Status.Job.ID, before.Status.Job.SubmittedAt,
+			after.Status.Job.ID, after.Status.Job.SubmittedAt)
+	}
+	if after.Status.Job.State == string(flink.JobRunning) {
+		t.Error("a job without a jar runs")
+	}
 }
