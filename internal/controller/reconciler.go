@@ -69,8 +69,6 @@ type Reconciler struct {
 	Prober interface {
 		ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) health.Verdict
 	}
-	// Now is the clock; tests may replace it.
-	Now func() time.Time
 }
 
 // scope is what one reconcile works on.
@@ -161,7 +159,7 @@ func (r *Reconciler) lifecycle(ctx context.Context, fc *v1.FlinkCluster) (*v1.Fl
 		LastStable: decodeSpec(fc.Status.LastStableSpec),
 		RolledOut:  rolledOut,
 		Flink:      r.observeFlink(ctx, fc, jmReady),
-		Now:        r.now(),
+		Now:        time.Now(),
 	})
 	next := plan.Status
 	next.DeployedSpec = encodeSpec(plan.Deploy)
@@ -226,7 +224,7 @@ func (r *Reconciler) countTransitions(fc *v1.FlinkCluster, plan lifecycle.Plan) 
 		}
 		if last != nil && last.TriggerID == oldSP.TriggerID || oldSP.Checkpoint && plan.Status.Upgrade != nil && plan.Status.Upgrade.RestorePath != "" {
 			r.Metrics.Savepoints.WithLabelValues(string(oldSP.Reason), "completed").Inc()
-			r.Metrics.SavepointAge.WithLabelValues(string(oldSP.Reason)).Observe(r.now().Sub(oldSP.TriggeredAt.Time).Seconds())
+			r.Metrics.SavepointAge.WithLabelValues(string(oldSP.Reason)).Observe(time.Since(oldSP.TriggeredAt.Time).Seconds())
 		} else {
 			r.Metrics.Savepoints.WithLabelValues(string(oldSP.Reason), "failed").Inc()
 		}
@@ -354,7 +352,7 @@ func replicasDiffer(actual *int32, want int32) bool { return actual == nil || *a
 
 // writeStatus patches the status when, and only when, it changed.
 func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs observed) error {
-	now := metav1.NewTime(r.now().Truncate(time.Second))
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	st := computeStatus(fc, obs, now)
 	r.Metrics.observe(fc, st.Phase)
 	if equality.Semantic.DeepEqual(st, fc.Status) {
@@ -365,13 +363,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs o
 	}
 	r.Metrics.StatusWrites.Inc()
 	return nil
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // ensureFinalizer adds the finalizer with an optimistic-lock patch, so a
