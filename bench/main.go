@@ -263,7 +263,7 @@ func baseline(ctx context.Context, k8s client.Client, c config) (time.Duration, 
 	start := time.Now()
 	err := parallel(c.n, c.concurrency, func(i int) error {
 		fc := benchCluster(ns, i)
-		d, err := resources.Build(fc)
+		d, err := resources.Build(fc, resources.Platform{})
 		if err != nil {
 			return err
 		}

@@ -14,12 +14,16 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.jobManager.replicas <= 1 || (has(self.highAvailability) && self.highAvailability.mode != 'none')",message="spec.jobManager.replicas greater than 1 requires spec.highAvailability.mode to be zookeeper or kubernetes"
 // +kubebuilder:validation:XValidation:rule="!has(self.job) || has(self.checkpointing) || (has(self.upgradePolicy) && has(self.upgradePolicy.stableCheckpoints) && self.upgradePolicy.stableCheckpoints == 0)",message="spec.job requires spec.checkpointing: the upgrade gate counts completed checkpoints (set spec.upgradePolicy.stableCheckpoints to 0 to run a job without them)"
 // +kubebuilder:validation:XValidation:rule="!has(self.job) || !has(self.job.upgradeMode) || self.job.upgradeMode != 'last-state' || has(self.checkpointing)",message="spec.job.upgradeMode last-state restores from checkpoints and requires spec.checkpointing"
+// +kubebuilder:validation:XValidation:rule="!has(self.flinkConfiguration) || !has(self.job) || !has(self.job.upgradeMode) || self.job.upgradeMode != 'last-state' || !('execution.checkpointing.externalized-checkpoint-retention' in self.flinkConfiguration)",message="spec.flinkConfiguration must not set execution.checkpointing.externalized-checkpoint-retention when spec.job.upgradeMode is last-state: the operator sets RETAIN_ON_CANCELLATION, so the checkpoint a last-state upgrade restores from survives the cancel"
+// +kubebuilder:validation:XValidation:rule="!has(self.flinkConfiguration) || !self.version.matches('^(1[.](17|18))[.]') || !self.flinkConfiguration.exists(k, self.flinkConfiguration[k] == '' || self.flinkConfiguration[k].contains('#') || self.flinkConfiguration[k].startsWith(' ') || self.flinkConfiguration[k].endsWith(' '))",messageExpression="'spec.flinkConfiguration: Flink ' + self.version + ' reads flink-conf.yaml, which cannot carry an empty value, a value with #, or one that starts or ends with a space; refused: ' + self.flinkConfiguration.filter(k, self.flinkConfiguration[k] == '' || self.flinkConfiguration[k].contains('#') || self.flinkConfiguration[k].startsWith(' ') || self.flinkConfiguration[k].endsWith(' '))[0]"
 type FlinkClusterSpec struct {
-	// Version is the exact Flink version, such as 1.17.1. Fuzzy versions
+	// Version is the exact Flink version, such as 1.20.1, of a supported
+	// minor: 1.17, 1.18, 1.19, 1.20, 2.0, 2.1 or 2.2. Fuzzy versions
 	// (latest, 1.17) are refused: the operator picks configuration keys and
 	// the default image by it.
 	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+\.[0-9]+$`
 	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(1[.](17|18|19|20)|2[.](0|1|2))[.][0-9]+$')",message="spec.version must be a release of a Flink minor Datapilot supports: 1.17 to 2.2 (1.17, 1.18, 1.19, 1.20, 2.0, 2.1, 2.2)"
 	Version string `json:"version"`
 
 	// Image is the Flink container image. Defaults to the official
@@ -38,11 +42,26 @@ type FlinkClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
-	// JobManager is the Flink JobManager tier.
+	// JobManager is the Flink JobManager tier: one JobManager by default.
+	// +optional
+	// +kubebuilder:default={}
 	JobManager JobManagerSpec `json:"jobManager"`
 
-	// TaskManager is the Flink TaskManager tier.
+	// TaskManager is the Flink TaskManager tier: one TaskManager with one
+	// slot by default.
+	// +optional
+	// +kubebuilder:default={}
 	TaskManager TaskManagerSpec `json:"taskManager"`
+
+	// Storage is where the state that must outlive a pod lives:
+	// checkpoints, savepoints and high-availability metadata, each cluster
+	// under <base>/<namespace>/<name>/. It overrides the platform's
+	// default (the operator's STATE_STORAGE_URI or STATE_STORAGE_CLAIM).
+	// Without either, that state is on each pod's own disk, and the
+	// operator does not deploy what would lose it (high availability, or a
+	// job whose upgrades restore state): see the SharedStorage condition.
+	// +optional
+	Storage *StorageSpec `json:"storage,omitempty"`
 
 	// HighAvailability configures JobManager leader election and recovery.
 	// +optional
@@ -72,14 +91,32 @@ type FlinkClusterSpec struct {
 	Health *HealthPolicy `json:"health,omitempty"`
 
 	// FlinkConfiguration holds extra Flink settings rendered into the
-	// cluster's configuration. Keys the operator owns (ports, addresses,
-	// slots, high availability, checkpointing) are refused.
+	// cluster's configuration file, each value read by Flink exactly as
+	// written. Keys the operator owns (addresses, ports, slots, memory
+	// process sizes, checkpointing, storage, high-availability.*, and
+	// their deprecated aliases) are refused; so are values the minor's
+	// file format cannot carry (a control character such as a newline; in
+	// flink-conf.yaml, before 1.19, also #, an empty value, or a leading
+	// or trailing space).
 	// +optional
-	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['jobmanager.rpc.address','jobmanager.rpc.port','jobmanager.bind-host','taskmanager.bind-host','blob.server.port','rest.port','rest.address','rest.bind-address','taskmanager.numberOfTaskSlots','execution.checkpointing.interval','execution.checkpointing.num-retained','state.checkpoints.num-retained','state.checkpoints.dir','execution.checkpointing.dir','state.savepoints.dir','execution.checkpointing.savepoint-dir','kubernetes.cluster-id']) && !k.startsWith('high-availability'))",message="spec.flinkConfiguration must not set keys the operator owns (ports, addresses, slots, high-availability.*, checkpoint interval, retention and directories); use the dedicated spec fields"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 4096)",message="spec.flinkConfiguration keys must be at most 253 characters and values at most 4096"
-	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty"`
+	FlinkConfiguration FlinkConfiguration `json:"flinkConfiguration,omitempty"`
 }
+
+// FlinkConfiguration is extra Flink settings, by key. The owned-key rule
+// is built by flink.OwnedKeysRule from flink.OwnedKeys; a test holds the
+// CRD to it.
+// +kubebuilder:validation:MaxProperties=64
+// +kubebuilder:validation:XValidation:rule="!self.exists(k, k in ['jobmanager.rpc.address', 'jobmanager.rpc.port', 'jobmanager.rpc.bind-port', 'jobmanager.bind-host', 'blob.server.port', 'rest.port', 'rest.bind-port', 'rest.address', 'rest.bind-address', 'web.port', 'web.address', 'jobmanager.web.address', 'jobmanager.web.port', 'taskmanager.bind-host', 'taskmanager.rpc.port', 'taskmanager.rpc.bind-port', 'taskmanager.numberOfTaskSlots', 'jobmanager.memory.process.size', 'taskmanager.memory.process.size', 'execution.checkpointing.interval', 'execution.checkpointing.num-retained', 'state.checkpoints.num-retained', 'execution.checkpointing.dir', 'state.checkpoints.dir', 'state.backend.fs.checkpointdir', 'execution.checkpointing.savepoint-dir', 'state.savepoints.dir', 'savepoints.state.backend.fs.dir', 'kubernetes.cluster-id', 'kubernetes.namespace'] || k.startsWith('high-availability') || k.startsWith('recovery.'))",messageExpression="'spec.flinkConfiguration must not set ' + self.filter(k, k in ['jobmanager.rpc.address', 'jobmanager.rpc.port', 'jobmanager.rpc.bind-port', 'jobmanager.bind-host', 'blob.server.port', 'rest.port', 'rest.bind-port', 'rest.address', 'rest.bind-address', 'web.port', 'web.address', 'jobmanager.web.address', 'jobmanager.web.port', 'taskmanager.bind-host', 'taskmanager.rpc.port', 'taskmanager.rpc.bind-port', 'taskmanager.numberOfTaskSlots', 'jobmanager.memory.process.size', 'taskmanager.memory.process.size', 'execution.checkpointing.interval', 'execution.checkpointing.num-retained', 'state.checkpoints.num-retained', 'execution.checkpointing.dir', 'state.checkpoints.dir', 'state.backend.fs.checkpointdir', 'execution.checkpointing.savepoint-dir', 'state.savepoints.dir', 'savepoints.state.backend.fs.dir', 'kubernetes.cluster-id', 'kubernetes.namespace'] || k.startsWith('high-availability') || k.startsWith('recovery.'))[0] + ': the operator renders it from the spec (addresses, ports, slots, memory, checkpointing, storage, high availability); use the dedicated spec fields'"
+// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253)",message="spec.flinkConfiguration keys must be at most 253 characters"
+// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z][A-Za-z0-9_-]*([.][A-Za-z0-9_-]+)+$'))",messageExpression="'spec.flinkConfiguration keys are dotted Flink option names (letters, digits, _ and -, such as state.backend.type); refused: ' + self.filter(k, !k.matches('^[A-Za-z][A-Za-z0-9_-]*([.][A-Za-z0-9_-]+)+$'))[0]"
+// +kubebuilder:validation:XValidation:rule="!self.exists(k, self[k].matches('[[:cntrl:]]'))",messageExpression="'spec.flinkConfiguration values must be one line without control characters (a newline would inject lines into the configuration file); refused: ' + self.filter(k, self[k].matches('[[:cntrl:]]'))[0]"
+type FlinkConfiguration map[string]ConfigValue
+
+// ConfigValue is one Flink setting's value, as Flink reads it. Its bound
+// keeps the admission rules on spec.flinkConfiguration within the API
+// server's cost budget.
+// +kubebuilder:validation:MaxLength=4096
+type ConfigValue string
 
 // JobManagerSpec is the JobManager tier.
 type JobManagerSpec struct {
@@ -100,6 +137,8 @@ type TaskManagerSpec struct {
 	// Replicas of the TaskManager. Scaled through the scale subresource too.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:default=1
+	// +optional
 	Replicas int32 `json:"replicas"`
 
 	// Slots per TaskManager (taskmanager.numberOfTaskSlots).
@@ -152,11 +191,12 @@ type HighAvailabilitySpec struct {
 	Zookeeper *ZookeeperSpec `json:"zookeeper,omitempty"`
 
 	// StorageDir is where JobManager metadata is persisted for recovery
-	// (high-availability.storageDir), for example s3://bucket/flink/ha.
-	// Defaults to a directory on the cluster's data volume, which suits
-	// development only.
+	// (high-availability.storageDir), a URI such as s3://bucket/flink/ha.
+	// Defaults to <storage>/<namespace>/<name>/ha (spec.storage or the
+	// platform's default); every JobManager must be able to read it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
 	StorageDir string `json:"storageDir,omitempty"`
 }
 
@@ -184,17 +224,43 @@ type CheckpointingSpec struct {
 	// +optional
 	Retention int32 `json:"retention,omitempty"`
 
-	// CheckpointsDir is where checkpoints are written, for example
-	// s3://bucket/flink/checkpoints. Defaults to the cluster's data volume.
+	// CheckpointsDir is where checkpoints are written, a URI such as
+	// s3://bucket/flink/checkpoints. Defaults to
+	// <storage>/<namespace>/<name>/checkpoints.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
 	CheckpointsDir string `json:"checkpointsDir,omitempty"`
 
-	// SavepointsDir is where savepoints are written. Defaults to the
-	// cluster's data volume.
+	// SavepointsDir is where savepoints are written, a URI. Defaults to
+	// <storage>/<namespace>/<name>/savepoints.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
 	SavepointsDir string `json:"savepointsDir,omitempty"`
+}
+
+// StorageSpec is shared storage that every JobManager and TaskManager of a
+// cluster reads and writes, and that outlives them.
+// +kubebuilder:validation:XValidation:rule="has(self.uri) != has(self.claimName)",message="spec.storage needs exactly one of uri and claimName"
+type StorageSpec struct {
+	// URI of an object store or distributed filesystem, such as
+	// s3://bucket/flink, gs://bucket/flink, abfss://container@account.dfs.core.windows.net/flink
+	// or hdfs://namenode/flink. With the default image the operator enables
+	// Flink's filesystem plugin for s3, gs, abfs(s)/wasb(s) and oss.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
+	// +kubebuilder:validation:XValidation:rule="!self.lowerAscii().startsWith('file:')",message="spec.storage.uri must be shared storage (s3://, gs://, abfss://, hdfs://, ...), not a file:// path on each pod's own disk; for a shared volume use spec.storage.claimName"
+	URI string `json:"uri,omitempty"`
+
+	// ClaimName is an existing ReadWriteMany PersistentVolumeClaim in the
+	// cluster's namespace, mounted at /flink-shared in every JobManager and
+	// TaskManager.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	ClaimName string `json:"claimName,omitempty"`
 }
 
 // KafkaSpec locates Kafka. Credentials are only ever referenced.
@@ -282,6 +348,9 @@ const (
 	// ConditionRolledBack is True when the cluster runs the last stable spec
 	// because the newest one failed its gate.
 	ConditionRolledBack = "RolledBack"
+	// ConditionSharedStorage is True when checkpoints, savepoints and HA
+	// metadata live on storage every pod shares and that outlives them.
+	ConditionSharedStorage = "SharedStorage"
 )
 
 // ComponentStatus counts the pods of one tier.

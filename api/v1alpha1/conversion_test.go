@@ -106,7 +106,7 @@ func hubFull() v1.FlinkClusterSpec {
 		Job:                &v1.JobSpec{JarURI: "https://jars.example.com/orders.jar", Parallelism: 8, UpgradeMode: v1.UpgradeSavepoint},
 		UpgradePolicy:      &v1.UpgradePolicy{},
 		Health:             &v1.HealthPolicy{},
-		FlinkConfiguration: map[string]string{"taskmanager.memory.process.size": "4g"},
+		FlinkConfiguration: v1.FlinkConfiguration{"state.backend.type": "rocksdb"},
 	}
 }
 

@@ -16,10 +16,13 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.jobManager.replicas <= 1 || (has(self.highAvailability) && self.highAvailability.mode != 'none')",message="spec.jobManager.replicas greater than 1 requires spec.highAvailability.mode to be zookeeper or kubernetes"
 // +kubebuilder:validation:XValidation:rule="!has(self.job) || has(self.checkpointing) || (has(self.upgradePolicy) && has(self.upgradePolicy.stableCheckpoints) && self.upgradePolicy.stableCheckpoints == 0)",message="spec.job requires spec.checkpointing: the upgrade gate counts completed checkpoints (set spec.upgradePolicy.stableCheckpoints to 0 to run a job without them)"
 // +kubebuilder:validation:XValidation:rule="!has(self.job) || !has(self.job.upgradeMode) || self.job.upgradeMode != 'last-state' || has(self.checkpointing)",message="spec.job.upgradeMode last-state restores from checkpoints and requires spec.checkpointing"
+// +kubebuilder:validation:XValidation:rule="!has(self.flinkConfiguration) || !has(self.job) || !has(self.job.upgradeMode) || self.job.upgradeMode != 'last-state' || !('execution.checkpointing.externalized-checkpoint-retention' in self.flinkConfiguration)",message="spec.flinkConfiguration must not set execution.checkpointing.externalized-checkpoint-retention when spec.job.upgradeMode is last-state: the operator sets RETAIN_ON_CANCELLATION, so the checkpoint a last-state upgrade restores from survives the cancel"
+// +kubebuilder:validation:XValidation:rule="!has(self.flinkConfiguration) || !self.version.matches('^(1[.](17|18))[.]') || !self.flinkConfiguration.exists(k, self.flinkConfiguration[k] == '' || self.flinkConfiguration[k].contains('#') || self.flinkConfiguration[k].startsWith(' ') || self.flinkConfiguration[k].endsWith(' '))",messageExpression="'spec.flinkConfiguration: Flink ' + self.version + ' reads flink-conf.yaml, which cannot carry an empty value, a value with #, or one that starts or ends with a space; refused: ' + self.flinkConfiguration.filter(k, self.flinkConfiguration[k] == '' || self.flinkConfiguration[k].contains('#') || self.flinkConfiguration[k].startsWith(' ') || self.flinkConfiguration[k].endsWith(' '))[0]"
 type FlinkClusterSpec struct {
 	// Version is the exact Flink version, such as 1.17.1.
 	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+\.[0-9]+$`
 	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(1[.](17|18|19|20)|2[.](0|1|2))[.][0-9]+$')",message="spec.version must be a release of a Flink minor Datapilot supports: 1.17 to 2.2 (1.17, 1.18, 1.19, 1.20, 2.0, 2.1, 2.2)"
 	Version string `json:"version"`
 
 	// Image is the Flink container image. Defaults to flink:<version>.
@@ -38,10 +41,18 @@ type FlinkClusterSpec struct {
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// JobManager is the Flink JobManager tier.
+	// +optional
+	// +kubebuilder:default={}
 	JobManager v1.JobManagerSpec `json:"jobManager"`
 
 	// TaskManager is the Flink TaskManager tier.
+	// +optional
+	// +kubebuilder:default={}
 	TaskManager v1.TaskManagerSpec `json:"taskManager"`
+
+	// Storage is shared storage for checkpoints, savepoints and HA metadata.
+	// +optional
+	Storage *v1.StorageSpec `json:"storage,omitempty"`
 
 	// HighAvailability configures JobManager leader election and recovery.
 	// +optional
@@ -70,12 +81,9 @@ type FlinkClusterSpec struct {
 	Health *v1.HealthPolicy `json:"health,omitempty"`
 
 	// FlinkConfiguration holds extra Flink settings; keys the operator owns
-	// are refused.
+	// are refused, as in v1.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['jobmanager.rpc.address','jobmanager.rpc.port','jobmanager.bind-host','taskmanager.bind-host','blob.server.port','rest.port','rest.address','rest.bind-address','taskmanager.numberOfTaskSlots','execution.checkpointing.interval','execution.checkpointing.num-retained','state.checkpoints.num-retained','state.checkpoints.dir','execution.checkpointing.dir','state.savepoints.dir','execution.checkpointing.savepoint-dir','kubernetes.cluster-id']) && !k.startsWith('high-availability'))",message="spec.flinkConfiguration must not set keys the operator owns (ports, addresses, slots, high-availability.*, checkpoint interval, retention and directories); use the dedicated spec fields"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 4096)",message="spec.flinkConfiguration keys must be at most 253 characters and values at most 4096"
-	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty"`
+	FlinkConfiguration v1.FlinkConfiguration `json:"flinkConfiguration,omitempty"`
 }
 
 // KafkaSpec is v1alpha1's Kafka block: bootstrapServers is a plain string.

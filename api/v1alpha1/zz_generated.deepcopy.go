@@ -73,6 +73,11 @@ func (in *FlinkClusterSpec) DeepCopyInto(out *FlinkClusterSpec) {
 	*out = *in
 	in.JobManager.DeepCopyInto(&out.JobManager)
 	in.TaskManager.DeepCopyInto(&out.TaskManager)
+	if in.Storage != nil {
+		in, out := &in.Storage, &out.Storage
+		*out = new(v1.StorageSpec)
+		**out = **in
+	}
 	if in.HighAvailability != nil {
 		in, out := &in.HighAvailability, &out.HighAvailability
 		*out = new(v1.HighAvailabilitySpec)
@@ -105,7 +110,7 @@ func (in *FlinkClusterSpec) DeepCopyInto(out *FlinkClusterSpec) {
 	}
 	if in.FlinkConfiguration != nil {
 		in, out := &in.FlinkConfiguration, &out.FlinkConfiguration
-		*out = make(map[string]string, len(*in))
+		*out = make(v1.FlinkConfiguration, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}

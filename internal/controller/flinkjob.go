@@ -54,7 +54,7 @@ func (r *Reconciler) rolledOut(ctx context.Context, fc *v1.FlinkCluster, deploye
 	if deployed == nil {
 		return false
 	}
-	want, err := resources.Build(withSpec(fc, deployed))
+	want, err := resources.Build(withSpec(fc, deployed), r.Platform)
 	if err != nil {
 		return false
 	}
@@ -166,10 +166,10 @@ func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, plan lifecycl
 			_, err = c.TriggerCheckpoint(ctx, sp.JobID, flink.CheckpointTriggerRequest{TriggerID: sp.TriggerID})
 		case sp.Stop:
 			_, err = c.StopWithSavepoint(ctx, sp.JobID, flink.StopWithSavepointRequest{
-				TargetDirectory: resources.SavepointsDir(fc), TriggerID: sp.TriggerID, FormatType: flink.SavepointFormatCanonical})
+				TargetDirectory: resources.SavepointsDir(fc, r.Platform), TriggerID: sp.TriggerID, FormatType: flink.SavepointFormatCanonical})
 		default:
 			_, err = c.TriggerSavepoint(ctx, sp.JobID, flink.SavepointTriggerRequest{
-				TargetDirectory: resources.SavepointsDir(fc), TriggerID: sp.TriggerID, FormatType: flink.SavepointFormatCanonical})
+				TargetDirectory: resources.SavepointsDir(fc, r.Platform), TriggerID: sp.TriggerID, FormatType: flink.SavepointFormatCanonical})
 		}
 		if err != nil {
 			r.Metrics.Savepoints.WithLabelValues(string(sp.Reason), "trigger_error").Inc()

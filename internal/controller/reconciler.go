@@ -17,6 +17,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,6 +70,9 @@ type Reconciler struct {
 	Prober interface {
 		ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) health.Verdict
 	}
+	// Platform is what the platform team set for every cluster (the
+	// default shared storage).
+	Platform resources.Platform
 }
 
 // scope is what one reconcile works on.
@@ -102,6 +106,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
+	// State that must outlive a pod but would be on its disk: deploy
+	// nothing that would lose it (children already running stay as they
+	// are), and say why.
+	if storage := observeStorage(fc, r.Platform); storage.blocked() {
+		obs := r.observeWorkloads(ctx, fc)
+		obs.storage = storage
+		if meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionSharedStorage) == nil ||
+			meta.IsStatusConditionTrue(fc.Status.Conditions, v1.ConditionSharedStorage) {
+			v := storage.blockedVerdict()
+			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, v.reason, "Deploy", "%s", v.message)
+		}
+		return ctrl.Result{}, r.writeStatus(ctx, fc, obs)
+	}
+
 	// 3. Decide which spec the children should run: the user's, or, for a
 	// cluster with a job, whatever the state-safe upgrade path allows now.
 	deploy, plan, err := r.lifecycle(ctx, fc)
@@ -110,14 +128,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// Build the desired state: pure, no client.
-	desired, err := resources.Build(withSpec(fc, deploy))
+	desired, err := resources.Build(withSpec(fc, deploy), r.Platform)
 	if err != nil {
 		// Admission validates the spec; an object that still fails to
 		// build bypassed it. Say so instead of retrying forever.
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "InvalidSpec", "Build", "Cannot build the cluster: %v", err)
 		return ctrl.Result{}, r.writeStatus(ctx, fc, observed{applyErr: err})
 	}
-	s := &scope{fc: fc, desired: desired, obs: observed{configHash: desired.Config.Hash}}
+	s := &scope{fc: fc, desired: desired, obs: observed{configHash: desired.Config.Hash, storage: observeStorage(fc, r.Platform)}}
 
 	// 4–6. Observe each child in the cache, diff, apply what differs.
 	s.obs.applyErr = r.applyChildren(ctx, s)
@@ -345,6 +363,21 @@ func (r *Reconciler) recordChange(s *scope, c child) {
 }
 
 func isZero(o client.Object) bool { return o.GetUID() == "" }
+
+// observeWorkloads reads the JobManager and TaskManagers from the cache,
+// for a reconcile that applies nothing.
+func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) observed {
+	var obs observed
+	jm, tm := &appsv1.Deployment{}, &appsv1.StatefulSet{}
+	if r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}, jm) == nil {
+		obs.jobManager = jm
+	}
+	if r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.TaskManagerName(fc)}, tm) == nil {
+		obs.taskManager = tm
+	}
+	obs.configHash = fc.Status.ConfigHash
+	return obs
+}
 
 func specHash(annotations map[string]string) string { return annotations[resources.AnnotationSpecHash] }
 

@@ -23,6 +23,8 @@ type observed struct {
 	configHash string
 	// health is the three-level health verdict, when the poller has one.
 	health *health.Verdict
+	// storage is where the cluster's state lives.
+	storage storageFacts
 }
 
 // computeStatus derives the status from what was observed. It starts from
@@ -63,11 +65,17 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 			}
 		}
 	}
-	avail := availability(fc, obs)
+	store := obs.storage.sharedStorage()
+	set(v1.ConditionSharedStorage, store.status, store.reason, store.message)
+	avail, prog, deg := availability(fc, obs), progress(fc, obs), degradation(obs)
+	if obs.storage.blocked() {
+		// Nothing was deployed; the cluster waits for the user or the
+		// platform team, so it is not progressing but failed.
+		avail, prog = obs.storage.blockedVerdict(), obs.storage.blockedVerdict()
+		deg = verdict{metav1.ConditionTrue, prog.reason, prog.message}
+	}
 	set(v1.ConditionAvailable, avail.status, avail.reason, avail.message)
-	prog := progress(fc, obs)
 	set(v1.ConditionProgressing, prog.status, prog.reason, prog.message)
-	deg := degradation(obs)
 	set(v1.ConditionDegraded, deg.status, deg.reason, deg.message)
 	st.Phase = phaseOf(fc, avail, prog, deg)
 	return st

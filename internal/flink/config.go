@@ -34,24 +34,32 @@ func (v Version) AtLeast(major, minor int) bool {
 	return v.Major > major || (v.Major == major && v.Minor >= minor)
 }
 
-// Keys are the configuration keys whose names changed across Flink releases.
-// The spec states intent (an interval, a retention); these say how the
-// running version spells it.
+// Keys are the configuration keys whose names changed across the supported
+// Flink minors. The spec states intent (an interval, a retention); these
+// say how the running version spells it. Every key here exists in the
+// option table of each supported minor it is used for (tested against
+// flink-reference's options.tsv), never as a deprecated alias.
 type Keys struct {
 	// File is the configuration file the official image reads.
 	File string
 	// YAML is true when File is standard YAML (config.yaml), so values must
 	// be quoted as YAML scalars; flink-conf.yaml takes values verbatim.
-	YAML                  bool
-	CheckpointInterval    string
-	CheckpointsRetained   string
-	CheckpointsDir        string
-	SavepointsDir         string
-	HighAvailabilityType  string
-	HighAvailabilityValue map[string]string
+	YAML                bool
+	CheckpointInterval  string
+	CheckpointsRetained string
+	CheckpointsDir      string
+	SavepointsDir       string
+	// CheckpointRetention says whether a cancel deletes the externalized
+	// checkpoints (CheckpointingOptions: NO_EXTERNALIZED_CHECKPOINTS by
+	// default, so a last-state restore would find none).
+	CheckpointRetention  string
+	HighAvailabilityType string
 }
 
-// KeysFor returns the keys for a version.
+// KeysFor returns the keys for a supported version. (The reference
+// design says versions before 1.14 set the interval through
+// state.backend.fs.checkpoint.interval; no Flink release has that key,
+// and those versions are not supported anyway.)
 func KeysFor(v Version) Keys {
 	k := Keys{
 		File:                 "flink-conf.yaml",
@@ -59,25 +67,8 @@ func KeysFor(v Version) Keys {
 		CheckpointsRetained:  "state.checkpoints.num-retained",
 		CheckpointsDir:       "state.checkpoints.dir",
 		SavepointsDir:        "state.savepoints.dir",
+		CheckpointRetention:  LastStateRetentionKey,
 		HighAvailabilityType: "high-availability.type",
-		HighAvailabilityValue: map[string]string{
-			"zookeeper":  "zookeeper",
-			"kubernetes": "kubernetes",
-		},
-	}
-	if !v.AtLeast(1, 14) {
-		// Before 1.14 the reference deployments set the interval through
-		// the filesystem state backend's key.
-		k.CheckpointInterval = "state.backend.fs.checkpoint.interval"
-	}
-	if !v.AtLeast(1, 17) {
-		// high-availability.type replaced high-availability in 1.17, and
-		// the old key wants a factory class for Kubernetes.
-		k.HighAvailabilityType = "high-availability"
-		k.HighAvailabilityValue = map[string]string{
-			"zookeeper":  "zookeeper",
-			"kubernetes": "org.apache.flink.kubernetes.highavailability.KubernetesHaServicesFactory",
-		}
 	}
 	if v.AtLeast(1, 19) {
 		// 1.19 introduced the standard-YAML config.yaml; the official image
@@ -86,6 +77,8 @@ func KeysFor(v Version) Keys {
 		k.YAML = true
 	}
 	if v.AtLeast(1, 20) {
+		// CheckpointingOptions moved these under execution.checkpointing.*
+		// in 1.20; the old names are deprecated keys there and gone in 2.0.
 		k.CheckpointsRetained = "execution.checkpointing.num-retained"
 		k.CheckpointsDir = "execution.checkpointing.dir"
 		k.SavepointsDir = "execution.checkpointing.savepoint-dir"

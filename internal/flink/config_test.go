@@ -30,8 +30,6 @@ func TestKeysFor(t *testing.T) {
 		version                         string
 		file, interval, retained, haKey string
 	}{
-		{"1.13.6", "flink-conf.yaml", "state.backend.fs.checkpoint.interval", "state.checkpoints.num-retained", "high-availability"},
-		{"1.14.0", "flink-conf.yaml", "execution.checkpointing.interval", "state.checkpoints.num-retained", "high-availability"},
 		{"1.17.1", "flink-conf.yaml", "execution.checkpointing.interval", "state.checkpoints.num-retained", "high-availability.type"},
 		{"1.18.1", "flink-conf.yaml", "execution.checkpointing.interval", "state.checkpoints.num-retained", "high-availability.type"},
 		{"1.19.1", "config.yaml", "execution.checkpointing.interval", "state.checkpoints.num-retained", "high-availability.type"},

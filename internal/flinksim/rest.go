@@ -437,10 +437,13 @@ func slotResources(of int) flink.ResourceProfileInfo {
 }
 
 // requireManualCheckpoints refuses the checkpoint trigger endpoints on
-// versions before 1.19, which lack them.
+// versions before 1.17, which lack them: Flink's REST API gained
+// CheckpointTriggerHeaders (POST /jobs/{jobid}/checkpoints) and
+// CheckpointStatusHeaders in 1.17 (flink-reference rest/1.17 has them,
+// rest/1.16 does not).
 func (c *cluster) requireManualCheckpoints(p string) error {
-	if v, err := flink.ParseVersion(c.obs.Version); err == nil && !v.AtLeast(1, 19) {
-		return errorf(http.StatusNotFound, "Not found: %s (Flink %s has no checkpoint trigger endpoint; it came in 1.19)", p, c.obs.Version)
+	if v, err := flink.ParseVersion(c.obs.Version); err == nil && !v.AtLeast(1, 17) {
+		return errorf(http.StatusNotFound, "Not found: %s (Flink %s has no checkpoint trigger endpoint; it came in 1.17)", p, c.obs.Version)
 	}
 	return nil
 }

@@ -71,7 +71,9 @@ func normalize(s *v1.FlinkClusterSpec) *v1.FlinkClusterSpec {
 // a version change always takes a savepoint (checkpoints are not portable
 // across versions); last-state rolls take a checkpoint, as the reference
 // design's upgrade path does, where the running Flink can trigger one over
-// REST (1.19 on; before that a savepoint stands in); stateless takes nothing.
+// REST (POST /jobs/{jobid}/checkpoints, in the REST API from 1.17, the
+// oldest supported minor; a savepoint stands in for an unparsable
+// version); stateless takes nothing.
 func needsState(change Change, mode v1.UpgradeMode, running string) (savepoint, checkpoint bool) {
 	switch {
 	case change == ChangeScale || change == ChangeNone:
@@ -81,7 +83,7 @@ func needsState(change Change, mode v1.UpgradeMode, running string) (savepoint, 
 	case change == ChangeUpgrade || change == ChangeJob || mode == v1.UpgradeSavepoint:
 		return true, false
 	}
-	if v, err := flink.ParseVersion(running); err != nil || !v.AtLeast(1, 19) {
+	if v, err := flink.ParseVersion(running); err != nil || !v.AtLeast(1, 17) {
 		return true, false
 	}
 	return false, true

@@ -35,7 +35,8 @@ func TestClassify(t *testing.T) {
 		{ChangeUpgrade, v1.UpgradeSavepoint, "1.19.1", true, false},
 		{ChangeUpgrade, v1.UpgradeStateless, "1.19.1", false, false},
 		{ChangeConfigRoll, v1.UpgradeLastState, "1.19.1", false, true},
-		{ChangeConfigRoll, v1.UpgradeLastState, "1.17.1", true, false}, // no REST checkpoint trigger before 1.19
+		{ChangeConfigRoll, v1.UpgradeLastState, "1.17.1", false, true}, // the REST checkpoint trigger came in 1.17
+		{ChangeConfigRoll, v1.UpgradeLastState, "not-a-version", true, false},
 		{ChangeConfigRoll, v1.UpgradeSavepoint, "1.19.1", true, false},
 		{ChangeScale, v1.UpgradeSavepoint, "1.19.1", false, false},
 	} {

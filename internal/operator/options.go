@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/resources"
 )
 
 // Options are the operator's settings. Every one has a flag; the ones a
@@ -40,6 +44,15 @@ type Options struct {
 	// and {name} placeholders used instead of the JobManager Service's DNS
 	// name. The local platform points it at the Flink REST simulator.
 	FlinkRESTOverride string
+	// StateStorageURI is the platform's shared storage for every cluster's
+	// checkpoints, savepoints and HA metadata, such as s3://bucket/flink:
+	// each cluster uses <uri>/<namespace>/<name>/ unless its spec.storage
+	// says otherwise (STATE_STORAGE_URI).
+	StateStorageURI string
+	// StateStorageClaim is instead a ReadWriteMany PersistentVolumeClaim of
+	// this name in each cluster's namespace, mounted into every pod
+	// (STATE_STORAGE_CLAIM).
+	StateStorageClaim string
 
 	// WebhookCertMode is how the conversion webhook (/convert, which
 	// serves data.example.com/v1alpha1) gets its serving certificate:
@@ -106,6 +119,8 @@ func Defaults() (Options, error) {
 	o.WatchNamespaces = splitList(os.Getenv("WATCH_NAMESPACE"))
 	o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	o.FlinkRESTOverride = os.Getenv("FLINK_REST_OVERRIDE")
+	o.StateStorageURI = os.Getenv("STATE_STORAGE_URI")
+	o.StateStorageClaim = os.Getenv("STATE_STORAGE_CLAIM")
 	return o, nil
 }
 
@@ -125,6 +140,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory of the webhook's tls.crt and tls.key; with self-signed, where they are written (default a temporary directory).")
 	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "With self-signed: the Service ([namespace/]name, on --webhook-port) the API server reaches the webhook through.")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "With self-signed: the https URL the API server reaches the webhook at, instead of --webhook-service.")
+	fs.StringVar(&o.StateStorageURI, "state-storage-uri", o.StateStorageURI, "Shared storage for every cluster's checkpoints, savepoints and HA metadata, such as s3://bucket/flink; a spec's storage overrides it (env STATE_STORAGE_URI).")
+	fs.StringVar(&o.StateStorageClaim, "state-storage-claim", o.StateStorageClaim, "Instead of --state-storage-uri: a ReadWriteMany PersistentVolumeClaim of this name in each cluster's namespace, mounted into every Flink pod (env STATE_STORAGE_CLAIM).")
 	fs.StringVar(&o.FlinkRESTOverride, "flink-rest-override", o.FlinkRESTOverride, "Base URL template for Flink REST with {namespace} and {name}; for the local platform's simulator (env FLINK_REST_OVERRIDE).")
 }
 
@@ -141,7 +158,42 @@ func (o Options) Validate() error {
 	if o.MaxConcurrentReconciles < 1 {
 		return fmt.Errorf("max concurrent reconciles %d must be at least 1", o.MaxConcurrentReconciles)
 	}
+	if err := o.validateStorage(); err != nil {
+		return err
+	}
 	return o.validateWebhook()
+}
+
+// validateStorage holds the platform's storage to the rules admission
+// holds spec.storage to.
+func (o Options) validateStorage() error {
+	if o.StateStorageURI != "" && o.StateStorageClaim != "" {
+		return fmt.Errorf("set one of --state-storage-uri and --state-storage-claim, not both")
+	}
+	if o.StateStorageURI != "" {
+		u, err := url.Parse(o.StateStorageURI)
+		if err != nil || u.Scheme == "" || !strings.Contains(o.StateStorageURI, "://") {
+			return fmt.Errorf("state storage URI %q is not a URI such as s3://bucket/flink", o.StateStorageURI)
+		}
+		if strings.EqualFold(u.Scheme, "file") {
+			return fmt.Errorf("state storage URI %q is on each pod's own disk; give shared storage (s3://, gs://, abfss://, hdfs://, ...) or --state-storage-claim", o.StateStorageURI)
+		}
+	}
+	if c := o.StateStorageClaim; c != "" && len(validation.IsDNS1123Subdomain(c)) > 0 {
+		return fmt.Errorf("state storage claim %q is not a PersistentVolumeClaim name", c)
+	}
+	return nil
+}
+
+// Platform is what the settings give every cluster.
+func (o Options) Platform() resources.Platform {
+	switch {
+	case o.StateStorageURI != "":
+		return resources.Platform{Storage: &v1.StorageSpec{URI: o.StateStorageURI}}
+	case o.StateStorageClaim != "":
+		return resources.Platform{Storage: &v1.StorageSpec{ClaimName: o.StateStorageClaim}}
+	}
+	return resources.Platform{}
 }
 
 func (o Options) validateWebhook() error {

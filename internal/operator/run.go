@@ -109,6 +109,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Recorder:  mgr.GetEventRecorder("datapilot"),
 		Metrics:   metrics(),
 		Resolver:  flink.Resolver{Override: o.FlinkRESTOverride},
+		Platform:  o.Platform(),
 		// Per-request timeouts are set by the Flink client; this bounds
 		// jar downloads.
 		HTTPClient: &http.Client{Timeout: 2 * time.Minute},

@@ -30,18 +30,19 @@ type Desired struct {
 	TaskManagerBudget *policyac.PodDisruptionBudgetApplyConfiguration
 }
 
-// Build renders the desired children of a cluster.
-func Build(fc *v1.FlinkCluster) (*Desired, error) {
-	cfg, err := RenderConfig(fc)
+// Build renders the desired children of a cluster on platform p.
+func Build(fc *v1.FlinkCluster, p Platform) (*Desired, error) {
+	cfg, err := RenderConfig(fc, p)
 	if err != nil {
 		return nil, err
 	}
+	st := StateOf(fc, p)
 	d := &Desired{
 		Config:             cfg,
 		ConfigMap:          configMap(fc, cfg),
-		JobManager:         jobManager(fc, cfg),
+		JobManager:         jobManager(fc, cfg, st),
 		JobManagerService:  jobManagerService(fc),
-		TaskManager:        taskManager(fc, cfg),
+		TaskManager:        taskManager(fc, cfg, st),
 		TaskManagerService: taskManagerService(fc),
 		TaskManagerBudget:  taskManagerBudget(fc),
 	}
@@ -95,14 +96,14 @@ func haEnabled(fc *v1.FlinkCluster) bool {
 	return fc.Spec.HighAvailability != nil && fc.Spec.HighAvailability.Mode != v1.HighAvailabilityNone
 }
 
-func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig) *appsac.DeploymentApplyConfiguration {
+func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) *appsac.DeploymentApplyConfiguration {
 	args := []string{"jobmanager"}
 	if haEnabled(fc) {
 		// With HA each JobManager publishes its own address through the
 		// leader election, so it must bind to its pod IP, not the Service.
 		args = append(args, "$(POD_IP)")
 	}
-	c := flinkContainer(fc, "jobmanager", args, fc.Spec.JobManager.Resources).
+	c := flinkContainer(fc, st, "jobmanager", args, containerResources(fc.Spec.JobManager.Resources, jobManagerMemory(fc))).
 		WithPorts(
 			coreac.ContainerPort().WithName("rpc").WithContainerPort(PortRPC),
 			coreac.ContainerPort().WithName("blob").WithContainerPort(PortBlob),
@@ -124,12 +125,12 @@ func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig) *appsac.DeploymentApplyCon
 			// first avoids two leaders fighting over one Service address
 			// when high availability is off.
 			WithStrategy(appsac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)).
-			WithTemplate(podTemplate(fc, cfg, ComponentJobManager, c, nil)))
+			WithTemplate(podTemplate(fc, cfg, st, ComponentJobManager, c, nil)))
 }
 
-func taskManager(fc *v1.FlinkCluster, cfg FlinkConfig) *appsac.StatefulSetApplyConfiguration {
-	c := flinkContainer(fc, "taskmanager", []string{"taskmanager"}, fc.Spec.TaskManager.Resources).
-		WithPorts(coreac.ContainerPort().WithName("rpc").WithContainerPort(6122)).
+func taskManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) *appsac.StatefulSetApplyConfiguration {
+	c := flinkContainer(fc, st, "taskmanager", []string{"taskmanager"}, containerResources(fc.Spec.TaskManager.Resources, taskManagerMemory(fc))).
+		WithPorts(coreac.ContainerPort().WithName("rpc").WithContainerPort(PortTaskManagerRPC)).
 		WithReadinessProbe(tcpProbe("rpc", 5, 10)).
 		WithLivenessProbe(tcpProbe("rpc", 30, 30))
 	var dataVolume *coreac.VolumeApplyConfiguration
@@ -159,14 +160,14 @@ func taskManager(fc *v1.FlinkCluster, cfg FlinkConfig) *appsac.StatefulSetApplyC
 	} else {
 		dataVolume = coreac.Volume().WithName("data").WithEmptyDir(coreac.EmptyDirVolumeSource())
 	}
-	spec.WithTemplate(podTemplate(fc, cfg, ComponentTaskManager, c, dataVolume))
+	spec.WithTemplate(podTemplate(fc, cfg, st, ComponentTaskManager, c, dataVolume))
 	return appsac.StatefulSet(TaskManagerName(fc), fc.Namespace).
 		WithLabels(Labels(fc, ComponentTaskManager)).
 		WithOwnerReferences(ownerRef(fc)).
 		WithSpec(spec)
 }
 
-func flinkContainer(fc *v1.FlinkCluster, name string, args []string, res corev1.ResourceRequirements) *coreac.ContainerApplyConfiguration {
+func flinkContainer(fc *v1.FlinkCluster, st State, name string, args []string, res corev1.ResourceRequirements) *coreac.ContainerApplyConfiguration {
 	c := coreac.Container().
 		WithName(name).
 		WithImage(Image(fc)).
@@ -176,13 +177,17 @@ func flinkContainer(fc *v1.FlinkCluster, name string, args []string, res corev1.
 	if fc.Spec.ImagePullPolicy != "" {
 		c.WithImagePullPolicy(fc.Spec.ImagePullPolicy)
 	}
-	if rr := resourceRequirements(res); rr != nil {
-		c.WithResources(rr)
+	if plugins := builtInPlugins(fc, st); plugins != "" {
+		c.WithEnv(coreac.EnvVar().WithName("ENABLE_BUILT_IN_PLUGINS").WithValue(plugins))
 	}
+	c.WithResources(coreac.ResourceRequirements().WithLimits(res.Limits).WithRequests(res.Requests))
 	c.WithVolumeMounts(
 		coreac.VolumeMount().WithName("flink-config").WithMountPath(ConfDir),
 		coreac.VolumeMount().WithName("data").WithMountPath(DataDir),
 	)
+	if st.Claim != "" {
+		c.WithVolumeMounts(coreac.VolumeMount().WithName("shared").WithMountPath(SharedDir))
+	}
 	if k := fc.Spec.Kafka; k != nil {
 		c.WithEnv(coreac.EnvVar().WithName("KAFKA_BOOTSTRAP_SERVERS").WithValue(k.Bootstrap.Servers))
 		if k.TLS != nil && k.TLS.Enabled && k.TLS.SecretRef != nil {
@@ -195,7 +200,7 @@ func flinkContainer(fc *v1.FlinkCluster, name string, args []string, res corev1.
 	return c
 }
 
-func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, component string, c *coreac.ContainerApplyConfiguration, dataVolume *coreac.VolumeApplyConfiguration) *coreac.PodTemplateSpecApplyConfiguration {
+func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, st State, component string, c *coreac.ContainerApplyConfiguration, dataVolume *coreac.VolumeApplyConfiguration) *coreac.PodTemplateSpecApplyConfiguration {
 	pod := coreac.PodSpec().
 		WithContainers(c).
 		WithVolumes(coreac.Volume().WithName("flink-config").WithConfigMap(
@@ -204,6 +209,10 @@ func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, component string, c *core
 		pod.WithVolumes(dataVolume)
 	} else if component == ComponentJobManager {
 		pod.WithVolumes(coreac.Volume().WithName("data").WithEmptyDir(coreac.EmptyDirVolumeSource()))
+	}
+	if st.Claim != "" {
+		pod.WithVolumes(coreac.Volume().WithName("shared").WithPersistentVolumeClaim(
+			coreac.PersistentVolumeClaimVolumeSource().WithClaimName(st.Claim)))
 	}
 	if k := fc.Spec.Kafka; k != nil {
 		if k.TLS != nil && k.TLS.Enabled && k.TLS.SecretRef != nil {
@@ -248,7 +257,7 @@ func taskManagerService(fc *v1.FlinkCluster) *coreac.ServiceApplyConfiguration {
 			// TaskManagers must resolve each other before they are ready.
 			WithPublishNotReadyAddresses(true).
 			WithSelector(SelectorLabels(fc.Name, ComponentTaskManager)).
-			WithPorts(servicePort("rpc", 6122)))
+			WithPorts(servicePort("rpc", PortTaskManagerRPC)))
 }
 
 func taskManagerBudget(fc *v1.FlinkCluster) *policyac.PodDisruptionBudgetApplyConfiguration {
@@ -270,22 +279,4 @@ func tcpProbe(port string, initialDelay, period int32) *coreac.ProbeApplyConfigu
 		WithTCPSocket(coreac.TCPSocketAction().WithPort(intstr.FromString(port))).
 		WithInitialDelaySeconds(initialDelay).
 		WithPeriodSeconds(period)
-}
-
-func resourceRequirements(r corev1.ResourceRequirements) *coreac.ResourceRequirementsApplyConfiguration {
-	if len(r.Limits) == 0 && len(r.Requests) == 0 {
-		return nil
-	}
-	rr := coreac.ResourceRequirements()
-	if len(r.Limits) > 0 {
-		rr.WithLimits(r.Limits)
-	}
-	requests := r.Requests
-	if len(requests) == 0 {
-		// Requests default to limits in the API server anyway; saying so
-		// here keeps the applied object and the stored one identical.
-		requests = r.Limits
-	}
-	rr.WithRequests(requests)
-	return rr
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -33,7 +34,15 @@ func loadExample(t *testing.T, name string) *v1.FlinkCluster {
 	return fc
 }
 
-func goldenCases(t *testing.T) map[string]*v1.FlinkCluster {
+// platformStorage is a platform team's default shared storage.
+var platformStorage = Platform{Storage: &v1.StorageSpec{URI: "s3://platform-state/flink/"}}
+
+type goldenCase struct {
+	fc       *v1.FlinkCluster
+	platform Platform
+}
+
+func goldenCases(t *testing.T) map[string]goldenCase {
 	ref := loadExample(t, "realtime-warehouse.yaml")
 
 	minimal := &v1.FlinkCluster{}
@@ -59,32 +68,37 @@ func goldenCases(t *testing.T) map[string]*v1.FlinkCluster {
 		TLS:       &v1.KafkaTLS{Enabled: true, SecretRef: &v1.SecretReference{Name: "kafka-tls"}},
 		SASL:      &v1.KafkaSASL{SecretRef: v1.SecretReference{Name: "kafka-sasl"}},
 	}
-	full.Spec.FlinkConfiguration = map[string]string{
+	full.Spec.FlinkConfiguration = v1.FlinkConfiguration{
 		"state.backend.type":    "rocksdb",
 		"pipeline.name":         "payments: enrich & route",
 		"restart-strategy.type": "fixed-delay",
 	}
 
-	old := minimal.DeepCopy()
-	old.Name = "legacy"
-	old.Spec.Version = "1.13.6"
-	old.Spec.Checkpointing = &v1.CheckpointingSpec{Interval: "1m"}
-	old.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
+	// A job on a shared volume: the claim is mounted, the directories are
+	// under it, and memory comes from a request alone.
+	claim := minimal.DeepCopy()
+	claim.Name = "orders"
+	claim.Spec.Version = "2.0.1"
+	claim.Spec.Storage = &v1.StorageSpec{ClaimName: "flink-state"}
+	claim.Spec.Checkpointing = &v1.CheckpointingSpec{Interval: "1m", Retention: 2}
+	claim.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
+	claim.Spec.Job = &v1.JobSpec{JarURI: "https://artifacts/orders.jar", UpgradeMode: v1.UpgradeLastState}
+	claim.Spec.TaskManager.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")}
 
-	return map[string]*v1.FlinkCluster{
-		"realtime-warehouse": ref,
-		"minimal-1.19":       minimal,
-		"full-1.20":          full,
-		"legacy-1.13":        old,
+	return map[string]goldenCase{
+		"realtime-warehouse": {ref, platformStorage},
+		"minimal-1.19":       {minimal, Platform{}},
+		"full-1.20":          {full, Platform{}},
+		"claim-2.0":          {claim, platformStorage},
 	}
 }
 
 // TestBuildGolden renders every child of each case and compares it with
 // testdata/<case>.yaml. Run with -update after an intended change.
 func TestBuildGolden(t *testing.T) {
-	for name, fc := range goldenCases(t) {
+	for name, tc := range goldenCases(t) {
 		t.Run(name, func(t *testing.T) {
-			d, err := Build(fc)
+			d, err := Build(tc.fc, tc.platform)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +148,7 @@ func diffLines(want, got string) string {
 
 func TestRenderConfigKeys(t *testing.T) {
 	ref := loadExample(t, "realtime-warehouse.yaml")
-	cfg, err := RenderConfig(ref)
+	cfg, err := RenderConfig(ref, platformStorage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +161,9 @@ func TestRenderConfigKeys(t *testing.T) {
 		"jobmanager.memory.process.size":     "8192m",
 		"taskmanager.memory.process.size":    "32768m",
 		"jobmanager.rpc.address":             "realtime-warehouse-jobmanager",
+		"high-availability.storageDir":       "s3://platform-state/flink/analytics/realtime-warehouse/ha",
+		"state.checkpoints.dir":              "s3://platform-state/flink/analytics/realtime-warehouse/checkpoints",
+		"state.savepoints.dir":               "s3://platform-state/flink/analytics/realtime-warehouse/savepoints",
 	} {
 		if got := cfg.Settings[key]; got != want {
 			t.Errorf("%s = %q, want %q", key, got, want)
@@ -162,7 +179,7 @@ func TestHashes(t *testing.T) {
 	build := func(mut func(*v1.FlinkCluster)) *Desired {
 		fc := base.DeepCopy()
 		mut(fc)
-		d, err := Build(fc)
+		d, err := Build(fc, platformStorage)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
@@ -48,7 +48,9 @@ type FlinkConfig struct {
 }
 
 // RenderConfig maps the spec's intent onto the Flink keys of its version.
-func RenderConfig(fc *v1.FlinkCluster) (FlinkConfig, error) {
+// Every key it writes is in flink.OwnedKeys, which admission refuses in
+// spec.flinkConfiguration; tests hold both to that for every minor.
+func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 	ver, err := flink.ParseVersion(fc.Spec.Version)
 	if err != nil {
 		return FlinkConfig{}, err
@@ -58,7 +60,7 @@ func RenderConfig(fc *v1.FlinkCluster) (FlinkConfig, error) {
 	// User settings first: every operator-owned key below overwrites them
 	// (admission already refuses those keys; this keeps old objects safe).
 	for k, v := range fc.Spec.FlinkConfiguration {
-		s[k] = v
+		s[k] = string(v)
 	}
 	s["jobmanager.rpc.address"] = JobManagerName(fc)
 	s["jobmanager.rpc.port"] = strconv.Itoa(PortRPC)
@@ -68,29 +70,25 @@ func RenderConfig(fc *v1.FlinkCluster) (FlinkConfig, error) {
 	s["rest.bind-address"] = "0.0.0.0"
 	s["jobmanager.bind-host"] = "0.0.0.0"
 	s["taskmanager.bind-host"] = "0.0.0.0"
-	s["taskmanager.rpc.port"] = "6122"
+	s["taskmanager.rpc.port"] = strconv.Itoa(PortTaskManagerRPC)
 	s["taskmanager.numberOfTaskSlots"] = strconv.Itoa(int(slots(fc)))
-	if mem, ok := fc.Spec.JobManager.Resources.Limits[corev1.ResourceMemory]; ok {
-		s["jobmanager.memory.process.size"] = mebibytes(mem.Value())
-	}
-	if mem, ok := fc.Spec.TaskManager.Resources.Limits[corev1.ResourceMemory]; ok {
-		s["taskmanager.memory.process.size"] = mebibytes(mem.Value())
-	}
+	s["jobmanager.memory.process.size"] = flinkMemory(jobManagerMemory(fc))
+	s["taskmanager.memory.process.size"] = flinkMemory(taskManagerMemory(fc))
 
 	if cp := fc.Spec.Checkpointing; cp != nil {
 		s[keys.CheckpointInterval] = cp.Interval
-		retention := cp.Retention
-		if retention < 1 {
-			retention = 1
-		}
-		s[keys.CheckpointsRetained] = strconv.Itoa(int(retention))
+		s[keys.CheckpointsRetained] = strconv.Itoa(int(max(cp.Retention, 1)))
 	}
-	s[keys.CheckpointsDir] = orDefault(checkpointsDir(fc), "file://"+DataDir+"/checkpoints")
-	s[keys.SavepointsDir] = SavepointsDir(fc)
+	if j := fc.Spec.Job; j != nil && j.UpgradeMode == v1.UpgradeLastState {
+		s[keys.CheckpointRetention] = "RETAIN_ON_CANCELLATION"
+	}
+	st := StateOf(fc, p)
+	s[keys.CheckpointsDir] = st.Checkpoints
+	s[keys.SavepointsDir] = st.Savepoints
 
 	if ha := fc.Spec.HighAvailability; ha != nil && ha.Mode != v1.HighAvailabilityNone {
-		s[keys.HighAvailabilityType] = keys.HighAvailabilityValue[string(ha.Mode)]
-		s["high-availability.storageDir"] = orDefault(ha.StorageDir, "file://"+DataDir+"/ha")
+		s[keys.HighAvailabilityType] = string(ha.Mode)
+		s["high-availability.storageDir"] = st.HA
 		s["high-availability.cluster-id"] = fc.Namespace + "-" + fc.Name
 		switch ha.Mode {
 		case v1.HighAvailabilityZookeeper:
@@ -106,20 +104,16 @@ func RenderConfig(fc *v1.FlinkCluster) (FlinkConfig, error) {
 	return FlinkConfig{FileName: keys.File, Settings: s, Hash: hex.EncodeToString(sum[:8])}, nil
 }
 
-// SavepointsDir is where the cluster writes savepoints.
-func SavepointsDir(fc *v1.FlinkCluster) string {
-	if cp := fc.Spec.Checkpointing; cp != nil && cp.SavepointsDir != "" {
-		return cp.SavepointsDir
-	}
-	return "file://" + DataDir + "/savepoints"
+func jobManagerMemory(fc *v1.FlinkCluster) resource.Quantity {
+	return processMemory(fc.Spec.JobManager.Resources, DefaultJobManagerMemory)
 }
 
-func checkpointsDir(fc *v1.FlinkCluster) string {
-	if cp := fc.Spec.Checkpointing; cp != nil {
-		return cp.CheckpointsDir
-	}
-	return ""
+func taskManagerMemory(fc *v1.FlinkCluster) resource.Quantity {
+	return processMemory(fc.Spec.TaskManager.Resources, DefaultTaskManagerMemory)
 }
+
+// SavepointsDir is where the cluster writes savepoints.
+func SavepointsDir(fc *v1.FlinkCluster, p Platform) string { return StateOf(fc, p).Savepoints }
 
 // Files returns the ConfigMap data for the rendered configuration.
 func (c FlinkConfig) Files() map[string]string {
@@ -164,8 +158,6 @@ func yamlScalar(v string) string {
 	}
 	return strconv.Quote(v)
 }
-
-func mebibytes(bytes int64) string { return strconv.FormatInt(bytes/(1<<20), 10) + "m" }
 
 func orDefault(v, def string) string {
 	if v == "" {

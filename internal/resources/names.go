@@ -35,6 +35,8 @@ const (
 	PortRPC  = 6123
 	PortBlob = 6124
 	PortREST = 8081
+	// PortTaskManagerRPC is the TaskManagers' RPC port.
+	PortTaskManagerRPC = 6122
 )
 
 // ConfigMapName is the name of the rendered Flink configuration.
