@@ -254,6 +254,46 @@ func TestBadInputsAreRejectedAtAdmission(t *testing.T) {
 		{"old v1alpha1 field shape", func(s map[string]any) {
 			s["kafka"] = map[string]any{"bootstrapServers": "k:9093"}
 		}, "spec.kafka"},
+		{"unsupported minor 1.16", func(s map[string]any) { s["version"] = "1.16.3" }, "spec.version must be a release of a Flink minor Datapilot supports: 1.17 to 2.2"},
+		{"unsupported minor 2.3", func(s map[string]any) { s["version"] = "2.3.0" }, "spec.version must be a release of a Flink minor Datapilot supports"},
+		{"owned key missed by the old list", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"taskmanager.memory.process.size": "4g"}
+		}, "spec.flinkConfiguration must not set taskmanager.memory.process.size"},
+		{"deprecated alias of an owned key", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"recovery.mode": "zookeeper"}
+		}, "spec.flinkConfiguration must not set recovery.mode"},
+		{"newline injecting an owned key", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"pipeline.name": "x\njobmanager.rpc.address: evil"}
+		}, "spec.flinkConfiguration values must be one line without control characters (a newline would inject lines into the configuration file); refused: pipeline.name"},
+		{"# in flink-conf.yaml", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"pipeline.name": "orders #1"}
+		}, "spec.flinkConfiguration: Flink 1.17.1 reads flink-conf.yaml, which cannot carry an empty value, a value with #, or one that starts or ends with a space; refused: pipeline.name"},
+		{"empty value in flink-conf.yaml", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"pipeline.name": ""}
+		}, "refused: pipeline.name"},
+		{"trailing space in flink-conf.yaml", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"pipeline.name": "orders "}
+		}, "refused: pipeline.name"},
+		{"key that is no option name", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"pipeline name": "x"}
+		}, "spec.flinkConfiguration keys are dotted Flink option names"},
+		{"retention key with last-state", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "upgradeMode": "last-state"}
+			s["flinkConfiguration"] = map[string]any{"execution.checkpointing.externalized-checkpoint-retention": "DELETE_ON_CANCELLATION"}
+		}, "spec.flinkConfiguration must not set execution.checkpointing.externalized-checkpoint-retention when spec.job.upgradeMode is last-state"},
+		{"storage with uri and claim", func(s map[string]any) {
+			s["storage"] = map[string]any{"uri": "s3://b/f", "claimName": "state"}
+		}, "spec.storage needs exactly one of uri and claimName"},
+		{"storage on a pod's disk", func(s map[string]any) {
+			s["storage"] = map[string]any{"uri": "file:///flink-data"}
+		}, "spec.storage.uri must be shared storage"},
+		{"checkpoints dir without a scheme", func(s map[string]any) {
+			sub(s, "checkpointing")["checkpointsDir"] = "/data/checkpoints"
+		}, "spec.checkpointing.checkpointsDir"},
+		{"three JobManagers without HA and no taskManager block", func(s map[string]any) {
+			delete(s, "highAvailability")
+			delete(s, "taskManager")
+		}, "spec.jobManager.replicas greater than 1 requires spec.highAvailability.mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := referenceExample(t, ns)

@@ -60,6 +60,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	opts.MetricsAddr, opts.ProbeAddr, opts.LeaderElection = "0", "0", false
+	// The platform's shared storage, as a platform team sets it once.
+	opts.StateStorageURI = itStateStorage
 	mgr, err := operator.NewManager(opCfg, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -75,6 +77,9 @@ func run(m *testing.M) int {
 	}
 	return code
 }
+
+// itStateStorage is the integration tier's platform storage.
+const itStateStorage = "s3://it-state/flink"
 
 // countWrites counts every non-read request the operator makes.
 type countWrites struct{ next http.RoundTripper }

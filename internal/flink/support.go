@@ -82,7 +82,7 @@ func LegacyFileMessage() string {
 }
 
 func legacyUnfit(v string) string {
-	return fmt.Sprintf("%[1]s == '' || %[1]s.contains('#') || %[1]s.startsWith(' ') || %[1]s.endsWith(' ')", v)
+	return fmt.Sprintf("size(%[1]s) == 0 || %[1]s.contains('#') || %[1]s.startsWith(' ') || %[1]s.endsWith(' ')", v)
 }
 
 // legacyVersions matches the versions of the supported minors that read
