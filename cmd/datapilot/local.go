@@ -54,6 +54,10 @@ func newLocalUpCommand() *cobra.Command {
 	f.operator.WebhookCertMode = operator.WebhookCertSelfSigned
 	f.operator.WebhookHost = "127.0.0.1"
 	f.operator.WebhookPort = 0
+	// The platform's shared storage, unless the environment names another.
+	if f.operator.StateStorageURI == "" && f.operator.StateStorageClaim == "" {
+		f.operator.StateStorageURI = platform.StateStorageURI
+	}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start etcd, kube-apiserver, controller-manager, scheduler, kwok fake nodes, the Flink REST simulator and the operator",

@@ -42,6 +42,13 @@ var Components = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeSchedu
 // thousands of ClusterIP Services.
 const ServiceClusterIPRange = "10.96.0.0/16"
 
+// StateStorageURI is the shared storage the local platform offers its
+// Flink clusters, as a platform team would set an object store: the
+// operator's default for checkpoints, savepoints and HA metadata. No Flink
+// runs here and no file is written; the Flink REST simulator stands in for
+// the store as it does for Flink.
+const StateStorageURI = "s3://datapilot-local/state"
+
 // Options configure the platform. The zero value of every field means its
 // default.
 type Options struct {

@@ -45,6 +45,7 @@ type wantSettings struct {
 	reconcileInterval       string
 	maxConcurrentReconciles int
 	watchNamespaces         []string
+	stateStorageURI         string
 	serviceMonitor          bool
 	image                   string
 }
@@ -59,7 +60,7 @@ var installs = []install{
 		name: "chart with custom values", chart: true, release: "flink-ops", namespace: "datapilot-custom",
 		chartValues: "values-custom.yaml",
 		want: wantSettings{replicas: 0, logLevel: "debug", reconcileInterval: "1m30s", maxConcurrentReconciles: 12,
-			watchNamespaces: []string{"team-a", "team-b"}, serviceMonitor: true,
+			watchNamespaces: []string{"team-a", "team-b"}, stateStorageURI: "s3://team-state/flink", serviceMonitor: true,
 			image: "registry.example.com/platform/datapilot:test"},
 	},
 	{
@@ -70,7 +71,7 @@ var installs = []install{
 	{
 		name: "kustomize config/overlays/production", kustomizeDir: "config/overlays/production", namespace: "data-platform-system",
 		want: wantSettings{replicas: 2, logLevel: "info", reconcileInterval: "30s", maxConcurrentReconciles: 5,
-			image: "ghcr.io/datapilot/datapilot:0.1.0"},
+			stateStorageURI: "s3://flink-state/datapilot", image: "ghcr.io/datapilot/datapilot:0.1.0"},
 	},
 }
 

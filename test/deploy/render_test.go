@@ -530,7 +530,7 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 			t.Fatalf("env %s comes from %+v, which this test cannot resolve", e.Name, e.ValueFrom)
 		}
 	}
-	for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE"} {
+	for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE", "STATE_STORAGE_URI", "STATE_STORAGE_CLAIM"} {
 		t.Setenv(k, env[k]) // the operator treats empty as unset
 	}
 	opts, err := operator.Defaults()
@@ -552,11 +552,11 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 	want := r.in.want
 	interval, _ := time.ParseDuration(want.reconcileInterval)
 	got := []any{opts.LogLevel, opts.ReconcileInterval, opts.MaxConcurrentReconciles, opts.WatchNamespaces,
-		opts.LeaderElection, opts.LeaderElectionNamespace, opts.FlinkRESTOverride}
+		opts.LeaderElection, opts.LeaderElectionNamespace, opts.FlinkRESTOverride, opts.StateStorageURI, opts.StateStorageClaim}
 	exp := []any{want.logLevel, interval, want.maxConcurrentReconciles, want.watchNamespaces,
-		true, r.in.namespace, ""}
+		true, r.in.namespace, "", want.stateStorageURI, ""}
 	if !reflect.DeepEqual(got, exp) {
-		t.Errorf("Operator settings (log level, interval, concurrency, namespaces, leader election, lease namespace, REST override)\n got %v\nwant %v", got, exp)
+		t.Errorf("Operator settings (log level, interval, concurrency, namespaces, leader election, lease namespace, REST override, storage URI, storage claim)\n got %v\nwant %v", got, exp)
 	}
 
 	// The production overlay follows the reference design: the three
@@ -568,7 +568,7 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 				cm = c
 			}
 		}
-		wantData := map[string]string{"LOG_LEVEL": "INFO", "RECONCILE_INTERVAL": "30s", "MAX_CONCURRENT_RECONCILES": "5"}
+		wantData := map[string]string{"LOG_LEVEL": "INFO", "RECONCILE_INTERVAL": "30s", "MAX_CONCURRENT_RECONCILES": "5", "STATE_STORAGE_URI": "s3://flink-state/datapilot"}
 		switch {
 		case cm == nil:
 			t.Error("No flink-operator-config ConfigMap rendered")
