@@ -170,7 +170,7 @@ func flowString(s string, simpleKey bool) string {
 }
 
 type scalarAnalysis struct {
-	empty, multiline                 bool
+	empty, multiline                  bool
 	allowFlowPlain, allowSingleQuoted bool
 }
 
