@@ -215,7 +215,15 @@ func resolveScalar(n *yaml.Node) (any, error) {
 	if quoted {
 		return n.Value, nil
 	}
-	s := n.Value
+	v, err := resolvePlain(n.Value)
+	if err != nil {
+		return nil, fmt.Errorf("config.yaml line %d: %w", n.Line, err)
+	}
+	return v, nil
+}
+
+// resolvePlain constructs the value of a plain scalar with this text.
+func resolvePlain(s string) (any, error) {
 	switch {
 	case coreNull.MatchString(s):
 		return nil, nil
@@ -224,11 +232,7 @@ func resolveScalar(n *yaml.Node) (any, error) {
 	case coreInt.MatchString(s):
 		return coreIntValue(s), nil
 	case coreFloat.MatchString(s):
-		f, err := coreFloatValue(s)
-		if err != nil {
-			return nil, fmt.Errorf("config.yaml line %d: %w", n.Line, err)
-		}
-		return f, nil
+		return coreFloatValue(s)
 	}
 	return s, nil
 }

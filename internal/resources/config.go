@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/flinkconf"
 )
 
 // Paths inside the Flink containers.
@@ -124,7 +125,9 @@ func (c FlinkConfig) Files() map[string]string {
 }
 
 // renderFile writes one "key: value" line per setting in key order, so the
-// same settings always render to the same bytes (and the same hash).
+// same settings always render to the same bytes (and the same hash). In
+// config.yaml keys and values are YAML scalars that Flink reads back as
+// exactly the string set here; flink-conf.yaml takes them verbatim.
 func renderFile(s map[string]string, yamlQuoting bool) string {
 	keys := make([]string, 0, len(s))
 	for k := range s {
@@ -134,30 +137,15 @@ func renderFile(s map[string]string, yamlQuoting bool) string {
 	var b strings.Builder
 	b.WriteString("# Rendered by Datapilot from the FlinkCluster spec; edits are overwritten.\n")
 	for _, k := range keys {
-		v := s[k]
+		key, v := k, s[k]
 		if yamlQuoting {
-			v = yamlScalar(v)
+			key, v = flinkconf.YAMLScalar(key), flinkconf.YAMLScalar(v)
 		}
-		fmt.Fprintf(&b, "%s: %s\n", k, v)
+		fmt.Fprintf(&b, "%s: %s\n", key, v)
 	}
 	return b.String()
 }
 
-// yamlScalar quotes a value unless it is plainly safe, so config.yaml
-// parses every value as the string the user wrote.
-func yamlScalar(v string) string {
-	safe := v != ""
-	for _, r := range v {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-/", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return v
-	}
-	return strconv.Quote(v)
-}
 
 func orDefault(v, def string) string {
 	if v == "" {
