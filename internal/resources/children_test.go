@@ -111,20 +111,29 @@ func TestBuildGolden(t *testing.T) {
 				out.WriteString("---\n")
 				out.Write(raw)
 			}
-			path := filepath.Join("testdata", name+".yaml")
-			if *update {
-				if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/resources -update to create it)", err)
-			}
-			if !bytes.Equal(want, out.Bytes()) {
-				t.Errorf("%s differs from the rendered objects; run with -update if the change is intended.\n%s", path, diffLines(string(want), out.String()))
-			}
+			checkGolden(t, filepath.Join("testdata", name+".yaml"), out.Bytes())
 		})
+	}
+}
+
+// checkGolden compares got with the golden file at path, or rewrites the
+// file under -update.
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/resources -run Golden -update to create it)", err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("%s differs from what was rendered; run go test ./internal/resources -run Golden -update if the change is intended.\n%s", path, diffLines(string(want), string(got)))
 	}
 }
 

@@ -1,0 +1,300 @@
+package resources
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/flinkconf"
+	"github.com/datapilot/datapilot/internal/flinkconf/flinkoptions"
+)
+
+// supportedVersions are the Flink releases the rendering is checked against,
+// one per minor held in flinkoptions.
+var supportedVersions = []string{"1.17.2", "1.18.1", "1.19.3", "1.20.1", "2.0.1", "2.1.1", "2.2.0"}
+
+// flinkRefFixtures are the clusters rendered for every supported version.
+func flinkRefFixtures(version string) map[string]*v1.FlinkCluster {
+	session := &v1.FlinkCluster{}
+	session.Name, session.Namespace, session.UID = "sessions", "default", "00000000-0000-0000-0000-000000000003"
+	session.Spec = v1.FlinkClusterSpec{
+		Version:     version,
+		JobManager:  v1.JobManagerSpec{Replicas: 1},
+		TaskManager: v1.TaskManagerSpec{Replicas: 2, Slots: 2},
+	}
+
+	full := session.DeepCopy()
+	full.Name = "payments"
+	full.Spec.JobManager = v1.JobManagerSpec{Replicas: 3, Resources: limits("4Gi", "2")}
+	full.Spec.TaskManager = v1.TaskManagerSpec{Replicas: 6, Slots: 4, Resources: limits("16Gi", "4")}
+	full.Spec.HighAvailability = &v1.HighAvailabilitySpec{
+		Mode:       v1.HighAvailabilityZookeeper,
+		Zookeeper:  &v1.ZookeeperSpec{ConnectString: "zk-0.zk:2181,zk-1.zk:2181,zk-2.zk:2181/flink"},
+		StorageDir: "s3://flink/ha",
+	}
+	full.Spec.Checkpointing = &v1.CheckpointingSpec{
+		Interval:       "30s",
+		Retention:      5,
+		CheckpointsDir: "s3://flink/checkpoints",
+		SavepointsDir:  "s3://flink/savepoints",
+	}
+	full.Spec.Kafka = &v1.KafkaSpec{
+		Bootstrap: v1.KafkaBootstrap{Servers: "kafka-0:9093,kafka-1:9093"},
+		TLS:       &v1.KafkaTLS{Enabled: true, SecretRef: &v1.SecretReference{Name: "kafka-tls"}},
+		SASL:      &v1.KafkaSASL{SecretRef: v1.SecretReference{Name: "kafka-sasl"}},
+	}
+	full.Spec.Job = &v1.JobSpec{
+		JarURI:      "https://artifacts.example.com/payments.jar",
+		EntryClass:  "com.example.Payments",
+		Parallelism: 16,
+		UpgradeMode: v1.UpgradeLastState,
+	}
+	full.Spec.FlinkConfiguration = map[string]string{
+		"pipeline.name":                         "payments: enrich & route",
+		"state.backend.type":                    "rocksdb",
+		"restart-strategy.type":                 "fixed-delay",
+		"restart-strategy.fixed-delay.attempts": "10",
+		"taskmanager.memory.managed.fraction":   "0.5",
+	}
+
+	k8sHA := session.DeepCopy()
+	k8sHA.Name = "k8s-ha"
+	k8sHA.Spec.JobManager.Replicas = 2
+	k8sHA.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes, StorageDir: "s3://flink/k8s-ha"}
+	k8sHA.Spec.Checkpointing = &v1.CheckpointingSpec{Interval: "1m"}
+
+	return map[string]*v1.FlinkCluster{"session": session, "full": full, "kubernetes-ha": k8sHA}
+}
+
+func limits(memory, cpu string) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Limits: corev1.ResourceList{
+		corev1.ResourceMemory: resource.MustParse(memory),
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+	}}
+}
+
+// minorOf loads the option tables of a version's minor.
+func minorOf(t *testing.T, version string) *flinkoptions.Minor {
+	t.Helper()
+	v, err := flink.ParseVersion(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := flinkoptions.Load(fmt.Sprintf("%d.%d", v.Major, v.Minor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRenderedKeysAreFlinkOptions: every key rendered for a version is an
+// option of its minor. Flink 1.x still reads deprecated and fallback keys
+// (ConfigOption#withDeprecatedKeys, #withFallbackKeys), so there they pass;
+// 2.x must get the current key. A key that is an option and also another
+// option's fallback (jobmanager.rpc.address for rest.address) is current.
+func TestRenderedKeysAreFlinkOptions(t *testing.T) {
+	for _, version := range supportedVersions {
+		m := minorOf(t, version)
+		for name, fc := range flinkRefFixtures(version) {
+			t.Run(version+"/"+name, func(t *testing.T) {
+				cfg, err := RenderConfig(fc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, key := range slices.Sorted(maps.Keys(cfg.Settings)) {
+					_, option := m.Options[key]
+					var deprecatedFor []flinkoptions.Alias
+					for _, a := range m.Aliases[key] {
+						if !a.Fallback {
+							deprecatedFor = append(deprecatedFor, a)
+						}
+					}
+					switch {
+					case option && len(deprecatedFor) == 0:
+					case strings.HasPrefix(version, "1.") && (option || len(m.Aliases[key]) > 0):
+					case len(m.Aliases[key]) > 0:
+						t.Errorf("%s is an old key in Flink %s, read only for %s: write that", key, m.Name, aliasNames(m.Aliases[key]))
+					default:
+						t.Errorf("%s is no option of Flink %s", key, m.Name)
+					}
+				}
+			})
+		}
+	}
+}
+
+func aliasNames(as []flinkoptions.Alias) string {
+	var names []string
+	for _, a := range as {
+		names = append(names, a.Option)
+	}
+	return strings.Join(names, " or ")
+}
+
+// TestRenderedFileReadsBackAsSettings parses the rendered ConfigMap file
+// with the parser of the version's minor: Flink must read exactly Settings.
+func TestRenderedFileReadsBackAsSettings(t *testing.T) {
+	for _, version := range supportedVersions {
+		m := minorOf(t, version)
+		for name, fc := range flinkRefFixtures(version) {
+			t.Run(version+"/"+name, func(t *testing.T) {
+				cfg, err := RenderConfig(fc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The ConfigMap replaces conf/, so the file must be the
+				// one this minor's distribution ships and reads.
+				if cfg.FileName != m.DefaultConfName {
+					t.Errorf("rendered %s, Flink %s reads %s", cfg.FileName, m.Name, m.DefaultConfName)
+				}
+				got, err := flinkconf.Parse(cfg.FileName, []byte(cfg.Files()[cfg.FileName]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, key := range slices.Sorted(maps.Keys(cfg.Settings)) {
+					if g, ok := got[key]; !ok {
+						t.Errorf("%s = %q is not read at all", key, cfg.Settings[key])
+					} else if g != cfg.Settings[key] {
+						t.Errorf("%s = %q reads as %q", key, cfg.Settings[key], g)
+					}
+				}
+				for key := range got {
+					if _, ok := cfg.Settings[key]; !ok {
+						t.Errorf("%s = %q is read but was not set", key, got[key])
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestFlinkConfigGolden compares the ConfigMap data of every fixture and
+// version with testdata/golden/<fixture>-<version>.yaml.
+func TestFlinkConfigGolden(t *testing.T) {
+	for _, version := range supportedVersions {
+		for name, fc := range flinkRefFixtures(version) {
+			t.Run(version+"/"+name, func(t *testing.T) {
+				d, err := Build(fc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, err := yaml.Marshal(d.ConfigMap.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkGolden(t, filepath.Join("testdata", "golden", name+"-"+version+".yaml"), raw)
+			})
+		}
+	}
+}
+
+// TestAwkwardValuesRoundTrip renders user values that YAML or Flink's line
+// parser could take for something else and reads them back as Flink does.
+// config.yaml must carry every string. flink-conf.yaml cannot carry an empty
+// value, a '#', a line break, or a leading or trailing character up to
+// U+0020 (flinkconf.LegacyCarries); admission has to refuse exactly those.
+func TestAwkwardValuesRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		// legacy is whether flink-conf.yaml carries the value.
+		legacy bool
+	}{
+		{"null", true},
+		{"Null", true},
+		{"~", true},
+		{"1.20", true},
+		{"010", true},
+		{"1e5", true},
+		{"-0", true},
+		{".inf", true},
+		{"+.inf", true},
+		{"true", true},
+		{"True", true},
+		{"yes", true},
+		{"0x10", true},
+		{"0o17", true},
+		{"a: b", true},
+		{"a:b", true},
+		{"[a, b]", true},
+		{"{a: b}", true},
+		{"'q'", true},
+		{`"dq"`, true},
+		{`quote " inside`, true},
+		{"it's", true},
+		{`back\slash`, true},
+		{"*x", true},
+		{"&x", true},
+		{"!x", true},
+		{"!!str x", true},
+		{"%x", true},
+		{"@x", true},
+		{"`x`", true},
+		{"-", true},
+		{"- x", true},
+		{"? x", true},
+		{": x", true},
+		{"---", true},
+		{"...", true},
+		{"${HOME}", true},
+		{"|", true},
+		{">", true},
+		{"žluťoučký kůň 🐎", true},
+		{"inner\ttab", true},
+		{"inner\x01control", true},
+		{"\u00a0nbsp-led", true},
+		{"x\u2028y", true},
+		{"x\u0085y", true},
+		{"\ufeffbom", true},
+		{strings.Repeat("long-", 819), true},
+		// What flink-conf.yaml cannot carry.
+		{"", false},
+		{"#x", false},
+		{"x # y", false},
+		{"pass#word", false},
+		{"trailing ", false},
+		{" leading", false},
+		{"\ttab-led", false},
+		{"tab-ended\t", false},
+		{"\x01control-led", false},
+		{"line\nbreak", false},
+		{"carriage\rreturn", false},
+		{"x\nrest.port: 1", false},
+	} {
+		for _, version := range supportedVersions {
+			fc := flinkRefFixtures(version)["session"]
+			fc.Spec.FlinkConfiguration = map[string]string{"pipeline.name": tc.value}
+			cfg, err := RenderConfig(fc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := flinkconf.Parse(cfg.FileName, []byte(cfg.Files()[cfg.FileName]))
+			if err != nil {
+				t.Errorf("%s: %q: the rendered %s does not parse: %v", version, tc.value, cfg.FileName, err)
+				continue
+			}
+			v, read := got["pipeline.name"]
+			carried := read && v == tc.value
+			if cfg.FileName == flinkconf.YAMLFileName {
+				if !carried {
+					t.Errorf("%s: %q reads back as %q (read: %v)", version, tc.value, v, read)
+				}
+				continue
+			}
+			if carried != tc.legacy {
+				t.Errorf("%s: %q reads back as %q (read: %v), want carried=%v", version, tc.value, v, read, tc.legacy)
+			}
+			if rule := flinkconf.LegacyCarries("pipeline.name", tc.value); (rule == nil) != carried {
+				t.Errorf("%s: %q: LegacyCarries says %v, but carried=%v", version, tc.value, rule, carried)
+			}
+		}
+	}
+}
