@@ -22,8 +22,18 @@ import (
 // one per minor held in flinkoptions.
 var supportedVersions = []string{"1.17.2", "1.18.1", "1.19.3", "1.20.1", "2.0.1", "2.1.1", "2.2.0"}
 
-// flinkRefFixtures are the clusters rendered for every supported version.
-func flinkRefFixtures(version string) map[string]*v1.FlinkCluster {
+// refFixture is a cluster and the platform it is rendered on.
+type refFixture struct {
+	fc       *v1.FlinkCluster
+	platform Platform
+}
+
+// flinkRefFixtures are the clusters rendered for every supported version:
+// a minimal session cluster on a platform with shared storage; a full one
+// (ZooKeeper HA, checkpointing with retention and its own directories,
+// Kafka with TLS and SASL, a last-state job, extra settings); and one with
+// Kubernetes HA on its own shared claim.
+func flinkRefFixtures(version string) map[string]refFixture {
 	session := &v1.FlinkCluster{}
 	session.Name, session.Namespace, session.UID = "sessions", "default", "00000000-0000-0000-0000-000000000003"
 	session.Spec = v1.FlinkClusterSpec{
@@ -58,7 +68,7 @@ func flinkRefFixtures(version string) map[string]*v1.FlinkCluster {
 		Parallelism: 16,
 		UpgradeMode: v1.UpgradeLastState,
 	}
-	full.Spec.FlinkConfiguration = map[string]string{
+	full.Spec.FlinkConfiguration = v1.FlinkConfiguration{
 		"pipeline.name":                         "payments: enrich & route",
 		"state.backend.type":                    "rocksdb",
 		"restart-strategy.type":                 "fixed-delay",
@@ -69,10 +79,15 @@ func flinkRefFixtures(version string) map[string]*v1.FlinkCluster {
 	k8sHA := session.DeepCopy()
 	k8sHA.Name = "k8s-ha"
 	k8sHA.Spec.JobManager.Replicas = 2
-	k8sHA.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes, StorageDir: "s3://flink/k8s-ha"}
+	k8sHA.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
+	k8sHA.Spec.Storage = &v1.StorageSpec{ClaimName: "flink-shared"}
 	k8sHA.Spec.Checkpointing = &v1.CheckpointingSpec{Interval: "1m"}
 
-	return map[string]*v1.FlinkCluster{"session": session, "full": full, "kubernetes-ha": k8sHA}
+	return map[string]refFixture{
+		"session":       {session, platformStorage},
+		"full":          {full, Platform{}},
+		"kubernetes-ha": {k8sHA, Platform{}},
+	}
 }
 
 func limits(memory, cpu string) corev1.ResourceRequirements {
@@ -104,9 +119,9 @@ func minorOf(t *testing.T, version string) *flinkoptions.Minor {
 func TestRenderedKeysAreFlinkOptions(t *testing.T) {
 	for _, version := range supportedVersions {
 		m := minorOf(t, version)
-		for name, fc := range flinkRefFixtures(version) {
+		for name, f := range flinkRefFixtures(version) {
 			t.Run(version+"/"+name, func(t *testing.T) {
-				cfg, err := RenderConfig(fc)
+				cfg, err := RenderConfig(f.fc, f.platform)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -145,9 +160,9 @@ func aliasNames(as []flinkoptions.Alias) string {
 func TestRenderedFileReadsBackAsSettings(t *testing.T) {
 	for _, version := range supportedVersions {
 		m := minorOf(t, version)
-		for name, fc := range flinkRefFixtures(version) {
+		for name, f := range flinkRefFixtures(version) {
 			t.Run(version+"/"+name, func(t *testing.T) {
-				cfg, err := RenderConfig(fc)
+				cfg, err := RenderConfig(f.fc, f.platform)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -181,9 +196,9 @@ func TestRenderedFileReadsBackAsSettings(t *testing.T) {
 // version with testdata/golden/<fixture>-<version>.yaml.
 func TestFlinkConfigGolden(t *testing.T) {
 	for _, version := range supportedVersions {
-		for name, fc := range flinkRefFixtures(version) {
+		for name, f := range flinkRefFixtures(version) {
 			t.Run(version+"/"+name, func(t *testing.T) {
-				d, err := Build(fc)
+				d, err := Build(f.fc, f.platform)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -270,9 +285,9 @@ func TestAwkwardValuesRoundTrip(t *testing.T) {
 		{"x\nrest.port: 1", false},
 	} {
 		for _, version := range supportedVersions {
-			fc := flinkRefFixtures(version)["session"]
-			fc.Spec.FlinkConfiguration = map[string]string{"pipeline.name": tc.value}
-			cfg, err := RenderConfig(fc)
+			f := flinkRefFixtures(version)["session"]
+			f.fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"pipeline.name": v1.ConfigValue(tc.value)}
+			cfg, err := RenderConfig(f.fc, f.platform)
 			if err != nil {
 				t.Fatal(err)
 			}
