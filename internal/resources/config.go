@@ -146,7 +146,6 @@ func renderFile(s map[string]string, yamlQuoting bool) string {
 	return b.String()
 }
 
-
 func orDefault(v, def string) string {
 	if v == "" {
 		return def
