@@ -1,7 +1,8 @@
 // Package flinkconf holds Flink's rules for reading its configuration file:
-// the line-based flink-conf.yaml of Flink 1.x and the standard-YAML
-// config.yaml of Flink 1.19 and later, each read into the string every key
-// holds when Flink runs with that file.
+// the line-based flink-conf.yaml of Flink 1.17 and 1.18 and the
+// standard-YAML config.yaml of Flink 1.19 and later, each read into the
+// string every key holds when Flink runs with that file, and what follows
+// for writing one (YAMLScalar, LegacyCarries).
 package flinkconf
 
 import (

@@ -196,3 +196,70 @@ func TestLegacyCarries(t *testing.T) {
 		}
 	}
 }
+
+// TestFlinkOwnCases replays the inputs of Flink's own tests and expects
+// what those tests assert: GlobalConfigurationTest
+// #testConfigurationWithLegacyYAML and #testConfigurationWithStandardYAML,
+// YamlParserUtilsTest#testYaml12Features and #testToYAMLString (1.19).
+func TestFlinkOwnCases(t *testing.T) {
+	legacy, _ := ParseLegacy([]byte(strings.Join([]string{
+		"###########################",
+		"# Some : comments : to skip",
+		"mykey1: myvalue1",
+		"mykey2       : myvalue2",
+		"mykey3:myvalue3",
+		" some nonsense without colon and whitespace separator",
+		" :  ",
+		"   ",
+		"mykey4: myvalue4# some comments",
+		"   mykey5    :    myvalue5    ",
+		"mykey6: my: value6",
+		"mykey7: ",
+		": myvalue8",
+		"mykey9: myvalue9",
+		"mykey9: myvalue10",
+	}, "\n")))
+	if want := map[string]string{
+		"mykey1": "myvalue1", "mykey2": "myvalue2", "mykey4": "myvalue4",
+		"mykey5": "myvalue5", "mykey6": "my: value6", "mykey9": "myvalue10",
+	}; !maps.Equal(legacy, want) {
+		t.Errorf("legacy: got %q, want %q", legacy, want)
+	}
+
+	standard, err := ParseYAML([]byte(strings.Join([]string{
+		"Key1: ",
+		"    Key2: v1",
+		"    Key3: 'v2'",
+		"Key4: 1",
+		"Key5: '1'",
+		"Key6: '*'",
+		"Key7: true",
+		"Key8: 'true'",
+		"Key9: [a, b, '*', 1, '2',  true, 'true']",
+		"Key10: {k1: v1, k2: '2', k3: 3}",
+		"Key11: [{k1: v1, k2: '2', k3: 3}, {k4: true}]",
+		"yes: Yes", "y: y", "on: on", "underline: 1_000", "octal1: 010", "octal2: 0o10",
+		"binary: 0b101", "sexagesimal: 1:00",
+	}, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{
+		"Key1.Key2": "v1", "Key1.Key3": "v2", "Key4": "1", "Key5": "1", "Key6": "*",
+		"Key7": "true", "Key8": "true",
+		"Key9":     "[a, b, '*', 1, '2', true, 'true']",
+		"Key10.k1": "v1", "Key10.k2": "2", "Key10.k3": "3",
+		"Key11": "[{k1: v1, k2: '2', k3: 3}, {k4: true}]",
+		"yes":   "Yes", "y": "y", "on": "on", "underline": "1_000", "octal1": "10", "octal2": "8",
+		"binary": "0b101", "sexagesimal": "1:00",
+	}; !maps.Equal(standard, want) {
+		t.Errorf("standard: got %q, want %q", standard, want)
+	}
+
+	if got, err := ParseYAML([]byte("a: ['*', '123', 'true']\n")); err != nil || got["a"] != "['*', '123', 'true']" {
+		t.Errorf("toYAMLString of a list: got %q, %v", got["a"], err)
+	}
+	if _, err := ParseYAML([]byte("a: !!timestamp 2001-12-15T02:59:43.1Z\n")); err == nil {
+		t.Error("!!timestamp parsed; YAML 1.2 has no such type")
+	}
+}
