@@ -1,7 +1,6 @@
 package resources
 
 import (
-	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -104,11 +103,34 @@ func minorOf(t *testing.T, version string) *flinkoptions.Minor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := flinkoptions.Load(fmt.Sprintf("%d.%d", v.Major, v.Minor))
+	m, err := flinkoptions.Load(v.Line().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestEverySupportedMinorIsChecked: the versions checked here are one per
+// supported minor, and each has Flink's tables in flinkoptions, so a minor
+// added to the support matrix cannot go unchecked.
+func TestEverySupportedMinorIsChecked(t *testing.T) {
+	var checked, supported []string
+	for _, version := range supportedVersions {
+		v, err := flink.ParseVersion(version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked = append(checked, v.Line().String())
+	}
+	for _, m := range flink.SupportedMinors {
+		supported = append(supported, m.String())
+	}
+	if !slices.Equal(checked, supported) {
+		t.Errorf("checked minors %v, supported %v", checked, supported)
+	}
+	if !slices.Equal(checked, flinkoptions.Minors) {
+		t.Errorf("checked minors %v, Flink's tables held for %v", checked, flinkoptions.Minors)
+	}
 }
 
 // TestRenderedKeysAreFlinkOptions: every key rendered for a version is an
