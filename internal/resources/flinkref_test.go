@@ -335,3 +335,38 @@ func TestAwkwardValuesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnedKeysCoverRenderingAndAliases: every key the operator renders,
+// and every deprecated or fallback key the minor still reads in its place,
+// is in flink.OwnedKeys, which the admission rule refuses. Otherwise a user
+// setting would be silently overwritten, or read by Flink instead.
+func TestOwnedKeysCoverRenderingAndAliases(t *testing.T) {
+	for _, version := range supportedVersions {
+		m := minorOf(t, version)
+		readInstead := map[string][]string{} // option -> keys read in its place
+		for old, as := range m.Aliases {
+			for _, a := range as {
+				readInstead[a.Option] = append(readInstead[a.Option], old)
+			}
+		}
+		for name, f := range flinkRefFixtures(version) {
+			cfg, err := RenderConfig(f.fc, f.platform)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for key := range cfg.Settings {
+				if _, user := f.fc.Spec.FlinkConfiguration[key]; user || key == flink.LastStateRetentionKey {
+					continue // the retention key is owned with last-state only, by its own rule
+				}
+				if !flink.Owned(key) {
+					t.Errorf("%s/%s: rendering writes %s, which admission does not refuse", version, name, key)
+				}
+				for _, old := range readInstead[key] {
+					if !flink.Owned(old) {
+						t.Errorf("%s/%s: Flink %s reads %s in place of the rendered %s, and admission does not refuse it", version, name, m.Name, old, key)
+					}
+				}
+			}
+		}
+	}
+}
