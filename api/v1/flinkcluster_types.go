@@ -33,7 +33,9 @@ type FlinkClusterSpec struct {
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
-	// ServiceAccountName the JobManager and TaskManager pods run as.
+	// ServiceAccountName the JobManager and TaskManager pods run as. With
+	// Kubernetes high availability and no name, the operator creates one
+	// with the ConfigMap rights Flink's HA services need.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
@@ -282,6 +284,9 @@ const (
 	// ConditionRolledBack is True when the cluster runs the last stable spec
 	// because the newest one failed its gate.
 	ConditionRolledBack = "RolledBack"
+	// ConditionHighAvailabilityPermissions, with Kubernetes HA, is True when
+	// the pods' ServiceAccount may use ConfigMaps as Flink's HA services do.
+	ConditionHighAvailabilityPermissions = "HighAvailabilityPermissions"
 )
 
 // ComponentStatus counts the pods of one tier.

@@ -23,6 +23,8 @@ type observed struct {
 	configHash string
 	// health is the three-level health verdict, when the poller has one.
 	health *health.Verdict
+	// haPermissions is the review of the user's account for Kubernetes HA.
+	haPermissions *haPermissions
 }
 
 // computeStatus derives the status from what was observed. It starts from
@@ -69,6 +71,11 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 	set(v1.ConditionProgressing, prog.status, prog.reason, prog.message)
 	deg := degradation(obs)
 	set(v1.ConditionDegraded, deg.status, deg.reason, deg.message)
+	if ha, ok := haPermissionsVerdict(fc, obs.haPermissions); ok {
+		set(v1.ConditionHighAvailabilityPermissions, ha.status, ha.reason, ha.message)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionHighAvailabilityPermissions)
+	}
 	st.Phase = phaseOf(fc, avail, prog, deg)
 	return st
 }
