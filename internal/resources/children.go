@@ -218,7 +218,11 @@ func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, component string, c *core
 		}
 	}
 	if sa := podServiceAccount(fc); sa != "" {
-		pod.WithServiceAccountName(sa)
+		// The API server copies serviceAccountName into the deprecated
+		// serviceAccount, and back when the first is empty: owning both
+		// lets a later apply without an account drop both, instead of the
+		// left-over serviceAccount bringing the old account back.
+		pod.WithServiceAccountName(sa).WithDeprecatedServiceAccount(sa)
 	}
 	// The official image runs Flink as uid 9999; its fsGroup makes mounted
 	// volumes writable for it.
