@@ -35,16 +35,23 @@ import (
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // haChildren are the HA ServiceAccount, Role and RoleBinding to apply, none
-// when the operator manages no account for the cluster.
-func haChildren(a *resources.HAAccess) []child {
+// when the operator manages no account for the cluster. The API server
+// refuses a binding to a Role it cannot find yet (the escalation check reads
+// the Role's rules), so the RoleBinding waits for the reconcile that the
+// Role's creation wakes.
+func (r *Reconciler) haChildren(ctx context.Context, s *scope) []child {
+	a := s.desired.HAAccess
 	if a == nil {
 		return nil
 	}
-	return []child{
+	children := []child{
 		{kind: "ServiceAccount", name: *a.ServiceAccount.Name, hash: specHash(a.ServiceAccount.Annotations), cached: &corev1.ServiceAccount{}, desired: a.ServiceAccount},
 		{kind: "Role", name: *a.Role.Name, hash: specHash(a.Role.Annotations), cached: &rbacv1.Role{}, desired: a.Role},
-		{kind: "RoleBinding", name: *a.RoleBinding.Name, hash: specHash(a.RoleBinding.Annotations), cached: &rbacv1.RoleBinding{}, desired: a.RoleBinding},
 	}
+	if r.Client.Get(ctx, types.NamespacedName{Namespace: s.fc.Namespace, Name: *a.Role.Name}, &rbacv1.Role{}) == nil {
+		children = append(children, child{kind: "RoleBinding", name: *a.RoleBinding.Name, hash: specHash(a.RoleBinding.Annotations), cached: &rbacv1.RoleBinding{}, desired: a.RoleBinding})
+	}
+	return children
 }
 
 // pruneHAAccess deletes the HA ServiceAccount, Role and RoleBinding of a

@@ -286,7 +286,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 				return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas)
 			}},
 	}
-	children = append(children, haChildren(d.HAAccess)...)
+	children = append(children, r.haChildren(ctx, s)...)
 	// The children are independent objects: read them from the cache, then
 	// apply the ones that differ in parallel, so a new cluster costs one
 	// round trip of latency instead of five.
