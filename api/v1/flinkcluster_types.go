@@ -37,7 +37,9 @@ type FlinkClusterSpec struct {
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
-	// ServiceAccountName the JobManager and TaskManager pods run as.
+	// ServiceAccountName the JobManager and TaskManager pods run as. With
+	// Kubernetes high availability and no name, the operator creates one
+	// with the ConfigMap rights Flink's HA services need.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
@@ -351,6 +353,9 @@ const (
 	// ConditionSharedStorage is True when checkpoints, savepoints and HA
 	// metadata live on storage every pod shares and that outlives them.
 	ConditionSharedStorage = "SharedStorage"
+	// ConditionHighAvailabilityPermissions, with Kubernetes HA, is True when
+	// the pods' ServiceAccount may use ConfigMaps as Flink's HA services do.
+	ConditionHighAvailabilityPermissions = "HighAvailabilityPermissions"
 )
 
 // ComponentStatus counts the pods of one tier.

@@ -73,6 +73,8 @@ type Reconciler struct {
 	// Platform is what the platform team set for every cluster (the
 	// default shared storage).
 	Platform resources.Platform
+	// haReviews holds the last review of each user-named HA account.
+	haReviews haReviews
 }
 
 // scope is what one reconcile works on.
@@ -93,6 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, fc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.NamespacedName)
+			r.haReviews.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get FlinkCluster %s: %w", req.NamespacedName, err)
@@ -147,12 +150,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "Created", "Create", "Created %s", strings.Join(s.created, ", "))
 	}
 	s.obs.health = r.healthVerdict(ctx, fc, s.obs.jobManager)
+	var haReviewAfter time.Duration
+	s.obs.haPermissions, haReviewAfter = r.checkHAPermissions(ctx, fc)
 
 	// 7. Status from what was observed.
 	if err := r.writeStatus(ctx, fc, s.obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, s.obs.applyErr
+	return ctrl.Result{RequeueAfter: soonest(plan.RequeueAfter, haReviewAfter)}, s.obs.applyErr
 }
 
 // lifecycle runs the job's state machine for a cluster with spec.job and
@@ -299,6 +304,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 				return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas)
 			}},
 	}
+	children = append(children, r.haChildren(ctx, s)...)
 	// The children are independent objects: read them from the cache, then
 	// apply the ones that differ in parallel, so a new cluster costs one
 	// round trip of latency instead of five.
@@ -341,7 +347,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	if !isZero(tm) {
 		s.obs.taskManager = tm
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, r.pruneHAAccess(ctx, s))...)
 }
 
 // recordChange emits one event per kind of change, named for what the user did.

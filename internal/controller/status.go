@@ -25,6 +25,8 @@ type observed struct {
 	health *health.Verdict
 	// storage is where the cluster's state lives.
 	storage storageFacts
+	// haPermissions is the review of the user's account for Kubernetes HA.
+	haPermissions *haPermissions
 }
 
 // computeStatus derives the status from what was observed. It starts from
@@ -77,6 +79,11 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 	set(v1.ConditionAvailable, avail.status, avail.reason, avail.message)
 	set(v1.ConditionProgressing, prog.status, prog.reason, prog.message)
 	set(v1.ConditionDegraded, deg.status, deg.reason, deg.message)
+	if ha, ok := haPermissionsVerdict(fc, obs.haPermissions); ok {
+		set(v1.ConditionHighAvailabilityPermissions, ha.status, ha.reason, ha.message)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionHighAvailabilityPermissions)
+	}
 	st.Phase = phaseOf(fc, avail, prog, deg)
 	return st
 }

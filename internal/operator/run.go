@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,6 +75,9 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 			&corev1.Service{}:               {Label: managed},
 			&corev1.ConfigMap{}:             {Label: managed},
 			&policyv1.PodDisruptionBudget{}: {Label: managed},
+			&corev1.ServiceAccount{}:        {Label: managed},
+			&rbacv1.Role{}:                  {Label: managed},
+			&rbacv1.RoleBinding{}:           {Label: managed},
 		},
 	}
 	if len(o.WatchNamespaces) > 0 {

@@ -28,6 +28,9 @@ type Desired struct {
 	// TaskManagerBudget keeps voluntary disruptions (node drains) to one
 	// TaskManager at a time, so a drain restarts a job once, not per pod.
 	TaskManagerBudget *policyac.PodDisruptionBudgetApplyConfiguration
+	// HAAccess is nil unless the operator gives the pods an account for
+	// Kubernetes HA.
+	HAAccess *HAAccess
 }
 
 // Build renders the desired children of a cluster on platform p.
@@ -45,6 +48,7 @@ func Build(fc *v1.FlinkCluster, p Platform) (*Desired, error) {
 		TaskManager:        taskManager(fc, cfg, st),
 		TaskManagerService: taskManagerService(fc),
 		TaskManagerBudget:  taskManagerBudget(fc),
+		HAAccess:           haAccess(fc),
 	}
 	// The spec hash covers everything the operator sets on a child, so a
 	// cached child carrying the same hash needs no write.
@@ -222,8 +226,12 @@ func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, st State, component strin
 			pod.WithVolumes(coreac.Volume().WithName("kafka-sasl").WithSecret(coreac.SecretVolumeSource().WithSecretName(k.SASL.SecretRef.Name)))
 		}
 	}
-	if fc.Spec.ServiceAccountName != "" {
-		pod.WithServiceAccountName(fc.Spec.ServiceAccountName)
+	if sa := podServiceAccount(fc); sa != "" {
+		// The API server copies serviceAccountName into the deprecated
+		// serviceAccount, and back when the first is empty: owning both
+		// lets a later apply without an account drop both, instead of the
+		// left-over serviceAccount bringing the old account back.
+		pod.WithServiceAccountName(sa).WithDeprecatedServiceAccount(sa)
 	}
 	// The official image runs Flink as uid 9999; its fsGroup makes mounted
 	// volumes writable for it.

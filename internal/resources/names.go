@@ -21,6 +21,9 @@ const (
 	ComponentJobManager  = "jobmanager"
 	ComponentTaskManager = "taskmanager"
 	ComponentConfig      = "config"
+	// ComponentHighAvailability labels the ServiceAccount, Role and
+	// RoleBinding that Flink's Kubernetes HA services run with.
+	ComponentHighAvailability = "high-availability"
 
 	// AnnotationConfigHash on a pod template rolls the pods when the rendered
 	// configuration changes.
@@ -47,6 +50,10 @@ func JobManagerName(fc *v1.FlinkCluster) string { return fc.Name + "-jobmanager"
 
 // TaskManagerName names the TaskManager StatefulSet and its headless Service.
 func TaskManagerName(fc *v1.FlinkCluster) string { return fc.Name + "-taskmanager" }
+
+// HighAvailabilityName names the ServiceAccount, Role and RoleBinding the
+// operator creates for a cluster with Kubernetes HA.
+func HighAvailabilityName(fc *v1.FlinkCluster) string { return fc.Name + "-ha" }
 
 // SelectorLabels select the pods of one component of one cluster. They never
 // change over a cluster's life: selectors are immutable.

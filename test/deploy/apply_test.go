@@ -201,6 +201,10 @@ func checkPermissions(t *testing.T, c client.Client, ns, name string, rules []rb
 		{"team-a", "data.example.com", "flinkclusters", "delete", ""},
 		{"team-a", "", "events", "create", ""}, // core events only for leader election, in its namespace
 		{"", "rbac.authorization.k8s.io", "clusterroles", "update", ""},
+		// The Kubernetes HA Role passes RBAC's escalation check because the
+		// operator holds every right it grants, not by escalate or bind.
+		{"team-a", "rbac.authorization.k8s.io", "roles", "escalate", ""},
+		{"team-a", "rbac.authorization.k8s.io", "roles", "bind", ""},
 		{"", "apiextensions.k8s.io", "customresourcedefinitions", "create", ""},
 		// The conversion webhook's caBundle: its own CRD only.
 		{"", "apiextensions.k8s.io", "customresourcedefinitions", "list", ""},

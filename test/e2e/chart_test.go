@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,7 @@ import (
 	"github.com/datapilot/datapilot/internal/operator"
 	"github.com/datapilot/datapilot/internal/platform"
 	"github.com/datapilot/datapilot/internal/platform/platformtest"
+	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -37,8 +39,9 @@ import (
 // platform, then runs the operator binary with exactly the chart's
 // permissions (its kubeconfig impersonates the chart's ServiceAccount; leader
 // election in the release namespace) and shows it takes the reference
-// example to Available and deletes it again, without one request the API
-// server forbids (read from the API server's audit log). It
+// example and a cluster with Kubernetes HA to Available, moves the latter to
+// an account of the user's, and deletes both again, without one request the
+// API server forbids (read from the API server's audit log). It
 // starts a platform of its own: the shared one runs an operator with admin
 // rights, which would reconcile the example whatever the chart grants.
 func TestChartInstallRunsOperator(t *testing.T) {
@@ -146,6 +149,17 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	if err := admin.Create(ctx, fc); err != nil {
 		t.Fatalf("Create the reference example: %v", err)
 	}
+	// With Kubernetes HA the operator creates the pods' ServiceAccount,
+	// Role and RoleBinding: the Role passes RBAC's escalation check only
+	// if the chart grants the operator every right in it.
+	ha := &v1.FlinkCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fc.Namespace, Name: "ha"},
+		Spec: v1.FlinkClusterSpec{Version: "1.19.1", JobManager: v1.JobManagerSpec{Replicas: 1}, TaskManager: v1.TaskManagerSpec{Replicas: 1},
+			HighAvailability: &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}},
+	}
+	if err := admin.Create(ctx, ha); err != nil {
+		t.Fatalf("Create the cluster with Kubernetes HA: %v", err)
+	}
 	key := client.ObjectKeyFromObject(fc)
 	testwait.Until(t, 3*time.Minute, func() error {
 		if err := admin.Get(ctx, key, fc); err != nil {
@@ -158,6 +172,7 @@ func TestChartInstallRunsOperator(t *testing.T) {
 		return nil
 	})
 	t.Logf("%s is Available: JobManagers %s, TaskManagers %s, phase %s", key, fc.Status.JobManager.Ready, fc.Status.TaskManager.Ready, fc.Status.Phase)
+	checkKubernetesHA(ctx, t, admin, ha)
 
 	// The operator led through the chart's namespaced Role.
 	lease := &coordinationv1.Lease{}
@@ -166,16 +181,18 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	}
 
 	// Deletion runs the finalizer's cleanup with the same permissions.
-	if err := admin.Delete(ctx, fc); err != nil {
-		t.Fatal(err)
-	}
-	testwait.Until(t, time.Minute, func() error {
-		err := admin.Get(ctx, key, &v1.FlinkCluster{})
-		if apierrors.IsNotFound(err) {
-			return nil
+	for _, c := range []*v1.FlinkCluster{fc, ha} {
+		if err := admin.Delete(ctx, c); err != nil {
+			t.Fatal(err)
 		}
-		return fmt.Errorf("%s still exists (%v)", key, err)
-	})
+		testwait.Until(t, time.Minute, func() error {
+			err := admin.Get(ctx, client.ObjectKeyFromObject(c), &v1.FlinkCluster{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("%s still exists (%v)", client.ObjectKeyFromObject(c), err)
+		})
+	}
 
 	if f := forbiddenRequests(t, auditLog, user); len(f) > 0 {
 		t.Errorf("The API server forbade the operator %d requests:\n%s", len(f), strings.Join(f, "\n"))
@@ -183,6 +200,62 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	if n := countRequests(t, auditLog, user); n == 0 {
 		t.Errorf("The audit log holds no request of %s: the check above proves nothing", user)
 	}
+}
+
+// checkKubernetesHA follows a cluster with Kubernetes HA under the chart's
+// permissions: Available with pods running as the operator's account, then,
+// named an account of the user's that may do nothing, without the
+// operator's account and with the missing rights reported.
+func checkKubernetesHA(ctx context.Context, t *testing.T, admin client.Client, ha *v1.FlinkCluster) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(ha)
+	testwait.Until(t, 2*time.Minute, func() error {
+		if err := admin.Get(ctx, key, ha); err != nil {
+			return err
+		}
+		for _, typ := range []string{v1.ConditionAvailable, v1.ConditionHighAvailabilityPermissions} {
+			if c := meta.FindStatusCondition(ha.Status.Conditions, typ); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != ha.Generation {
+				return fmt.Errorf("%s is not %s: %+v", key, typ, c)
+			}
+		}
+		return nil
+	})
+	pods := &corev1.PodList{}
+	if err := admin.List(ctx, pods, client.InNamespace(ha.Namespace), client.MatchingLabels{resources.LabelInstance: ha.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Errorf("%s has no pods", key)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.ServiceAccountName != resources.HighAvailabilityName(ha) {
+			t.Errorf("Pod %s runs as %q, want %s", p.Name, p.Spec.ServiceAccountName, resources.HighAvailabilityName(ha))
+		}
+	}
+
+	if err := admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ha.Namespace, Name: "flink"}}); err != nil {
+		t.Fatal(err)
+	}
+	base := ha.DeepCopy()
+	ha.Spec.ServiceAccountName = "flink"
+	if err := admin.Patch(ctx, ha, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, time.Minute, func() error {
+		if err := admin.Get(ctx, key, ha); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(ha.Status.Conditions, v1.ConditionHighAvailabilityPermissions)
+		if c == nil || c.Status != metav1.ConditionFalse || c.ObservedGeneration != ha.Generation || !strings.Contains(c.Message, "may not get, list, watch") {
+			return fmt.Errorf("%s: HighAvailabilityPermissions = %+v, want False naming the missing verbs", key, c)
+		}
+		for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}, &corev1.ServiceAccount{}} {
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: ha.Namespace, Name: resources.HighAvailabilityName(ha)}, obj); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("the operator's %T is still there (%v)", obj, err)
+			}
+		}
+		return nil
+	})
 }
 
 // auditAll records every request at Metadata level, so 403s are visible.
