@@ -34,7 +34,7 @@ func (s storageFacts) blocked() bool { return len(s.podLocal) > 0 }
 // blockedVerdict is the reason a blocked cluster was not deployed.
 func (s storageFacts) blockedVerdict() verdict {
 	return verdict{metav1.ConditionFalse, "SharedStorageRequired", fmt.Sprintf(
-		"Not deployed: %s need storage every pod shares and that outlives them, but it would be on each pod's own disk; set spec.storage (uri or claimName), or the operator's STATE_STORAGE_URI or STATE_STORAGE_CLAIM",
+		"Not deployed: state that must outlive a pod would be on each pod's own disk, for %s; set spec.storage (uri or claimName), or the operator's STATE_STORAGE_URI or STATE_STORAGE_CLAIM",
 		strings.Join(s.podLocal, " and "))}
 }
 

@@ -72,7 +72,8 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	// kwok runs no images: the chart's pod turns Ready without running the
 	// operator, which this test runs as a local process instead.
 	helm := exec.CommandContext(ctx, filepath.Join(bin, "helm"), "install", release, filepath.Join(root, "charts", "datapilot"),
-		"--kubeconfig", p.KubeconfigPath(), "--namespace", ns, "--wait", "--timeout", "2m")
+		"--kubeconfig", p.KubeconfigPath(), "--namespace", ns, "--wait", "--timeout", "2m",
+		"--set", "stateStorage.uri="+platform.StateStorageURI)
 	helm.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 	var out bytes.Buffer
 	helm.Stdout, helm.Stderr = &out, &out
@@ -87,6 +88,16 @@ func TestChartInstallRunsOperator(t *testing.T) {
 		t.Fatalf("The chart's Deployment has %d ready replicas after helm install --wait, want 1", dep.Status.ReadyReplicas)
 	}
 	sa := dep.Spec.Template.Spec.ServiceAccountName
+	// The platform's storage, as the chart hands it to the operator.
+	var storage string
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "STATE_STORAGE_URI" {
+			storage = e.Value
+		}
+	}
+	if storage != platform.StateStorageURI {
+		t.Fatalf("The chart sets STATE_STORAGE_URI=%q, want the value given, %q", storage, platform.StateStorageURI)
+	}
 
 	// The operator binary, as the chart's ServiceAccount: its kubeconfig
 	// impersonates it, and the API server's audit log records every answer.
@@ -106,7 +117,7 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	}
 	op := exec.Command(filepath.Join(bin, "datapilot"), "operator", "--kubeconfig", kubeconfig,
 		"--leader-elect=true", "--leader-election-namespace", ns,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--state-storage-uri="+storage,
 		"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", port),
 		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", port))
 	op.Stdout, op.Stderr = opLog, opLog
