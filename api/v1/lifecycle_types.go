@@ -206,6 +206,27 @@ type JobStatus struct {
 	// CheckpointsCompleted is Flink's count of completed checkpoints.
 	// +optional
 	CheckpointsCompleted int64 `json:"checkpointsCompleted,omitempty"`
+	// LastCheckpoint is the job's latest completed checkpoint the operator
+	// saw. A job lost with its JobManager restores from the newer of it and
+	// the last savepoint, never from less.
+	// +optional
+	LastCheckpoint *CheckpointInfo `json:"lastCheckpoint,omitempty"`
+	// FailureCause is Flink's root exception of a FAILED job.
+	// +optional
+	FailureCause string `json:"failureCause,omitempty"`
+}
+
+// CheckpointInfo is one completed checkpoint.
+type CheckpointInfo struct {
+	// ID is Flink's checkpoint ID.
+	ID int64 `json:"id"`
+	// Path is the checkpoint's external path.
+	Path string `json:"path"`
+	// JobID is the job that took it.
+	JobID string `json:"jobID"`
+	// ObservedAt is when the operator first saw it; it orders checkpoints
+	// against savepoints on the operator's clock.
+	ObservedAt metav1.Time `json:"observedAt"`
 }
 
 // UpgradePhase is a step of an upgrade.

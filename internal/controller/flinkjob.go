@@ -8,11 +8,12 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
@@ -24,16 +25,32 @@ import (
 // streamed into memory.
 const maxJarBytes = 512 << 20
 
-// decodeSpec reads a spec stored in status.
-func decodeSpec(raw *runtime.RawExtension) *v1.FlinkClusterSpec {
+// unreadableStatus is a status field that does not decode. The cluster
+// fails closed on it: Degraded, and nothing upgraded or applied.
+type unreadableStatus struct {
+	field string
+	err   error
+}
+
+func (u *unreadableStatus) Error() string {
+	return fmt.Sprintf("%s does not decode (%v); the operator changes nothing until it is repaired or removed", u.field, u.err)
+}
+
+// decodeSpec reads a spec stored in status; absent is nil, not an error.
+func decodeSpec(raw *runtime.RawExtension, field string) (*v1.FlinkClusterSpec, error) {
 	if raw == nil || len(raw.Raw) == 0 {
-		return nil
+		return nil, nil
 	}
 	s := &v1.FlinkClusterSpec{}
-	if err := json.Unmarshal(raw.Raw, s); err != nil {
-		return nil
+	dec := json.NewDecoder(bytes.NewReader(raw.Raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(s); err != nil {
+		return nil, &unreadableStatus{field: field, err: err}
 	}
-	return s
+	if s.Version == "" {
+		return nil, &unreadableStatus{field: field, err: fmt.Errorf("it names no Flink version")}
+	}
+	return s, nil
 }
 
 func encodeSpec(s *v1.FlinkClusterSpec) *runtime.RawExtension {
@@ -47,20 +64,12 @@ func encodeSpec(s *v1.FlinkClusterSpec) *runtime.RawExtension {
 	return &runtime.RawExtension{Raw: raw}
 }
 
-// rolledOut reports whether the children run the deployed spec and are
-// all ready: a Deployment and StatefulSet carrying its spec hash, observed
-// by their controllers, with every pod updated and ready.
-func (r *Reconciler) rolledOut(ctx context.Context, fc *v1.FlinkCluster, deployed *v1.FlinkClusterSpec) bool {
-	if deployed == nil {
-		return false
-	}
-	want, err := resources.Build(withSpec(fc, deployed), r.Platform)
-	if err != nil {
-		return false
-	}
-	jm, tm := &appsv1.Deployment{}, &appsv1.StatefulSet{}
-	if r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: *want.JobManager.Name}, jm) != nil ||
-		r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: *want.TaskManager.Name}, tm) != nil {
+// rolledOutTo reports whether the observed children run want and are all
+// ready: a Deployment and StatefulSet carrying its spec hash, observed by
+// their controllers, with every pod updated and ready.
+func rolledOutTo(want *resources.Desired, obs observed) bool {
+	jm, tm := obs.jobManager, obs.taskManager
+	if jm == nil || tm == nil {
 		return false
 	}
 	return jm.Annotations[resources.AnnotationSpecHash] == specHash(want.JobManager.Annotations) &&
@@ -109,19 +118,48 @@ func (r *Reconciler) observeFlink(ctx context.Context, fc *v1.FlinkCluster, jmRe
 		obs.JobFound = true
 		obs.JobState = detail.State
 		if cps, err := c.Checkpoints(ctx, job.ID); err == nil {
-			obs.CheckpointsCompleted = cps.Counts.Completed
-			if cps.Latest.Completed != nil {
-				obs.LatestCheckpointPath = cps.Latest.Completed.ExternalPath
-			}
+			readCheckpoints(&obs, cps)
+		}
+		if detail.State == flink.JobFailed {
+			obs.FailureCause = r.failureCause(ctx, c, job.ID)
 		}
 	}
 	if sp := job.PendingSavepoint; sp != nil {
-		obs.Pending = r.observeOperation(ctx, c, sp, obs.LatestCheckpointPath)
+		obs.Pending = r.observeOperation(ctx, c, sp, obs.LatestCheckpoint)
 	}
 	return obs
 }
 
-func (r *Reconciler) observeOperation(ctx context.Context, c *flink.Client, sp *v1.SavepointInfo, latestCheckpoint string) *lifecycle.Operation {
+// readCheckpoints takes the latest completed checkpoint and the completed
+// savepoints of the job's checkpoint history (Flink keeps the last
+// web.checkpoints.history entries), which settle a forgotten trigger.
+func readCheckpoints(obs *lifecycle.Flink, cps *flink.CheckpointingStatistics) {
+	obs.CheckpointsCompleted = cps.Counts.Completed
+	if cp := cps.Latest.Completed; cp != nil && cp.ExternalPath != "" {
+		obs.LatestCheckpoint = &lifecycle.Checkpoint{ID: cp.ID, Path: cp.ExternalPath, TriggeredAt: time.UnixMilli(cp.TriggerTimestamp)}
+	}
+	for _, h := range cps.History {
+		if h.IsSavepoint && h.ClassName == flink.CheckpointClassCompleted && h.ExternalPath != "" {
+			obs.Savepoints = append(obs.Savepoints, lifecycle.Checkpoint{ID: h.ID, Path: h.ExternalPath, TriggeredAt: time.UnixMilli(h.TriggerTimestamp)})
+		}
+	}
+}
+
+// failureCause is the first line of the job's newest root exception.
+func (r *Reconciler) failureCause(ctx context.Context, c *flink.Client, jobID string) string {
+	ex, err := c.JobExceptions(ctx, jobID)
+	if err != nil || len(ex.ExceptionHistory.Entries) == 0 {
+		return ""
+	}
+	e := ex.ExceptionHistory.Entries[0]
+	first, _, _ := strings.Cut(e.Stacktrace, "\n")
+	if first == "" {
+		first = e.ExceptionName
+	}
+	return strings.TrimSpace(first)
+}
+
+func (r *Reconciler) observeOperation(ctx context.Context, c *flink.Client, sp *v1.SavepointInfo, latest *lifecycle.Checkpoint) *lifecycle.Operation {
 	if sp.Checkpoint {
 		op, err := c.CheckpointStatus(ctx, sp.JobID, sp.TriggerID)
 		switch {
@@ -133,8 +171,10 @@ func (r *Reconciler) observeOperation(ctx context.Context, c *flink.Client, sp *
 			return &lifecycle.Operation{}
 		case op.Operation != nil && op.Operation.FailureCause != nil:
 			return &lifecycle.Operation{Done: true, Failure: op.Operation.FailureCause.Message()}
+		case latest == nil:
+			return &lifecycle.Operation{Done: true, Failure: "the checkpoint has no external path"}
 		}
-		return &lifecycle.Operation{Done: true, Path: latestCheckpoint, Failure: "the checkpoint has no external path"}
+		return &lifecycle.Operation{Done: true, Path: latest.Path}
 	}
 	op, err := c.SavepointStatus(ctx, sp.JobID, sp.TriggerID)
 	switch {
@@ -152,12 +192,15 @@ func (r *Reconciler) observeOperation(ctx context.Context, c *flink.Client, sp *
 	return &lifecycle.Operation{Done: true, Path: op.Operation.Location}
 }
 
-// act performs the plan's side effect. The plan's status, which names the
+// act performs the step's side effect. The step's status, which names the
 // trigger or job ID, is already written.
-func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, plan lifecycle.Plan) error {
+func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, deploy *v1.FlinkClusterSpec, a lifecycle.Action) error {
 	c := r.flinkClient(fc)
-	job := plan.Status.Job
-	switch plan.Action {
+	job := fc.Status.Job
+	if job == nil {
+		return nil
+	}
+	switch a.Kind {
 	case lifecycle.ActTrigger:
 		sp := job.PendingSavepoint
 		var err error
@@ -181,14 +224,15 @@ func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, plan lifecycl
 			return fmt.Errorf("cancel job %s: %w", job.ID, err)
 		}
 	case lifecycle.ActSubmit:
-		return r.submit(ctx, c, fc, job.ID, plan.RestorePath)
+		return r.submit(ctx, c, fc, deploy.Job, job.ID, a.RestorePath)
 	}
 	return nil
 }
 
-// submit uploads the job's jar and runs it under the recorded job ID.
-func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCluster, jobID, restorePath string) error {
-	spec := fc.Spec.Job
+// submit uploads the jar of the job being deployed (the last stable one
+// in a rollback), runs it under the recorded job ID, and deletes the jar:
+// Flink keeps every upload in the JobManager's web.upload.dir otherwise.
+func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCluster, spec *v1.JobSpec, jobID, restorePath string) error {
 	jar, err := r.fetchJar(ctx, spec.JarURI)
 	if err != nil {
 		return err
@@ -197,6 +241,11 @@ func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCl
 	if err != nil {
 		return fmt.Errorf("upload jar: %w", err)
 	}
+	defer func() {
+		if err := c.DeleteJar(ctx, jarID); err != nil && !flink.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "Delete uploaded jar", "flinkcluster", klog.KObj(fc), "jar", jarID)
+		}
+	}()
 	_, err = c.RunJar(ctx, jarID, flink.JarRunRequest{
 		EntryClass:            spec.EntryClass,
 		ProgramArgsList:       spec.Args,
@@ -207,7 +256,7 @@ func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCl
 	})
 	if err != nil {
 		// A lost response or a restart may have submitted it already: the
-		// job ID is ours, so Flink knowing it means the submission landed.
+		// job ID is new and ours, so Flink knowing it means it landed.
 		if _, getErr := c.Job(ctx, jobID); getErr == nil {
 			return nil
 		}

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/lifecycle"
 )
 
 // Metrics are Datapilot's own Prometheus metrics; controller-runtime adds
@@ -20,7 +21,8 @@ type Metrics struct {
 	SavepointAge *prometheus.HistogramVec
 	Submissions  prometheus.Counter
 	Upgrades     *prometheus.CounterVec
-	Rollbacks    prometheus.Counter
+	Rollbacks    *prometheus.CounterVec
+	JobsLost     prometheus.Counter
 
 	mu     sync.Mutex
 	phases map[types.NamespacedName]v1.Phase
@@ -58,13 +60,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "datapilot_upgrades_total",
 			Help: "State-safe upgrades, by result (started, succeeded, failed, superseded).",
 		}, []string{"result"}),
-		Rollbacks: prometheus.NewCounter(prometheus.CounterOpts{
+		Rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "datapilot_rollbacks_total",
-			Help: "Automatic rollbacks to the last stable spec.",
+			Help: "Automatic rollbacks to the last stable spec, by result (succeeded, failed).",
+		}, []string{"result"}),
+		JobsLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "datapilot_jobs_lost_total",
+			Help: "Jobs Flink lost (a JobManager restart without high availability), restored from the newest state held.",
 		}),
 		phases: map[types.NamespacedName]v1.Phase{},
 	}
-	reg.MustRegister(m.Clusters, m.Applies, m.StatusWrites, m.Savepoints, m.SavepointAge, m.Submissions, m.Upgrades, m.Rollbacks)
+	reg.MustRegister(m.Clusters, m.Applies, m.StatusWrites, m.Savepoints, m.SavepointAge, m.Submissions, m.Upgrades, m.Rollbacks, m.JobsLost)
 	for _, p := range []v1.Phase{v1.PhasePending, v1.PhaseRunning, v1.PhaseScaling, v1.PhaseUpdating, v1.PhaseDegraded, v1.PhaseTerminating} {
 		m.Clusters.WithLabelValues(string(p)).Set(0)
 	}
@@ -93,5 +99,32 @@ func (m *Metrics) forget(key types.NamespacedName) {
 	if old, ok := m.phases[key]; ok {
 		m.Clusters.WithLabelValues(string(old)).Dec()
 		delete(m.phases, key)
+	}
+}
+
+// count feeds the lifecycle metrics from the transitions a step made.
+func (m *Metrics) count(ts []lifecycle.Transition) {
+	for _, t := range ts {
+		switch t.Kind {
+		case lifecycle.UpgradeStarted:
+			m.Upgrades.WithLabelValues("started").Inc()
+		case lifecycle.UpgradeSucceeded:
+			m.Upgrades.WithLabelValues("succeeded").Inc()
+		case lifecycle.UpgradeFailed:
+			m.Upgrades.WithLabelValues("failed").Inc()
+		case lifecycle.UpgradeSuperseded:
+			m.Upgrades.WithLabelValues("superseded").Inc()
+		case lifecycle.RollbackSucceeded:
+			m.Rollbacks.WithLabelValues("succeeded").Inc()
+		case lifecycle.RollbackFailed:
+			m.Rollbacks.WithLabelValues("failed").Inc()
+		case lifecycle.SavepointCompleted:
+			m.Savepoints.WithLabelValues(string(t.Reason), "completed").Inc()
+			m.SavepointAge.WithLabelValues(string(t.Reason)).Observe(t.Took.Seconds())
+		case lifecycle.SavepointFailed:
+			m.Savepoints.WithLabelValues(string(t.Reason), "failed").Inc()
+		case lifecycle.JobLost:
+			m.JobsLost.Inc()
+		}
 	}
 }

@@ -79,9 +79,11 @@ type Reconciler struct {
 
 // scope is what one reconcile works on.
 type scope struct {
-	fc      *v1.FlinkCluster
-	desired *resources.Desired
-	obs     observed
+	fc *v1.FlinkCluster
+	// desired is built from desiredFor, the spec the children should run.
+	desired    *resources.Desired
+	desiredFor *v1.FlinkClusterSpec
+	obs        observed
 	// events to record after the reconcile, so one reconcile emits each once.
 	created []string
 }
@@ -123,22 +125,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.writeStatus(ctx, fc, obs)
 	}
 
-	// 3. Decide which spec the children should run: the user's, or, for a
-	// cluster with a job, whatever the state-safe upgrade path allows now.
-	deploy, plan, err := r.lifecycle(ctx, fc)
+	// 3. Observe the workloads once; decide which spec the children
+	// should run: the user's, or, for a cluster with a job, whatever the
+	// state-safe upgrade path allows now.
+	s := &scope{fc: fc, obs: r.observeWorkloads(ctx, fc)}
+	s.obs.storage = observeStorage(fc, r.Platform)
+	deploy, step, err := r.lifecycle(ctx, s)
+	var unreadable *unreadableStatus
+	if errors.As(err, &unreadable) {
+		// Fail closed: an upgrade decided from a status we cannot read
+		// could skip its savepoint. Nothing is applied until it is fixed.
+		s.obs.statusErr = unreadable
+		return ctrl.Result{}, r.writeStatus(ctx, fc, s.obs)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
-	// Build the desired state: pure, no client.
-	desired, err := resources.Build(withSpec(fc, deploy), r.Platform)
-	if err != nil {
-		// Admission validates the spec; an object that still fails to
-		// build bypassed it. Say so instead of retrying forever.
-		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "InvalidSpec", "Build", "Cannot build the cluster: %v", err)
-		return ctrl.Result{}, r.writeStatus(ctx, fc, observed{applyErr: err})
+	// Build the desired state (pure, no client), unless the lifecycle
+	// already built it for the same spec.
+	if s.desired == nil || !equality.Semantic.DeepEqual(deploy, s.desiredFor) {
+		if s.desired, err = resources.Build(withSpec(fc, deploy), r.Platform); err != nil {
+			// Admission validates the spec; an object that still fails to
+			// build bypassed it. Say so instead of retrying forever.
+			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "InvalidSpec", "Build", "Cannot build the cluster: %v", err)
+			s.obs.applyErr = err
+			return ctrl.Result{}, r.writeStatus(ctx, fc, s.obs)
+		}
 	}
-	s := &scope{fc: fc, desired: desired, obs: observed{configHash: desired.Config.Hash, storage: observeStorage(fc, r.Platform)}}
+	s.obs.configHash = s.desired.Config.Hash
 
 	// 4–6. Observe each child in the cache, diff, apply what differs.
 	s.obs.applyErr = r.applyChildren(ctx, s)
@@ -157,101 +172,82 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeStatus(ctx, fc, s.obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: soonest(plan.RequeueAfter, haReviewAfter)}, s.obs.applyErr
+	return ctrl.Result{RequeueAfter: soonest(step.RequeueAfter, haReviewAfter)}, s.obs.applyErr
 }
 
 // lifecycle runs the job's state machine for a cluster with spec.job and
-// returns the spec to deploy. The decision's status is written before its
-// side effect, so a restart between the two resumes the same step (the
-// recorded trigger and job IDs make the repeat harmless).
-func (r *Reconciler) lifecycle(ctx context.Context, fc *v1.FlinkCluster) (*v1.FlinkClusterSpec, lifecycle.Plan, error) {
+// returns the spec to deploy. The step's status is written before its side
+// effect (recordStep), so a restart between the two resumes the same step:
+// the recorded trigger and job IDs make the repeat harmless.
+func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterSpec, lifecycle.Step, error) {
+	fc := s.fc
 	if fc.Spec.Job == nil {
-		return &fc.Spec, lifecycle.Plan{}, nil
+		return &fc.Spec, lifecycle.Step{}, nil
 	}
-	deployed := decodeSpec(fc.Status.DeployedSpec)
-	jm := &appsv1.Deployment{}
-	jmReady := r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}, jm) == nil &&
-		jm.Status.ReadyReplicas > 0
-	rolledOut := r.rolledOut(ctx, fc, deployed)
-	plan := lifecycle.Decide(lifecycle.Input{
+	deployed, err := decodeSpec(fc.Status.DeployedSpec, "status.deployedSpec")
+	if err != nil {
+		return nil, lifecycle.Step{}, err
+	}
+	stable, err := decodeSpec(fc.Status.LastStableSpec, "status.lastStableSpec")
+	if err != nil {
+		return nil, lifecycle.Step{}, err
+	}
+	rolledOut := false
+	if deployed != nil {
+		if s.desired, err = resources.Build(withSpec(fc, deployed), r.Platform); err == nil {
+			s.desiredFor = deployed
+			rolledOut = rolledOutTo(s.desired, s.obs)
+		}
+	}
+	step := lifecycle.Decide(lifecycle.Input{
 		Generation: fc.Generation,
 		UID:        string(fc.UID),
 		Spec:       &fc.Spec,
 		Status:     &fc.Status,
 		Deployed:   deployed,
-		LastStable: decodeSpec(fc.Status.LastStableSpec),
+		LastStable: stable,
 		RolledOut:  rolledOut,
-		Flink:      r.observeFlink(ctx, fc, jmReady),
+		Flink:      r.observeFlink(ctx, fc, s.obs.jobManagerReady()),
 		Now:        time.Now(),
 	})
-	next := plan.Status
-	next.DeployedSpec = encodeSpec(plan.Deploy)
-	if plan.MarkStable {
-		next.LastStableSpec = encodeSpec(plan.Deploy)
+	if err := r.recordStep(ctx, fc, step); err != nil {
+		return nil, step, err
 	}
-	r.countTransitions(fc, plan)
+	if err := r.act(ctx, fc, step.Deploy, step.Action); err != nil {
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Lifecycle", "%v", err)
+		// The step is recorded; the next reconcile repeats it.
+		log.FromContext(ctx).Error(err, "Flink request failed", "flinkcluster", klog.KObj(fc))
+		if step.RequeueAfter == 0 {
+			step.RequeueAfter = lifecycle.Poll
+		}
+	}
+	return step.Deploy, step, nil
+}
+
+// recordStep is the one place that records intent before a side effect:
+// the step's status (with the spec to deploy), then its events and
+// metrics. Nothing is written when the status did not change.
+func (r *Reconciler) recordStep(ctx context.Context, fc *v1.FlinkCluster, step lifecycle.Step) error {
+	next := step.Status
+	next.DeployedSpec = encodeSpec(step.Deploy)
+	if step.MarkStable {
+		next.LastStableSpec = encodeSpec(step.Deploy)
+	}
 	if !equality.Semantic.DeepEqual(next, fc.Status) {
 		if err := r.applyStatus(ctx, fc, next); err != nil {
-			return nil, plan, fmt.Errorf("record lifecycle step of %s: %w", klog.KObj(fc), err)
+			return fmt.Errorf("record lifecycle step of %s: %w", klog.KObj(fc), err)
 		}
 		r.Metrics.StatusWrites.Inc()
 	}
-	for _, e := range plan.Events {
+	for _, e := range step.Events {
 		typ := corev1.EventTypeNormal
 		if e.Warning {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(fc, nil, typ, e.Reason, "Lifecycle", "%s", e.Message)
 	}
-	if err := r.act(ctx, fc, plan); err != nil {
-		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Lifecycle", "%v", err)
-		// The step is recorded; the next reconcile repeats it.
-		log.FromContext(ctx).Error(err, "Flink request failed", "flinkcluster", klog.KObj(fc))
-		if plan.RequeueAfter == 0 {
-			plan.RequeueAfter = lifecycle.Poll
-		}
-	}
-	return plan.Deploy, plan, nil
-}
-
-// countTransitions feeds the upgrade, rollback and savepoint metrics from
-// the difference between the old status and the plan.
-func (r *Reconciler) countTransitions(fc *v1.FlinkCluster, plan lifecycle.Plan) {
-	old, next := fc.Status.Upgrade, plan.Status.Upgrade
-	switch {
-	case old == nil && next != nil:
-		r.Metrics.Upgrades.WithLabelValues("started").Inc()
-	case old != nil && next == nil && old.Phase == v1.UpgradeRollingBack:
-		r.Metrics.Rollbacks.Inc()
-	case old != nil && next == nil && plan.MarkStable:
-		r.Metrics.Upgrades.WithLabelValues("succeeded").Inc()
-	case old != nil && next == nil:
-		r.Metrics.Upgrades.WithLabelValues("failed").Inc()
-	case old != nil && next != nil && old.TargetGeneration != next.TargetGeneration:
-		r.Metrics.Upgrades.WithLabelValues("superseded").Inc()
-	}
-	if old != nil && next != nil && old.Phase != v1.UpgradeRollingBack && next.Phase == v1.UpgradeRollingBack {
-		r.Metrics.Upgrades.WithLabelValues("failed").Inc()
-	}
-	var oldSP, nextSP *v1.SavepointInfo
-	if fc.Status.Job != nil {
-		oldSP = fc.Status.Job.PendingSavepoint
-	}
-	if plan.Status.Job != nil {
-		nextSP = plan.Status.Job.PendingSavepoint
-	}
-	if oldSP != nil && nextSP == nil {
-		var last *v1.SavepointInfo
-		if plan.Status.Job != nil {
-			last = plan.Status.Job.LastSavepoint
-		}
-		if last != nil && last.TriggerID == oldSP.TriggerID || oldSP.Checkpoint && plan.Status.Upgrade != nil && plan.Status.Upgrade.RestorePath != "" {
-			r.Metrics.Savepoints.WithLabelValues(string(oldSP.Reason), "completed").Inc()
-			r.Metrics.SavepointAge.WithLabelValues(string(oldSP.Reason)).Observe(time.Since(oldSP.TriggeredAt.Time).Seconds())
-		} else {
-			r.Metrics.Savepoints.WithLabelValues(string(oldSP.Reason), "failed").Inc()
-		}
-	}
+	r.Metrics.count(step.Transitions)
+	return nil
 }
 
 // healthVerdict is the poller's latest verdict, probed at once when it lags
@@ -289,7 +285,14 @@ type child struct {
 
 func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	d := s.desired
+	// The JobManager and TaskManagers were read once, for the lifecycle.
 	jm, tm := &appsv1.Deployment{}, &appsv1.StatefulSet{}
+	if s.obs.jobManager != nil {
+		jm = s.obs.jobManager
+	}
+	if s.obs.taskManager != nil {
+		tm = s.obs.taskManager
+	}
 	children := []child{
 		{kind: "ConfigMap", name: *d.ConfigMap.Name, hash: specHash(d.ConfigMap.Annotations), cached: &corev1.ConfigMap{}, desired: d.ConfigMap},
 		{kind: "Service", name: *d.JobManagerService.Name, hash: specHash(d.JobManagerService.Annotations), cached: &corev1.Service{}, desired: d.JobManagerService},
@@ -312,8 +315,10 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	errs := make([]error, len(children))
 	var wg sync.WaitGroup
 	for i, c := range children {
-		key := types.NamespacedName{Namespace: s.fc.Namespace, Name: c.name}
-		err := r.Client.Get(ctx, key, c.cached)
+		var err error
+		if isZero(c.cached) {
+			err = r.Client.Get(ctx, types.NamespacedName{Namespace: s.fc.Namespace, Name: c.name}, c.cached)
+		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs[i] = fmt.Errorf("read %s %s: %w", c.kind, c.name, err)
 			continue
@@ -371,7 +376,7 @@ func (r *Reconciler) recordChange(s *scope, c child) {
 func isZero(o client.Object) bool { return o.GetUID() == "" }
 
 // observeWorkloads reads the JobManager and TaskManagers from the cache,
-// for a reconcile that applies nothing.
+// once per reconcile.
 func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) observed {
 	var obs observed
 	jm, tm := &appsv1.Deployment{}, &appsv1.StatefulSet{}
@@ -383,6 +388,11 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) 
 	}
 	obs.configHash = fc.Status.ConfigHash
 	return obs
+}
+
+// jobManagerReady: a JobManager pod is Ready. The one definition of it.
+func (o observed) jobManagerReady() bool {
+	return o.jobManager != nil && o.jobManager.Status.ReadyReplicas > 0
 }
 
 func specHash(annotations map[string]string) string { return annotations[resources.AnnotationSpecHash] }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -198,5 +199,45 @@ func TestValuesFitTheirFormat(t *testing.T) {
 	u := unstructuredCluster(ns, "hash", map[string]any{"version": "1.19.3", "flinkConfiguration": map[string]any{"pipeline.name": "orders #1 "}})
 	if err := k8s.Create(context.Background(), u, client.DryRunAll); err != nil {
 		t.Errorf("config.yaml can carry %q, but it was refused: %v", "orders #1 ", err)
+	}
+}
+
+// TestUnreadableStatusFailsClosed: a status.deployedSpec that does not
+// decode is not taken for a first deployment (which would roll the new
+// spec out with no savepoint): the cluster is Degraded, naming the field,
+// and its children are not touched.
+func TestUnreadableStatusFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	u := referenceExample(t, ns)
+	spec := u.Object["spec"].(map[string]any)
+	spec["job"] = map[string]any{"jarURI": "https://artifacts.invalid/job.jar"}
+	if err := k8s.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	fc := getCluster(t, ns, "realtime-warehouse")
+	testwait.Until(t, 10*time.Second, func() error {
+		fc = getCluster(t, ns, "realtime-warehouse")
+		if fc.Status.DeployedSpec == nil {
+			return fmt.Errorf("no deployed spec recorded yet")
+		}
+		return nil
+	})
+	// Another writer (a bad migration, a hand edit) breaks the record.
+	patch := []byte(`{"status":{"deployedSpec":{"version":17,"jobManager":"three"}}}`)
+	if err := k8s.Status().Patch(ctx, fc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	// Status writes wake no reconcile; anything else does (here a label).
+	if err := k8s.Patch(ctx, fc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	fc = waitCondition(t, ns, "realtime-warehouse", v1.ConditionDegraded, metav1.ConditionTrue)
+	c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionDegraded)
+	if c.Reason != "StatusUnreadable" || !strings.Contains(c.Message, "status.deployedSpec does not decode") {
+		t.Errorf("Degraded = %s: %s", c.Reason, c.Message)
+	}
+	if fc.Status.Upgrade != nil {
+		t.Errorf("an upgrade started from an unreadable status: %+v", fc.Status.Upgrade)
 	}
 }

@@ -25,6 +25,8 @@ type observed struct {
 	health *health.Verdict
 	// storage is where the cluster's state lives.
 	storage storageFacts
+	// statusErr is a status field that does not decode.
+	statusErr error
 	// haPermissions is the review of the user's account for Kubernetes HA.
 	haPermissions *haPermissions
 }
@@ -138,6 +140,9 @@ func progress(fc *v1.FlinkCluster, obs observed) verdict {
 }
 
 func degradation(obs observed) verdict {
+	if obs.statusErr != nil {
+		return verdict{metav1.ConditionTrue, "StatusUnreadable", obs.statusErr.Error()}
+	}
 	if obs.applyErr != nil {
 		return verdict{metav1.ConditionTrue, "ApplyFailed", obs.applyErr.Error()}
 	}

@@ -240,6 +240,17 @@ func (c *Client) RunJar(ctx context.Context, jarID string, req JarRunRequest) (s
 	return out.JobID, err
 }
 
+// DeleteJar is DELETE /jars/{jarid}.
+func (c *Client) DeleteJar(ctx context.Context, jarID string) error {
+	return c.once(ctx, http.MethodDelete, "/jars/{jarid}", "/jars/"+url.PathEscape(jarID), nil, nil, nil)
+}
+
+// JobExceptions is GET /jobs/{jobid}/exceptions.
+func (c *Client) JobExceptions(ctx context.Context, jobID string) (*JobExceptions, error) {
+	var out JobExceptions
+	return &out, c.get(ctx, "/jobs/{jobid}/exceptions", "/jobs/"+url.PathEscape(jobID)+"/exceptions", &out)
+}
+
 // TaskManagers is GET /taskmanagers.
 func (c *Client) TaskManagers(ctx context.Context) (*TaskManagersInfo, error) {
 	var out TaskManagersInfo

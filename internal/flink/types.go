@@ -179,6 +179,25 @@ const (
 	CheckpointClassInProgress = "in_progress"
 )
 
+// JobExceptions is the schema's JobExceptionsInfoWithHistory, the part of
+// it every supported minor has (2.0 dropped root-exception).
+type JobExceptions struct {
+	ExceptionHistory JobExceptionHistory `json:"exceptionHistory"`
+}
+
+// JobExceptionHistory is the schema's JobExceptionHistory.
+type JobExceptionHistory struct {
+	Entries   []RootExceptionInfo `json:"entries"`
+	Truncated bool                `json:"truncated"`
+}
+
+// RootExceptionInfo is the schema's RootExceptionInfo, newest first.
+type RootExceptionInfo struct {
+	ExceptionName string `json:"exceptionName"`
+	Stacktrace    string `json:"stacktrace"`
+	Timestamp     int64  `json:"timestamp"`
+}
+
 // RestoredCheckpointStatistics is the schema's RestoredCheckpointStatistics.
 type RestoredCheckpointStatistics struct {
 	ID               int64  `json:"id"`

@@ -59,14 +59,14 @@ type world struct {
 	now      time.Time
 }
 
-func (w *world) decide() Plan {
+func (w *world) decide() Step {
 	return Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
 		LastStable: w.stable, RolledOut: w.rolled, Flink: w.flink, Now: w.now})
 }
 
 // commit stores a plan as the controller does: status, deployed spec and,
 // when marked, the stable spec.
-func (w *world) commit(p Plan) {
+func (w *world) commit(p Step) {
 	w.status = p.Status
 	w.deployed = p.Deploy
 	if p.MarkStable {
@@ -88,7 +88,7 @@ func stableWorld() *world {
 	}
 }
 
-func cond(p Plan, t string) *metav1.Condition {
+func cond(p Step, t string) *metav1.Condition {
 	return meta.FindStatusCondition(p.Status.Conditions, t)
 }
 
@@ -97,14 +97,14 @@ func TestFirstRunSubmitsWithRecordedID(t *testing.T) {
 	spec.Job.InitialSavepointPath = "s3://sp/initial"
 	w := &world{gen: 1, spec: spec, now: t0, status: v1.FlinkClusterStatus{}}
 	p := w.decide()
-	if p.Deploy != spec || p.Action != ActNone {
-		t.Fatalf("first reconcile: deploy %v, action %s; want the spec and no action", p.Deploy, p.Action)
+	if p.Deploy != spec || p.Action.Kind != ActNone {
+		t.Fatalf("first reconcile: deploy %v, action %s; want the spec and no action", p.Deploy, p.Action.Kind)
 	}
 	w.commit(p)
 	w.rolled, w.flink = true, Flink{Reachable: true}
 	p = w.decide()
-	if p.Action != ActSubmit || p.Status.Job.ID == "" || p.RestorePath != "s3://sp/initial" {
-		t.Fatalf("rolled out: action %s, job id %q, restore %q", p.Action, p.Status.Job.ID, p.RestorePath)
+	if p.Action.Kind != ActSubmit || p.Status.Job.ID == "" || p.Action.RestorePath != "s3://sp/initial" {
+		t.Fatalf("rolled out: action %s, job id %q, restore %q", p.Action.Kind, p.Status.Job.ID, p.Action.RestorePath)
 	}
 	w.commit(p)
 	w.flink = running(p.Status.Job.ID, 1)
@@ -112,8 +112,8 @@ func TestFirstRunSubmitsWithRecordedID(t *testing.T) {
 		t.Error("stable after 1 checkpoint, want 2")
 	}
 	w.flink = running(p.Status.Job.ID, 2)
-	if p = w.decide(); !p.MarkStable || p.Action != ActNone {
-		t.Errorf("after 2 checkpoints: stable %v action %s", p.MarkStable, p.Action)
+	if p = w.decide(); !p.MarkStable || p.Action.Kind != ActNone {
+		t.Errorf("after 2 checkpoints: stable %v action %s", p.MarkStable, p.Action.Kind)
 	}
 }
 
@@ -127,8 +127,8 @@ func TestUpgradeWithSavepointAndRestore(t *testing.T) {
 
 	p := w.decide()
 	up := p.Status.Upgrade
-	if up == nil || up.Phase != v1.UpgradeSavingState || p.Action != ActTrigger {
-		t.Fatalf("upgrade start: %+v action %s", up, p.Action)
+	if up == nil || up.Phase != v1.UpgradeSavingState || p.Action.Kind != ActTrigger {
+		t.Fatalf("upgrade start: %+v action %s", up, p.Action.Kind)
 	}
 	sp := p.Status.Job.PendingSavepoint
 	if sp == nil || !sp.Stop || sp.Reason != v1.SavepointForUpgrade || sp.TriggerID == "" {
@@ -143,14 +143,14 @@ func TestUpgradeWithSavepointAndRestore(t *testing.T) {
 	w.now = w.now.Add(time.Second)
 	w.flink.Pending = &Operation{Unknown: true}
 	p = w.decide()
-	if p.Action != ActTrigger || p.Status.Job.PendingSavepoint.TriggerID != sp.TriggerID {
-		t.Fatalf("resume: action %s trigger %s, want the recorded %s", p.Action, p.Status.Job.PendingSavepoint.TriggerID, sp.TriggerID)
+	if p.Action.Kind != ActTrigger || p.Status.Job.PendingSavepoint.TriggerID != sp.TriggerID {
+		t.Fatalf("resume: action %s trigger %s, want the recorded %s", p.Action.Kind, p.Status.Job.PendingSavepoint.TriggerID, sp.TriggerID)
 	}
 	w.commit(p)
 
 	w.flink.Pending = &Operation{}
-	if p = w.decide(); p.Action != ActNone || p.Deploy.Version != "1.17.1" {
-		t.Fatalf("in flight: action %s deploy %s", p.Action, p.Deploy.Version)
+	if p = w.decide(); p.Action.Kind != ActNone || p.Deploy.Version != "1.17.1" {
+		t.Fatalf("in flight: action %s deploy %s", p.Action.Kind, p.Deploy.Version)
 	}
 	w.commit(p)
 
@@ -167,15 +167,15 @@ func TestUpgradeWithSavepointAndRestore(t *testing.T) {
 	// Pods rolling: wait.
 	w.rolled = false
 	w.flink = Flink{Reachable: false}
-	if p = w.decide(); p.Action != ActNone || p.Status.Upgrade.Phase != v1.UpgradeDeploying {
-		t.Fatalf("rolling: action %s phase %s", p.Action, p.Status.Upgrade.Phase)
+	if p = w.decide(); p.Action.Kind != ActNone || p.Status.Upgrade.Phase != v1.UpgradeDeploying {
+		t.Fatalf("rolling: action %s phase %s", p.Action.Kind, p.Status.Upgrade.Phase)
 	}
 	w.commit(p)
 
 	w.rolled, w.flink = true, Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished}
 	p = w.decide()
-	if p.Action != ActSubmit || p.RestorePath != "file:///sp/savepoint-1" || p.Status.Upgrade.Phase != v1.UpgradeVerifying {
-		t.Fatalf("restore: action %s from %q phase %s", p.Action, p.RestorePath, p.Status.Upgrade.Phase)
+	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "file:///sp/savepoint-1" || p.Status.Upgrade.Phase != v1.UpgradeVerifying {
+		t.Fatalf("restore: action %s from %q phase %s", p.Action.Kind, p.Action.RestorePath, p.Status.Upgrade.Phase)
 	}
 	newJob := p.Status.Job.ID
 	if newJob == "job-1" {
@@ -207,8 +207,8 @@ func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
 	w.now = w.now.Add(2 * time.Second)
 	w.flink.Pending = &Operation{Done: true, Failure: "Injected failure"}
 	p := w.decide()
-	if p.Status.Upgrade != nil || p.Deploy.Version != "1.17.1" || p.Action != ActNone {
-		t.Fatalf("after failure: upgrade %+v deploy %s action %s", p.Status.Upgrade, p.Deploy.Version, p.Action)
+	if p.Status.Upgrade != nil || p.Deploy.Version != "1.17.1" || p.Action.Kind != ActNone {
+		t.Fatalf("after failure: upgrade %+v deploy %s action %s", p.Status.Upgrade, p.Deploy.Version, p.Action.Kind)
 	}
 	if c := cond(p, v1.ConditionUpgrading); c == nil || c.Reason != "SavepointFailed" || c.Status != metav1.ConditionFalse {
 		t.Errorf("Upgrading = %+v", c)
@@ -219,12 +219,12 @@ func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
 	w.commit(p)
 	// The same generation is not retried in a loop.
 	w.flink = running("job-1", 11)
-	if p = w.decide(); p.Status.Upgrade != nil || p.Action != ActNone {
-		t.Fatalf("retried the failed generation: %+v %s", p.Status.Upgrade, p.Action)
+	if p = w.decide(); p.Status.Upgrade != nil || p.Action.Kind != ActNone {
+		t.Fatalf("retried the failed generation: %+v %s", p.Status.Upgrade, p.Action.Kind)
 	}
 	// A new spec tries again.
 	w.gen = 3
-	if p = w.decide(); p.Status.Upgrade == nil || p.Action != ActTrigger {
+	if p = w.decide(); p.Status.Upgrade == nil || p.Action.Kind != ActTrigger {
 		t.Fatalf("new generation did not start an upgrade")
 	}
 }
@@ -268,8 +268,8 @@ func TestRollbackAfterFailedGate(t *testing.T) {
 	w.rolled = true
 	w.flink = Flink{Reachable: true}
 	p = w.decide()
-	if p.Action != ActSubmit || p.RestorePath != "file:///sp/pre-upgrade" {
-		t.Fatalf("rollback restore: action %s from %q", p.Action, p.RestorePath)
+	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "file:///sp/pre-upgrade" {
+		t.Fatalf("rollback restore: action %s from %q", p.Action.Kind, p.Action.RestorePath)
 	}
 	w.commit(p)
 	w.flink = running(p.Status.Job.ID, 0)
@@ -304,8 +304,8 @@ func TestGateTimeoutRollsBack(t *testing.T) {
 		t.Fatalf("rolled back before the deadline")
 	}
 	w.now = w.now.Add(31 * time.Second)
-	if p := w.decide(); p.Status.Upgrade.Phase != v1.UpgradeRollingBack || p.Action != ActCancel {
-		t.Fatalf("after the deadline: phase %s action %s", p.Status.Upgrade.Phase, p.Action)
+	if p := w.decide(); p.Status.Upgrade.Phase != v1.UpgradeRollingBack || p.Action.Kind != ActCancel {
+		t.Fatalf("after the deadline: phase %s action %s", p.Status.Upgrade.Phase, p.Action.Kind)
 	}
 }
 
@@ -317,11 +317,16 @@ func TestNewSpecDuringRollbackWins(t *testing.T) {
 	w.gen, w.spec = 3, baseSpec()
 	w.spec.Version = "1.18.2"
 	p := w.decide()
-	if p.Status.Upgrade == nil || p.Status.Upgrade.TargetGeneration != 3 || p.Deploy.Version != "1.18.2" || p.Status.Upgrade.RestorePath != "p" {
-		t.Fatalf("superseded: %+v deploy %s", p.Status.Upgrade, p.Deploy.Version)
+	// The rollback's job still runs: it stops before anything rolls.
+	if p.Status.Upgrade == nil || p.Status.Upgrade.TargetGeneration != 3 || p.Status.Upgrade.Phase != v1.UpgradeDeploying ||
+		p.Deploy.Version != "1.17.1" || p.Action.Kind != ActCancel || p.Status.Upgrade.RestorePath != "p" {
+		t.Fatalf("superseded: %+v deploy %s action %s", p.Status.Upgrade, p.Deploy.Version, p.Action.Kind)
 	}
-	if p.Action == ActTrigger {
-		t.Error("a second savepoint was taken; the saved state must be reused")
+	w.commit(p)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled}
+	p = w.decide()
+	if p.Deploy.Version != "1.18.2" || p.Action.Kind == ActTrigger {
+		t.Fatalf("after the cancel: deploy %s action %s; want the new spec and no second savepoint", p.Deploy.Version, p.Action.Kind)
 	}
 }
 
@@ -330,8 +335,8 @@ func TestSuspendAndResume(t *testing.T) {
 	w.spec.Job.State = v1.JobStateSuspended
 	p := w.decide()
 	sp := p.Status.Job.PendingSavepoint
-	if p.Action != ActTrigger || sp == nil || !sp.Stop || sp.Reason != v1.SavepointForSuspend {
-		t.Fatalf("suspend: action %s savepoint %+v", p.Action, sp)
+	if p.Action.Kind != ActTrigger || sp == nil || !sp.Stop || sp.Reason != v1.SavepointForSuspend {
+		t.Fatalf("suspend: action %s savepoint %+v", p.Action.Kind, sp)
 	}
 	if p.Status.Upgrade != nil {
 		t.Error("suspending started an upgrade")
@@ -341,14 +346,14 @@ func TestSuspendAndResume(t *testing.T) {
 	w.commit(w.decide())
 	w.flink.Pending = nil
 	p = w.decide()
-	if p.Action != ActNone || p.Status.Job.State != "SUSPENDED" {
-		t.Fatalf("suspended: action %s state %s", p.Action, p.Status.Job.State)
+	if p.Action.Kind != ActNone || p.Status.Job.State != "SUSPENDED" {
+		t.Fatalf("suspended: action %s state %s", p.Action.Kind, p.Status.Job.State)
 	}
 	w.commit(p)
 	w.spec.Job.State = v1.JobStateRunning
 	p = w.decide()
-	if p.Action != ActSubmit || p.RestorePath != "sp-suspend" {
-		t.Fatalf("resume: action %s from %q", p.Action, p.RestorePath)
+	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "sp-suspend" {
+		t.Fatalf("resume: action %s from %q", p.Action.Kind, p.Action.RestorePath)
 	}
 }
 
@@ -356,8 +361,8 @@ func TestManualAndPeriodicSavepoints(t *testing.T) {
 	w := stableWorld()
 	w.spec.Job.SavepointTriggerNonce = 1
 	p := w.decide()
-	if p.Action != ActTrigger || p.Status.Job.PendingSavepoint.Reason != v1.SavepointManual || p.Status.Job.PendingSavepoint.Stop {
-		t.Fatalf("manual: %s %+v", p.Action, p.Status.Job.PendingSavepoint)
+	if p.Action.Kind != ActTrigger || p.Status.Job.PendingSavepoint.Reason != v1.SavepointManual || p.Status.Job.PendingSavepoint.Stop {
+		t.Fatalf("manual: %s %+v", p.Action.Kind, p.Status.Job.PendingSavepoint)
 	}
 	w.commit(p)
 	w.flink.Pending = &Operation{Done: true, Path: "m1"}
@@ -367,18 +372,18 @@ func TestManualAndPeriodicSavepoints(t *testing.T) {
 	}
 	w.commit(p)
 	w.flink.Pending = nil
-	if p = w.decide(); p.Action != ActNone {
+	if p = w.decide(); p.Action.Kind != ActNone {
 		t.Fatalf("nonce served twice")
 	}
 
 	w.spec.Job.SavepointInterval = "1h"
 	p = w.decide()
-	if p.Action != ActNone || p.RequeueAfter <= 0 || p.RequeueAfter > time.Hour {
-		t.Fatalf("periodic not due: action %s requeue %s", p.Action, p.RequeueAfter)
+	if p.Action.Kind != ActNone || p.RequeueAfter <= 0 || p.RequeueAfter > time.Hour {
+		t.Fatalf("periodic not due: action %s requeue %s", p.Action.Kind, p.RequeueAfter)
 	}
 	w.now = w.now.Add(time.Hour + time.Second)
-	if p = w.decide(); p.Action != ActTrigger || p.Status.Job.PendingSavepoint.Reason != v1.SavepointPeriodic {
-		t.Fatalf("periodic due: %s", p.Action)
+	if p = w.decide(); p.Action.Kind != ActTrigger || p.Status.Job.PendingSavepoint.Reason != v1.SavepointPeriodic {
+		t.Fatalf("periodic due: %s", p.Action.Kind)
 	}
 }
 
@@ -413,8 +418,8 @@ func TestRollbackWhenTheJobFailsAtOnce(t *testing.T) {
 	w.commit(w.decide()) // to RollingBack
 	w.rolled = true
 	p = w.decide()
-	if p.Action != ActSubmit || p.Status.Job.ID == failed || p.RestorePath != "pre" {
-		t.Fatalf("rollback: action %s, job %s (failed one %s), restore %q", p.Action, p.Status.Job.ID, failed, p.RestorePath)
+	if p.Action.Kind != ActSubmit || p.Status.Job.ID == failed || p.Action.RestorePath != "pre" {
+		t.Fatalf("rollback: action %s, job %s (failed one %s), restore %q", p.Action.Kind, p.Status.Job.ID, failed, p.Action.RestorePath)
 	}
 }
 
@@ -426,16 +431,16 @@ func TestFailingSubmissionRetriesWithoutWrites(t *testing.T) {
 	w := &world{gen: 1, spec: spec, deployed: spec.DeepCopy(), rolled: true, now: t0, flink: Flink{Reachable: true},
 		status: v1.FlinkClusterStatus{Job: &v1.JobStatus{}}}
 	p := w.decide()
-	if p.Action != ActSubmit {
-		t.Fatalf("first decision: %s", p.Action)
+	if p.Action.Kind != ActSubmit {
+		t.Fatalf("first decision: %s", p.Action.Kind)
 	}
 	w.commit(p)
 	first := w.status.DeepCopy()
 	for _, after := range []time.Duration{time.Second, time.Minute, time.Hour} {
 		w.now = t0.Add(after)
 		p = w.decide()
-		if p.Action != ActSubmit || p.Status.Job.ID != first.Job.ID {
-			t.Fatalf("after %s: action %s, job %s, want a resubmission of %s", after, p.Action, p.Status.Job.ID, first.Job.ID)
+		if p.Action.Kind != ActSubmit || p.Status.Job.ID != first.Job.ID {
+			t.Fatalf("after %s: action %s, job %s, want a resubmission of %s", after, p.Action.Kind, p.Status.Job.ID, first.Job.ID)
 		}
 		if !equality.Semantic.DeepEqual(p.Status, *first) {
 			t.Errorf("after %s: the retry changed the status", after)

@@ -1,0 +1,140 @@
+package lifecycle
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// maxResubmitBackoff bounds the wait between submissions of a job that does
+// not reach Flink.
+const maxResubmitBackoff = 5 * time.Minute
+
+// Facts about the job, one helper each.
+
+// alive: Flink runs the recorded job (in any state short of terminal).
+func alive(in Input) bool { return in.Flink.JobFound && !in.Flink.JobState.Terminal() }
+
+// gone: Flink answered and the recorded job is terminal or unknown, so no
+// JobManager, new or recovering, will run it again. A CANCELED or FINISHED
+// job is globally terminal: Flink's HA services drop its job graph.
+func gone(in Input) bool { return in.Flink.Reachable && !alive(in) }
+
+// neverReached: the recorded job was submitted but Flink never showed it
+// (a failed jar download, an operator restart between record and send).
+func neverReached(job *v1.JobStatus) bool {
+	return job.ID != "" && job.SubmittedAt != nil && job.State == ""
+}
+
+// observe copies what Flink says of the job into the status.
+func (s *Step) observe() {
+	in, job := s.in, s.job()
+	if !in.Flink.JobFound {
+		return
+	}
+	job.State = string(in.Flink.JobState)
+	job.CheckpointsCompleted = in.Flink.CheckpointsCompleted
+	job.FailureCause = ""
+	if in.Flink.JobState == flink.JobFailed {
+		job.FailureCause = in.Flink.FailureCause
+	}
+	if cp := in.Flink.LatestCheckpoint; cp != nil && cp.Path != "" &&
+		(job.LastCheckpoint == nil || job.LastCheckpoint.Path != cp.Path) {
+		job.LastCheckpoint = &v1.CheckpointInfo{ID: cp.ID, Path: cp.Path, JobID: job.ID, ObservedAt: s.now()}
+	}
+}
+
+// stopJob cancels the recorded job until Flink reports it gone. It
+// returns true once it is: only then may the pods roll, or new
+// JobManagers recovering from HA would run the old job beside the new.
+func (s *Step) stopJob() bool {
+	in := s.in
+	switch {
+	case gone(in):
+		return true
+	case alive(in) && in.Flink.JobState != flink.JobCancelling:
+		s.act(ActCancel, "")
+	}
+	s.requeue(Poll)
+	return false
+}
+
+// submit records a new job ID and its restore path before the controller
+// submits it, so a repeated submission after a restart is refused by Flink
+// as a duplicate instead of running twice.
+func (s *Step) submit(restorePath, reason string) {
+	in, job := s.in, s.job()
+	job.ID = jobID(in.UID, in.Generation, job.ID, in.Now)
+	job.State = ""
+	job.FailureCause = ""
+	job.RestoredFrom = restorePath
+	now := s.now()
+	job.SubmittedAt = &now
+	job.CheckpointsCompleted = 0
+	s.act(ActSubmit, restorePath)
+	if restorePath != "" {
+		s.event(false, reason, "Submitting job %s restored from %s", job.ID, restorePath)
+	} else {
+		s.event(false, reason, "Submitting job %s without state", job.ID)
+	}
+	s.requeue(Poll)
+}
+
+// resubmit sends the recorded job again, under the same ID and from the
+// same state, without a status write, backing off as the failure lasts.
+func (s *Step) resubmit() {
+	in, job := s.in, s.job()
+	s.act(ActSubmit, job.RestoredFrom)
+	s.requeue(min(max(in.Now.Sub(job.SubmittedAt.Time), Poll), maxResubmitBackoff))
+}
+
+// newestState is the state a job restarts from: the newer of the last
+// savepoint and the last checkpoint the operator saw (by when it saw them),
+// else the spec's initial savepoint.
+func newestState(job *v1.JobStatus, spec *v1.JobSpec) string {
+	sp, cp := job.LastSavepoint, job.LastCheckpoint
+	switch {
+	case cp != nil && (sp == nil || sp.CompletedAt == nil || cp.ObservedAt.After(sp.CompletedAt.Time)):
+		return cp.Path
+	case sp != nil && sp.Path != "":
+		return sp.Path
+	}
+	return spec.InitialSavepointPath
+}
+
+// savedState is the state a restart restores from when nothing runs to
+// take a savepoint: the newest state held, or none for stateless jobs.
+func savedState(job *v1.JobStatus, spec *v1.JobSpec) string {
+	if spec.UpgradeMode == v1.UpgradeStateless {
+		return ""
+	}
+	return newestState(job, spec)
+}
+
+// jobID and triggerID are Flink's 32-hex-digit IDs, derived from the cluster
+// and the moment of the decision and recorded in status before use.
+// The previous job's ID is part of the seed, so a new job never takes the
+// ID of the one it replaces (Flink refuses an ID it holds as terminal).
+func jobID(uid string, generation int64, previous string, now time.Time) string {
+	return hexID(fmt.Sprintf("job/%s/%d/%s/%d", uid, generation, previous, now.UnixNano()))
+}
+
+func triggerID(uid, job, reason string, now time.Time) string {
+	return hexID(fmt.Sprintf("trigger/%s/%s/%s/%d", uid, job, reason, now.UnixNano()))
+}
+
+func hexID(seed string) string {
+	sum := sha256.Sum256([]byte(seed))
+	return hex.EncodeToString(sum[:16])
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "no saved state"
+	}
+	return s
+}

@@ -1,0 +1,246 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// savingWorld is an upgrade to 1.18.1 waiting for its stop-with-savepoint.
+func savingWorld(t *testing.T) *world {
+	t.Helper()
+	w := stableWorld()
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Version = "1.18.1"
+	w.spec.UpgradePolicy = &v1.UpgradePolicy{SavepointTimeout: "1m", StabilityTimeout: "1m", StableCheckpoints: 2}
+	p := w.decide()
+	if p.Status.Upgrade == nil || p.Status.Upgrade.Phase != v1.UpgradeSavingState || p.Action.Kind != ActTrigger {
+		t.Fatalf("setup: %+v action %s", p.Status.Upgrade, p.Action.Kind)
+	}
+	w.commit(p)
+	return w
+}
+
+func hasTransition(p Step, k TransitionKind) bool {
+	for _, tr := range p.Transitions {
+		if tr.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// TestForgottenTrigger: Flink answers 404 for the recorded trigger (its
+// operation cache expired or its JobManager restarted). The result is
+// settled from the job's checkpoint history before anything is sent
+// again; without a record, the trigger is sent again only while the job
+// runs, and every path ends by the savepoint timeout.
+func TestForgottenTrigger(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		after      time.Duration
+		flink      Flink
+		wantAction ActionKind
+		wantPhase  v1.UpgradePhase // "" means the upgrade ended
+		wantPath   string
+	}{
+		{"settled from the history", 10 * time.Minute,
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Unknown: true},
+				Savepoints: []Checkpoint{{ID: 7, Path: "s3://sp/savepoint-7", TriggeredAt: t0.Add(time.Second)}}},
+			ActNone, v1.UpgradeDeploying, "s3://sp/savepoint-7"},
+		{"a savepoint older than the trigger is not ours", 10 * time.Second,
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Unknown: true},
+				Savepoints: []Checkpoint{{ID: 3, Path: "s3://sp/old", TriggeredAt: t0.Add(-time.Hour)}}},
+			ActTrigger, v1.UpgradeSavingState, ""},
+		{"job finished, no record: failed, not re-triggered", 10 * time.Second,
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Unknown: true}},
+			ActNone, "", ""},
+		{"job lost with its JobManager: failed", 10 * time.Second,
+			Flink{Reachable: true, Pending: &Operation{Unknown: true}},
+			ActNone, "", ""},
+		{"still running, within the deadline: sent again", 10 * time.Second,
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Unknown: true}},
+			ActTrigger, v1.UpgradeSavingState, ""},
+		{"still running, past the deadline: failed", 2 * time.Minute,
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Unknown: true}},
+			ActNone, "", ""},
+		{"unreachable past the deadline: failed", 2 * time.Minute,
+			Flink{},
+			ActNone, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := savingWorld(t)
+			trigger := w.status.Job.PendingSavepoint.TriggerID
+			w.now = t0.Add(tc.after)
+			w.flink = tc.flink
+			p := w.decide()
+			if p.Action.Kind != tc.wantAction {
+				t.Errorf("action %s, want %s", p.Action.Kind, tc.wantAction)
+			}
+			if p.Action.Kind == ActTrigger && p.Status.Job.PendingSavepoint.TriggerID != trigger {
+				t.Errorf("sent trigger %s, want the recorded %s", p.Status.Job.PendingSavepoint.TriggerID, trigger)
+			}
+			switch {
+			case tc.wantPhase == "" && p.Status.Upgrade != nil:
+				t.Errorf("upgrade still in flight: %+v", p.Status.Upgrade)
+			case tc.wantPhase == "":
+				if c := cond(p, v1.ConditionUpgrading); c == nil || c.Reason != "SavepointFailed" || p.Status.LastFailedGeneration != 2 {
+					t.Errorf("Upgrading = %+v, failed generation %d", c, p.Status.LastFailedGeneration)
+				}
+				if p.Deploy.Version != "1.17.1" {
+					t.Errorf("deployed %s after a failed savepoint", p.Deploy.Version)
+				}
+			case p.Status.Upgrade == nil || p.Status.Upgrade.Phase != tc.wantPhase:
+				t.Errorf("upgrade %+v, want phase %s", p.Status.Upgrade, tc.wantPhase)
+			}
+			if tc.wantPath != "" && (p.Status.Job.LastSavepoint == nil || p.Status.Job.LastSavepoint.Path != tc.wantPath || p.Status.Upgrade.RestorePath != tc.wantPath) {
+				t.Errorf("savepoint %+v, want %s recorded and restored from", p.Status.Job.LastSavepoint, tc.wantPath)
+			}
+		})
+	}
+}
+
+// TestCancelIsAsynchronous: a last-state roll cancels the job; the pods
+// roll only once Flink reports it CANCELED, never while CANCELLING, and a
+// cancel that never ends abandons the upgrade with the cluster untouched.
+func TestCancelIsAsynchronous(t *testing.T) {
+	w := stableWorld()
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Job.UpgradeMode = v1.UpgradeLastState
+	w.deployed.Job.UpgradeMode = v1.UpgradeLastState
+	w.spec.FlinkConfiguration = v1.FlinkConfiguration{"state.backend.type": "rocksdb"}
+	w.spec.UpgradePolicy = &v1.UpgradePolicy{SavepointTimeout: "1m", StabilityTimeout: "1m", StableCheckpoints: 2}
+	p := w.decide()
+	if sp := p.Status.Job.PendingSavepoint; sp == nil || !sp.Checkpoint {
+		t.Fatalf("start: %+v", sp)
+	}
+	w.commit(p)
+	w.flink.Pending = &Operation{Done: true, Path: "s3://cp/chk-11"}
+	p = w.decide()
+	if p.Action.Kind != ActCancel || p.Deploy.FlinkConfiguration != nil || p.Status.Upgrade.RestorePath != "s3://cp/chk-11" {
+		t.Fatalf("checkpoint done: action %s deploy %v restore %q", p.Action.Kind, p.Deploy.FlinkConfiguration, p.Status.Upgrade.RestorePath)
+	}
+	w.commit(p)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobCancelling}
+	for i := 0; i < 3; i++ {
+		w.now = w.now.Add(10 * time.Second)
+		p = w.decide()
+		if p.Action.Kind != ActNone || p.Deploy.FlinkConfiguration != nil {
+			t.Fatalf("cancelling: action %s, deploy %v; want to wait with the old spec", p.Action.Kind, p.Deploy.FlinkConfiguration)
+		}
+		w.commit(p)
+	}
+	w.flink.JobState = flink.JobCanceled
+	if p = w.decide(); p.Deploy.FlinkConfiguration == nil {
+		t.Fatalf("canceled: the new spec is not deployed")
+	}
+
+	// A cancel that never completes.
+	w2 := stableWorld()
+	w2.gen, w2.spec = 2, w.spec.DeepCopy()
+	w2.deployed.Job.UpgradeMode = v1.UpgradeLastState
+	w2.commit(w2.decide())
+	w2.flink.Pending = &Operation{Done: true, Path: "s3://cp/chk-11"}
+	w2.commit(w2.decide())
+	w2.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobCancelling}
+	w2.now = w2.now.Add(2 * time.Minute)
+	p = w2.decide()
+	if p.Status.Upgrade != nil || p.Deploy.FlinkConfiguration != nil || !hasTransition(p, UpgradeFailed) {
+		t.Fatalf("stuck cancel: upgrade %+v deploy %v transitions %v", p.Status.Upgrade, p.Deploy.FlinkConfiguration, p.Transitions)
+	}
+}
+
+// TestJobLostWithItsJobManager: without HA a JobManager restart forgets
+// the job. It is submitted again, under a new ID, from the newest state the
+// operator saw: the latest checkpoint when it is newer than the savepoint.
+func TestJobLostWithItsJobManager(t *testing.T) {
+	w := stableWorld()
+	saved := metav1.NewTime(t0.Add(-time.Hour))
+	w.status.Job.LastSavepoint = &v1.SavepointInfo{Path: "s3://sp/savepoint-1", TriggerID: "t", JobID: "job-1", TriggeredAt: saved, CompletedAt: &saved}
+	w.flink.LatestCheckpoint = &Checkpoint{ID: 42, Path: "s3://cp/chk-42", TriggeredAt: t0}
+	p := w.decide()
+	if cp := p.Status.Job.LastCheckpoint; cp == nil || cp.Path != "s3://cp/chk-42" || cp.JobID != "job-1" {
+		t.Fatalf("checkpoint not recorded: %+v", cp)
+	}
+	w.commit(p)
+	w.now = t0.Add(time.Minute)
+	w.flink = Flink{Reachable: true}
+	p = w.decide()
+	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://cp/chk-42" || p.Status.Job.ID == "job-1" || !hasTransition(p, JobLost) {
+		t.Fatalf("lost job: action %s from %q as %s, transitions %v", p.Action.Kind, p.Action.RestorePath, p.Status.Job.ID, p.Transitions)
+	}
+
+	// With only an older checkpoint, the savepoint is newer.
+	w = stableWorld()
+	w.status.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 1, Path: "s3://cp/chk-1", JobID: "job-0", ObservedAt: metav1.NewTime(t0.Add(-2 * time.Hour))}
+	w.status.Job.LastSavepoint = &v1.SavepointInfo{Path: "s3://sp/savepoint-1", TriggerID: "t", JobID: "job-1", TriggeredAt: saved, CompletedAt: &saved}
+	w.flink = Flink{Reachable: true}
+	if p = w.decide(); p.Action.RestorePath != "s3://sp/savepoint-1" {
+		t.Errorf("restored from %q, want the newer savepoint", p.Action.RestorePath)
+	}
+}
+
+// rollingBackWorld is a failed upgrade whose rollback job was submitted.
+func rollingBackWorld(t *testing.T) *world {
+	t.Helper()
+	w := savingWorld(t)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "s3://sp/pre"}}
+	w.commit(w.decide()) // savepoint done, old job finished: deploy
+	w.commit(w.decide()) // rolled out: submit
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, FailureCause: "java.lang.IllegalStateException: bad"}
+	p := w.decide()
+	if p.Status.Upgrade == nil || p.Status.Upgrade.Phase != v1.UpgradeRollingBack {
+		t.Fatalf("setup: %+v", p.Status.Upgrade)
+	}
+	if c := cond(p, v1.ConditionUpgrading); c == nil || c.Reason != "UpgradeFailed" {
+		t.Fatalf("Upgrading = %+v", c)
+	}
+	w.commit(p)
+	p = w.decide() // stable spec rolled out: submit the rollback's job
+	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://sp/pre" {
+		t.Fatalf("setup: rollback submission %s from %q", p.Action.Kind, p.Action.RestorePath)
+	}
+	w.commit(p)
+	return w
+}
+
+// TestRollbackThatFails ends in a condition, an event and a transition,
+// both when the restored job fails and when it never runs.
+func TestRollbackThatFails(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+		flink Flink
+	}{
+		{"the restored job fails", time.Second, Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, FailureCause: "java.io.FileNotFoundException: s3://sp/pre"}},
+		{"the restored job never runs", 2 * time.Minute, Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := rollingBackWorld(t)
+			w.now = w.now.Add(tc.after)
+			w.flink = tc.flink
+			p := w.decide()
+			if p.Status.Upgrade != nil || p.Status.LastFailedGeneration != 2 || !hasTransition(p, RollbackFailed) {
+				t.Fatalf("upgrade %+v, failed generation %d, transitions %v", p.Status.Upgrade, p.Status.LastFailedGeneration, p.Transitions)
+			}
+			if c := cond(p, v1.ConditionRollingBack); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "RollbackFailed" {
+				t.Errorf("RollingBack = %+v", c)
+			}
+			if c := cond(p, v1.ConditionRolledBack); c == nil || c.Reason != "RollbackFailed" {
+				t.Errorf("RolledBack = %+v", c)
+			}
+			if len(p.Events) == 0 || !p.Events[len(p.Events)-1].Warning || p.Events[len(p.Events)-1].Reason != "RollbackFailed" {
+				t.Errorf("events %+v", p.Events)
+			}
+			w.commit(p)
+			// Nothing more happens until the spec changes.
+			if p = w.decide(); p.Action.Kind != ActNone || p.Status.Upgrade != nil {
+				t.Errorf("after the failure: action %s upgrade %+v", p.Action.Kind, p.Status.Upgrade)
+			}
+		})
+	}
+}

@@ -1,0 +1,207 @@
+package lifecycle
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// Flink is what the controller read from the Flink REST API this reconcile.
+type Flink struct {
+	// Reachable: the REST API answered.
+	Reachable bool
+	// JobFound: Flink knows status.job.id.
+	JobFound bool
+	// JobState is the state of status.job.id.
+	JobState flink.JobStatus
+	// FailureCause is the job's root exception, when it failed.
+	FailureCause string
+	// CheckpointsCompleted is the job's completed-checkpoint count.
+	CheckpointsCompleted int64
+	// LatestCheckpoint is the job's latest completed checkpoint.
+	LatestCheckpoint *Checkpoint
+	// Savepoints are the completed savepoints in the job's checkpoint
+	// history, Flink's own record of what a forgotten trigger produced.
+	Savepoints []Checkpoint
+	// Pending is the state of status.job.pendingSavepoint in Flink.
+	Pending *Operation
+}
+
+// Checkpoint is a completed checkpoint or savepoint as Flink lists it.
+type Checkpoint struct {
+	ID   int64
+	Path string
+	// TriggeredAt is Flink's trigger timestamp.
+	TriggeredAt time.Time
+}
+
+// Operation is a savepoint or checkpoint trigger as Flink reports it.
+type Operation struct {
+	// Unknown: Flink has no such trigger. It was never sent, or the
+	// JobManager forgot it: its CompletedOperationCache keeps a result for
+	// rest.async.store-duration and loses everything on a restart.
+	Unknown bool
+	Done    bool
+	// Path of the completed savepoint or checkpoint.
+	Path string
+	// Failure, when Done without a path.
+	Failure string
+}
+
+// Input is everything a decision depends on.
+type Input struct {
+	Generation int64
+	UID        string
+	Spec       *v1.FlinkClusterSpec
+	Status     *v1.FlinkClusterStatus
+	// Deployed and LastStable are decoded from the status.
+	Deployed   *v1.FlinkClusterSpec
+	LastStable *v1.FlinkClusterSpec
+	// RolledOut: the children match Deployed, every pod is ready and the
+	// REST API answers.
+	RolledOut bool
+	Flink     Flink
+	Now       time.Time
+}
+
+// ActionKind is a side effect for the controller to perform.
+type ActionKind string
+
+const (
+	ActNone ActionKind = ""
+	// ActTrigger sends status.job.pendingSavepoint's trigger (Flink joins a
+	// repeated trigger ID while it remembers it).
+	ActTrigger ActionKind = "Trigger"
+	// ActSubmit uploads the jar and runs it with status.job.id as job ID.
+	ActSubmit ActionKind = "Submit"
+	// ActCancel cancels status.job.id.
+	ActCancel ActionKind = "Cancel"
+)
+
+// Action is the one side effect of a step.
+type Action struct {
+	Kind ActionKind
+	// RestorePath is the savepoint or checkpoint ActSubmit restores from.
+	RestorePath string
+}
+
+// TransitionKind names a lifecycle transition, for metrics.
+type TransitionKind string
+
+const (
+	UpgradeStarted     TransitionKind = "UpgradeStarted"
+	UpgradeSucceeded   TransitionKind = "UpgradeSucceeded"
+	UpgradeFailed      TransitionKind = "UpgradeFailed"
+	UpgradeSuperseded  TransitionKind = "UpgradeSuperseded"
+	RollbackSucceeded  TransitionKind = "RollbackSucceeded"
+	RollbackFailed     TransitionKind = "RollbackFailed"
+	SavepointCompleted TransitionKind = "SavepointCompleted"
+	SavepointFailed    TransitionKind = "SavepointFailed"
+	JobLost            TransitionKind = "JobLost"
+)
+
+// Transition is one transition a step makes.
+type Transition struct {
+	Kind TransitionKind
+	// Reason of the savepoint, for savepoint transitions.
+	Reason v1.SavepointReason
+	// Took is how long the savepoint took, for SavepointCompleted.
+	Took time.Duration
+}
+
+// Event is an event to record.
+type Event struct {
+	Warning bool
+	Reason  string
+	Message string
+}
+
+// Step is one decision: the next status, at most one action, when to look
+// again, the transitions it makes and the events it emits. The controller
+// writes Status before performing Action or applying Deploy, so a restart
+// between the two resumes the same step instead of starting another.
+type Step struct {
+	Deploy      *v1.FlinkClusterSpec
+	Status      v1.FlinkClusterStatus
+	Action      Action
+	Transitions []Transition
+	Events      []Event
+	// RequeueAfter asks to look again; zero means wait for events.
+	RequeueAfter time.Duration
+	// MarkStable asks the controller to record Deploy as the last stable spec.
+	MarkStable bool
+
+	in Input
+}
+
+// Poll is how often an operation in flight is looked at.
+const Poll = 2 * time.Second
+
+func newStep(in Input) *Step {
+	s := &Step{Status: *in.Status.DeepCopy(), Deploy: in.Deployed, in: in}
+	if s.Status.Job == nil {
+		s.Status.Job = &v1.JobStatus{}
+	}
+	return s
+}
+
+func (s *Step) job() *v1.JobStatus        { return s.Status.Job }
+func (s *Step) upgrade() *v1.UpgradeStatus { return s.Status.Upgrade }
+
+func (s *Step) event(warning bool, reason, format string, args ...any) {
+	s.Events = append(s.Events, Event{Warning: warning, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+func (s *Step) transition(t Transition) { s.Transitions = append(s.Transitions, t) }
+
+// act sets the step's one action. The first one set wins: two side
+// effects in one step could not be ordered safely, and the next step
+// reaches the other from the status this one records.
+func (s *Step) act(kind ActionKind, restore string) {
+	if s.Action.Kind == ActNone {
+		s.Action = Action{Kind: kind, RestorePath: restore}
+	}
+}
+
+func (s *Step) requeue(after time.Duration) {
+	if s.RequeueAfter == 0 || after < s.RequeueAfter {
+		s.RequeueAfter = after
+	}
+}
+
+func (s *Step) now() metav1.Time { return metav1.NewTime(s.in.Now.Truncate(time.Second)) }
+
+func (s *Step) setCondition(t string, status metav1.ConditionStatus, reason, msg string) {
+	setCondition(&s.Status, s.in.Generation, s.in.Now, t, status, reason, msg)
+}
+
+func (s *Step) setUpgrading(status metav1.ConditionStatus, reason, msg string) {
+	s.setCondition(v1.ConditionUpgrading, status, reason, msg)
+}
+
+// toPhase moves the upgrade to phase; deadlines count from here.
+func (s *Step) toPhase(phase v1.UpgradePhase) {
+	s.Status.Upgrade.Phase = phase
+	s.Status.Upgrade.PhaseStartedAt = s.now()
+	switch phase {
+	case v1.UpgradeSavingState:
+		s.setUpgrading(metav1.ConditionTrue, string(phase), "Making state safe before the change")
+	case v1.UpgradeDeploying:
+		s.setUpgrading(metav1.ConditionTrue, string(phase), "Stopping the old job, then rolling the pods to the new spec")
+	case v1.UpgradeVerifying:
+		s.setUpgrading(metav1.ConditionTrue, string(phase), "Waiting for the job to run and complete checkpoints")
+	}
+}
+
+// endUpgrade closes the upgrade in flight; failed marks its generation so
+// it is not retried until the spec changes.
+func (s *Step) endUpgrade(failed bool) {
+	if failed {
+		s.Status.LastFailedGeneration = s.Status.Upgrade.TargetGeneration
+	}
+	s.Status.Upgrade = nil
+}
