@@ -149,7 +149,7 @@ func newStep(in Input) *Step {
 	return s
 }
 
-func (s *Step) job() *v1.JobStatus        { return s.Status.Job }
+func (s *Step) job() *v1.JobStatus         { return s.Status.Job }
 func (s *Step) upgrade() *v1.UpgradeStatus { return s.Status.Upgrade }
 
 func (s *Step) event(warning bool, reason, format string, args ...any) {
