@@ -75,7 +75,7 @@ func rolledOutTo(want *resources.Desired, obs observed) bool {
 	return jm.Annotations[resources.AnnotationSpecHash] == specHash(want.JobManager.Annotations) &&
 		tm.Annotations[resources.AnnotationSpecHash] == specHash(want.TaskManager.Annotations) &&
 		jm.Status.ObservedGeneration >= jm.Generation && tm.Status.ObservedGeneration >= tm.Generation &&
-		jm.Status.ReadyReplicas >= 1 && jm.Status.UpdatedReplicas == jm.Status.Replicas &&
+		resources.JobManagerReady(jm) && jm.Status.UpdatedReplicas == jm.Status.Replicas &&
 		tm.Status.UpdateRevision == tm.Status.CurrentRevision &&
 		tm.Status.ReadyReplicas == *want.TaskManager.Spec.Replicas && tm.Status.UpdatedReplicas == *want.TaskManager.Spec.Replicas
 }

@@ -258,7 +258,7 @@ func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, jm 
 		return nil
 	}
 	v, ok := r.Health.Get(client.ObjectKeyFromObject(fc))
-	jmReady := jm != nil && jm.Status.ReadyReplicas > 0
+	jmReady := resources.JobManagerReady(jm)
 	jobRunning := fc.Status.Job != nil && fc.Status.Job.State == "RUNNING" && fc.Status.Upgrade == nil
 	stale := !ok || v.Levels[health.LevelJobManager].Status != metav1.ConditionTrue ||
 		jobRunning && v.Levels[health.LevelJobs].Status != metav1.ConditionTrue
@@ -392,7 +392,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) 
 
 // jobManagerReady: a JobManager pod is Ready. The one definition of it.
 func (o observed) jobManagerReady() bool {
-	return o.jobManager != nil && o.jobManager.Status.ReadyReplicas > 0
+	return resources.JobManagerReady(o.jobManager)
 }
 
 func specHash(annotations map[string]string) string { return annotations[resources.AnnotationSpecHash] }

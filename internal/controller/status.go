@@ -99,7 +99,7 @@ type verdict struct {
 func availability(fc *v1.FlinkCluster, obs observed) verdict {
 	tmDesired := fc.Spec.TaskManager.Replicas
 	switch {
-	case obs.jobManager == nil || obs.jobManager.Status.ReadyReplicas < 1:
+	case !resources.JobManagerReady(obs.jobManager):
 		return verdict{metav1.ConditionFalse, "JobManagerNotReady", "No JobManager pod is ready"}
 	case obs.taskManager == nil || obs.taskManager.Status.ReadyReplicas < tmDesired:
 		ready := int32(0)
@@ -133,7 +133,7 @@ func progress(fc *v1.FlinkCluster, obs observed) verdict {
 		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", s.Status.Replicas, fc.Spec.TaskManager.Replicas)}
 	case d.Status.ObservedGeneration < d.Generation || s.Status.ObservedGeneration < s.Generation:
 		return verdict{metav1.ConditionTrue, "Applying", "Waiting for the workload controllers to observe the change"}
-	case d.Status.ReadyReplicas < 1 || s.Status.ReadyReplicas < fc.Spec.TaskManager.Replicas:
+	case !resources.JobManagerReady(d) || s.Status.ReadyReplicas < fc.Spec.TaskManager.Replicas:
 		return verdict{metav1.ConditionTrue, "WaitingForPods", "Waiting for pods to become ready"}
 	}
 	return verdict{metav1.ConditionFalse, "AllTaskManagersRegistered", "The cluster matches its spec"}

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/resources"
 )
 
 // Probe reasons.
@@ -45,7 +46,7 @@ const maxMessage = 512
 func jobManagerProbe(dep *appsv1.Deployment, seenReady bool) Probe {
 	p := Probe{Level: LevelJobManager}
 	switch {
-	case dep != nil && dep.DeletionTimestamp == nil && dep.Status.ReadyReplicas >= 1:
+	case resources.JobManagerReady(dep):
 		p.OK, p.Reason, p.Message = true, ReasonJobManagerReady, "A JobManager pod is ready."
 	case !seenReady:
 		p.Unknown, p.Reason = true, ReasonJobManagerStarting

@@ -4,6 +4,8 @@
 package resources
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+
 	v1 "github.com/datapilot/datapilot/api/v1"
 )
 
@@ -71,4 +73,10 @@ func Labels(fc *v1.FlinkCluster, component string) map[string]string {
 	l := SelectorLabels(fc.Name, component)
 	l[LabelVersion] = fc.Spec.Version
 	return l
+}
+
+// JobManagerReady is the one definition of "a JobManager is ready": its
+// Deployment exists, is not being deleted, and has a Ready pod.
+func JobManagerReady(d *appsv1.Deployment) bool {
+	return d != nil && d.DeletionTimestamp == nil && d.Status.ReadyReplicas >= 1
 }
