@@ -212,8 +212,10 @@ func TestTriggeredCheckpoint(t *testing.T) {
 	}
 }
 
-func TestCheckpointTriggerNeedsFlink119(t *testing.T) {
-	for version, want := range map[string]int{"1.17.1": http.StatusNotFound, "1.18.1": http.StatusNotFound, "1.19.0": 0, "2.0.0": 0} {
+// TestCheckpointTriggerNeedsFlink117: the REST schema of 1.16 has no POST
+// /jobs/{jobid}/checkpoints; 1.17's does.
+func TestCheckpointTriggerNeedsFlink117(t *testing.T) {
+	for version, want := range map[string]int{"1.15.4": http.StatusNotFound, "1.16.3": http.StatusNotFound, "1.17.1": 0, "1.18.1": 0, "1.19.0": 0, "2.0.0": 0} {
 		e, _ := newTestEngine(t)
 		o := obs("tm-1")
 		o.Version = version
