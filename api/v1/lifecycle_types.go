@@ -172,6 +172,11 @@ type SavepointInfo struct {
 	// CompletedAt is when Flink reported it done.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// CheckpointID is Flink's ID of the savepoint, when its checkpoint
+	// history showed it; savepoints and checkpoints of a job share the
+	// counter, so it orders them.
+	// +optional
+	CheckpointID int64 `json:"checkpointID,omitempty"`
 }
 
 // JobStatus is what the operator knows of the job.

@@ -93,17 +93,34 @@ func (s *Step) resubmit() {
 }
 
 // newestState is the state a job restarts from: the newer of the last
-// savepoint and the last checkpoint the operator saw (by when it saw them),
-// else the spec's initial savepoint.
+// savepoint and the last checkpoint the operator saw, else the spec's
+// initial savepoint.
 func newestState(job *v1.JobStatus, spec *v1.JobSpec) string {
 	sp, cp := job.LastSavepoint, job.LastCheckpoint
 	switch {
-	case cp != nil && (sp == nil || sp.CompletedAt == nil || cp.ObservedAt.After(sp.CompletedAt.Time)):
-		return cp.Path
-	case sp != nil && sp.Path != "":
+	case sp != nil && sp.Path != "" && (cp == nil || !checkpointNewer(job.ID, cp, sp)):
 		return sp.Path
+	case cp != nil:
+		return cp.Path
 	}
 	return spec.InitialSavepointPath
+}
+
+// checkpointNewer orders a checkpoint against a savepoint. Of two jobs, the
+// current one's state is newer (it started from the other's or later).
+// Within one job, a stop-with-savepoint is the last state it wrote, and
+// otherwise the shared checkpoint counter orders them; the operator's
+// clock decides only when the savepoint's ID is unknown.
+func checkpointNewer(current string, cp *v1.CheckpointInfo, sp *v1.SavepointInfo) bool {
+	switch {
+	case cp.JobID != sp.JobID:
+		return cp.JobID == current
+	case sp.Stop:
+		return false
+	case sp.CheckpointID > 0:
+		return cp.ID > sp.CheckpointID
+	}
+	return sp.CompletedAt == nil || cp.ObservedAt.After(sp.CompletedAt.Time)
 }
 
 // savedState is the state a restart restores from when nothing runs to

@@ -244,3 +244,37 @@ func TestRollbackThatFails(t *testing.T) {
 		})
 	}
 }
+
+// TestNewestState orders checkpoints and savepoints as Flink numbers them,
+// not by when the operator happened to see them.
+func TestNewestState(t *testing.T) {
+	early, late := metav1.NewTime(t0), metav1.NewTime(t0.Add(time.Hour))
+	cp := func(id int64, job string, seen metav1.Time) *v1.CheckpointInfo {
+		return &v1.CheckpointInfo{ID: id, Path: "chk-" + job, JobID: job, ObservedAt: seen}
+	}
+	sp := func(job string, stop bool, id int64, done metav1.Time) *v1.SavepointInfo {
+		return &v1.SavepointInfo{Path: "sp-" + job, JobID: job, Stop: stop, CheckpointID: id, TriggeredAt: done, CompletedAt: &done}
+	}
+	for _, tc := range []struct {
+		name    string
+		current string
+		cp      *v1.CheckpointInfo
+		sp      *v1.SavepointInfo
+		want    string
+	}{
+		{"nothing held: the initial savepoint", "j1", nil, nil, "initial"},
+		{"a stop-with-savepoint is the job's last state, however late its checkpoint was seen", "j1", cp(5, "j1", late), sp("j1", true, 0, early), "sp-j1"},
+		{"the current job's checkpoint beats the savepoint it started from", "j2", cp(3, "j2", early), sp("j1", true, 6, late), "chk-j2"},
+		{"a checkpoint of an older job loses to the current job's savepoint", "j2", cp(9, "j1", late), sp("j2", false, 2, early), "sp-j2"},
+		{"same job: the counter decides", "j1", cp(8, "j1", early), sp("j1", false, 7, late), "chk-j1"},
+		{"same job: the counter decides the other way", "j1", cp(6, "j1", late), sp("j1", false, 7, early), "sp-j1"},
+		{"only a checkpoint", "j1", cp(1, "j1", early), nil, "chk-j1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &v1.JobStatus{ID: tc.current, LastCheckpoint: tc.cp, LastSavepoint: tc.sp}
+			if got := newestState(job, &v1.JobSpec{InitialSavepointPath: "initial"}); got != tc.want {
+				t.Errorf("newestState = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -114,6 +114,11 @@ func (s *Step) triggerDone(sp *v1.SavepointInfo, path string) (outcome, *v1.Save
 	done.Path = path
 	now := s.now()
 	done.CompletedAt = &now
+	for _, c := range in.Flink.Savepoints {
+		if c.Path == path {
+			done.CheckpointID = c.ID
+		}
+	}
 	job.PendingSavepoint = nil
 	if !done.Checkpoint {
 		job.LastSavepoint = &done

@@ -19,11 +19,37 @@ import (
 	"github.com/datapilot/datapilot/internal/flinksim"
 )
 
-// jobCluster is a small cluster with one declared job.
-func jobCluster(ns, name string) *v1.FlinkCluster {
+// upgradePath is a minor line the lifecycle scenarios run on, from one
+// release to the next.
+type upgradePath struct{ name, from, to string }
+
+// upgradePaths cover the three shapes of Flink configuration: a 1.x
+// before 1.19 (flink-conf.yaml), 1.19 to 1.20 (config.yaml, and the
+// checkpoint keys renamed on the way), and 2.x.
+var upgradePaths = []upgradePath{
+	{"1.17", "1.17.2", "1.18.1"},
+	{"1.19", "1.19.3", "1.20.1"},
+	{"2.x", "2.0.1", "2.1.1"},
+}
+
+// eachPath runs a scenario on every upgrade path, in parallel.
+func eachPath(t *testing.T, scenario func(t *testing.T, p upgradePath)) {
+	for _, p := range upgradePaths {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			scenario(t, p)
+		})
+	}
+}
+
+// jobCluster is a small cluster with one declared job, on Flink 1.17.1.
+func jobCluster(ns, name string) *v1.FlinkCluster { return jobClusterAt(ns, name, "1.17.1") }
+
+// jobClusterAt is jobCluster on another version.
+func jobClusterAt(ns, name, version string) *v1.FlinkCluster {
 	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	fc.Spec = v1.FlinkClusterSpec{
-		Version:     "1.17.1",
+		Version:     version,
 		JobManager:  v1.JobManagerSpec{Replicas: 1},
 		TaskManager: v1.TaskManagerSpec{Replicas: 2, Slots: 2},
 		// The simulator checkpoints on its own clock; Flink would on this one.
@@ -38,9 +64,13 @@ func jobCluster(ns, name string) *v1.FlinkCluster {
 // startJobCluster creates the cluster and waits until its job runs and its
 // spec is recorded as stable.
 func startJobCluster(t *testing.T, name string) (string, flinksim.ClusterKey) {
+	return startJobClusterAt(t, name, "1.17.1")
+}
+
+func startJobClusterAt(t *testing.T, name, version string) (string, flinksim.ClusterKey) {
 	t.Helper()
 	ns := newNamespace(t)
-	if err := k8s.Create(context.Background(), jobCluster(ns, name)); err != nil {
+	if err := k8s.Create(context.Background(), jobClusterAt(ns, name, version)); err != nil {
 		t.Fatal(err)
 	}
 	waitCondition(t, ns, name, v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
@@ -96,11 +126,13 @@ func waitUpgradeResult(t *testing.T, ns, name, reason string, timeout time.Durat
 // stop-with-savepoint included; a repeated trigger ID is one savepoint.
 func savepointsTaken(j flinksim.JobView) int { return j.SavepointsTriggered }
 
-func TestUpgradeTakesSavepointAndRestores(t *testing.T) {
-	ns, key := startJobCluster(t, "upgrade")
+func TestUpgradeTakesSavepointAndRestores(t *testing.T) { eachPath(t, upgradeTakesSavepointAndRestores) }
+
+func upgradeTakesSavepointAndRestores(t *testing.T, path upgradePath) {
+	ns, key := startJobClusterAt(t, "upgrade", path.from)
 	oldJob := getFC(t, ns, "upgrade").Status.Job.ID
 
-	patchSpec(t, ns, "upgrade", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	patchSpec(t, ns, "upgrade", func(fc *v1.FlinkCluster) { fc.Spec.Version = path.to })
 	fc := waitUpgradeResult(t, ns, "upgrade", "UpgradeSucceeded", 2*time.Minute)
 
 	old := simJob(t, key, oldJob)
@@ -115,10 +147,10 @@ func TestUpgradeTakesSavepointAndRestores(t *testing.T) {
 	if nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != sp.Path {
 		t.Errorf("new job %s: state %s restored from %+v, want RUNNING from %s", nw.ID, nw.State, nw.RestoredFrom, sp.Path)
 	}
-	if img := jobManagerImage(t, ns, "upgrade"); img != "flink:1.18.1" {
+	if img := jobManagerImage(t, ns, "upgrade"); img != "flink:"+path.to {
 		t.Errorf("JobManager image %s", img)
 	}
-	if view, _ := sim.Engine.View(key); view.Version != "1.18.1" {
+	if view, _ := sim.Engine.View(key); view.Version != path.to {
 		t.Errorf("Flink reports version %s", view.Version)
 	}
 	if decoded := fc.Status.LastStableSpec; decoded == nil {
@@ -127,7 +159,11 @@ func TestUpgradeTakesSavepointAndRestores(t *testing.T) {
 }
 
 func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
-	ns, key := startJobCluster(t, "spfail")
+	eachPath(t, failedSavepointLeavesClusterUntouched)
+}
+
+func failedSavepointLeavesClusterUntouched(t *testing.T, path upgradePath) {
+	ns, key := startJobClusterAt(t, "spfail", path.from)
 	before := getFC(t, ns, "spfail")
 	uids := map[string]bool{}
 	for _, p := range tmPods(t, ns, "spfail") {
@@ -136,10 +172,10 @@ func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
 	sim.Engine.SetSavepointFault(key, flinksim.FaultFail)
 	defer sim.Engine.ClearFaults(key)
 
-	patchSpec(t, ns, "spfail", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	patchSpec(t, ns, "spfail", func(fc *v1.FlinkCluster) { fc.Spec.Version = path.to })
 	fc := waitUpgradeResult(t, ns, "spfail", "SavepointFailed", time.Minute)
 
-	if img := jobManagerImage(t, ns, "spfail"); img != "flink:1.17.1" {
+	if img := jobManagerImage(t, ns, "spfail"); img != "flink:"+path.from {
 		t.Errorf("JobManager image changed to %s after a failed savepoint", img)
 	}
 	for _, p := range tmPods(t, ns, "spfail") {
@@ -158,9 +194,11 @@ func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
 	}
 }
 
-func TestJobFailingAfterUpgradeIsRolledBack(t *testing.T) {
-	ns, key := startJobCluster(t, "rollback")
-	patchSpec(t, ns, "rollback", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+func TestJobFailingAfterUpgradeIsRolledBack(t *testing.T) { eachPath(t, jobFailingAfterUpgradeIsRolledBack) }
+
+func jobFailingAfterUpgradeIsRolledBack(t *testing.T, path upgradePath) {
+	ns, key := startJobClusterAt(t, "rollback", path.from)
+	patchSpec(t, ns, "rollback", func(fc *v1.FlinkCluster) { fc.Spec.Version = path.to })
 
 	var newJob string
 	eventually(t, time.Minute, "upgrade verifying", func() error {
@@ -177,7 +215,7 @@ func TestJobFailingAfterUpgradeIsRolledBack(t *testing.T) {
 	})
 
 	fc := waitCondition(t, ns, "rollback", v1.ConditionRolledBack, metav1.ConditionTrue, 2*time.Minute)
-	if img := jobManagerImage(t, ns, "rollback"); img != "flink:1.17.1" {
+	if img := jobManagerImage(t, ns, "rollback"); img != "flink:"+path.from {
 		t.Errorf("JobManager image after rollback: %s", img)
 	}
 	if fc.Status.Upgrade != nil || fc.Status.Job.ID == newJob {
@@ -246,8 +284,10 @@ func TestOperatorKilledDuringUpgrade(t *testing.T) {
 	}
 }
 
-func TestSuspendAndResume(t *testing.T) {
-	ns, key := startJobCluster(t, "suspend")
+func TestSuspendAndResume(t *testing.T) { eachPath(t, suspendAndResume) }
+
+func suspendAndResume(t *testing.T, path upgradePath) {
+	ns, key := startJobClusterAt(t, "suspend", path.from)
 	running := getFC(t, ns, "suspend").Status.Job.ID
 	patchSpec(t, ns, "suspend", func(fc *v1.FlinkCluster) { fc.Spec.Job.State = v1.JobStateSuspended })
 	var sp *v1.SavepointInfo
@@ -286,7 +326,7 @@ func TestSuspendAndResume(t *testing.T) {
 func TestUnreachableJarIsReportedWithoutWriteLoop(t *testing.T) {
 	ns := newNamespace(t)
 	fc := jobCluster(ns, "badjar")
-	fc.Spec.Job.JarURI = "http://127.0.0.1:1/artifacts/missing.jar" // nothing listens on port 1
+	fc.Spec.Job.JarURI = jarServer.URL + "/artifacts/missing.jar" // answered 404
 	if err := k8s.Create(context.Background(), fc); err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +346,14 @@ func TestUnreachableJarIsReportedWithoutWriteLoop(t *testing.T) {
 	if before.Status.Job == nil || before.Status.Job.ID == "" {
 		t.Fatalf("no job recorded: %+v", before.Status.Job)
 	}
-	time.Sleep(6 * time.Second) // several retries
+	// Wait for three more attempts, as the jar server counts them.
+	seen := jarRequests.get("/artifacts/missing.jar")
+	eventually(t, time.Minute, "three more attempts to fetch the jar", func() error {
+		if n := jarRequests.get("/artifacts/missing.jar"); n < seen+3 {
+			return fmt.Errorf("%d attempts since the first check", n-seen)
+		}
+		return nil
+	})
 	after := getFC(t, ns, "badjar")
 	if after.Status.Job.ID != before.Status.Job.ID || !after.Status.Job.SubmittedAt.Equal(before.Status.Job.SubmittedAt) {
 		t.Errorf("a retry recorded a new submission: %s at %v, then %s at %v", before.Status.Job.ID, before.Status.Job.SubmittedAt,

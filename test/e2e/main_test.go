@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -35,6 +36,9 @@ var (
 	restConfig *rest.Config
 	sim        *flinksim.Simulator
 	jarServer  *httptest.Server
+	// jarRequests counts the jar server's requests by path: an observable
+	// sign that the operator retried, for negative checks.
+	jarRequests = &pathCounter{counts: map[string]int{}}
 	op         *operatorProcess
 )
 
@@ -94,6 +98,11 @@ func run(m *testing.M) int {
 		}
 	}()
 	jarServer = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		jarRequests.add(r.URL.Path)
+		if strings.HasPrefix(path.Base(r.URL.Path), "missing") {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/java-archive")
 		_, _ = w.Write([]byte("PK\x03\x04 not a real jar: the simulator runs no code"))
 	}))
@@ -191,4 +200,22 @@ func (o *operatorProcess) stop() {
 		}
 		o.cmd = nil
 	}
+}
+
+// pathCounter counts requests by URL path.
+type pathCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *pathCounter) add(p string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts[p]++
+}
+
+func (c *pathCounter) get(p string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[p]
 }
