@@ -126,7 +126,9 @@ func waitUpgradeResult(t *testing.T, ns, name, reason string, timeout time.Durat
 // stop-with-savepoint included; a repeated trigger ID is one savepoint.
 func savepointsTaken(j flinksim.JobView) int { return j.SavepointsTriggered }
 
-func TestUpgradeTakesSavepointAndRestores(t *testing.T) { eachPath(t, upgradeTakesSavepointAndRestores) }
+func TestUpgradeTakesSavepointAndRestores(t *testing.T) {
+	eachPath(t, upgradeTakesSavepointAndRestores)
+}
 
 func upgradeTakesSavepointAndRestores(t *testing.T, path upgradePath) {
 	ns, key := startJobClusterAt(t, "upgrade", path.from)
@@ -194,7 +196,9 @@ func failedSavepointLeavesClusterUntouched(t *testing.T, path upgradePath) {
 	}
 }
 
-func TestJobFailingAfterUpgradeIsRolledBack(t *testing.T) { eachPath(t, jobFailingAfterUpgradeIsRolledBack) }
+func TestJobFailingAfterUpgradeIsRolledBack(t *testing.T) {
+	eachPath(t, jobFailingAfterUpgradeIsRolledBack)
+}
 
 func jobFailingAfterUpgradeIsRolledBack(t *testing.T, path upgradePath) {
 	ns, key := startJobClusterAt(t, "rollback", path.from)

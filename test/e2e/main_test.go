@@ -39,7 +39,7 @@ var (
 	// jarRequests counts the jar server's requests by path: an observable
 	// sign that the operator retried, for negative checks.
 	jarRequests = &pathCounter{counts: map[string]int{}}
-	op         *operatorProcess
+	op          *operatorProcess
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
