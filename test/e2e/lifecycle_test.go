@@ -27,9 +27,9 @@ type upgradePath struct{ name, from, to string }
 // before 1.19 (flink-conf.yaml), 1.19 to 1.20 (config.yaml, and the
 // checkpoint keys renamed on the way), and 2.x.
 var upgradePaths = []upgradePath{
-	{"1.17", "1.17.2", "1.18.1"},
-	{"1.19", "1.19.3", "1.20.1"},
-	{"2.x", "2.0.1", "2.1.1"},
+	{"v1-17", "1.17.2", "1.18.1"},
+	{"v1-19", "1.19.3", "1.20.1"},
+	{"v2-0", "2.0.1", "2.1.1"},
 }
 
 // eachPath runs a scenario on every upgrade path, in parallel.
