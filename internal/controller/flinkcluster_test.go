@@ -503,20 +503,7 @@ func TestConvergedClusterCostsZeroWrites(t *testing.T) {
 	markReady(t, ns, "realtime-warehouse")
 	waitCondition(t, ns, "realtime-warehouse", v1.ConditionAvailable, metav1.ConditionTrue)
 	// Let in-flight reconciles and event writes settle.
-	settle := func() int64 {
-		var last int64 = -1
-		testwait.Until(t, 20*time.Second, func() error {
-			now := writes.Load()
-			if now != last {
-				last = now
-				time.Sleep(1500 * time.Millisecond)
-				return errors.New("writes still moving")
-			}
-			return nil
-		})
-		return last
-	}
-	start := settle()
+	start := settledWrites(t)
 	reconciles := reconcileCount(t)
 
 	// An annotation on the cluster and a status touch on each workload each
@@ -544,7 +531,7 @@ func TestConvergedClusterCostsZeroWrites(t *testing.T) {
 		}
 		return nil
 	})
-	if got := settle() - start; got != 0 {
+	if got := settledWrites(t) - start; got != 0 {
 		t.Errorf("a converged cluster cost %d writes, want 0", got)
 	}
 }

@@ -56,7 +56,7 @@ func TestHealthToleratesJitterAndDegradesOnRepeatedFailure(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(3 * time.Second) // three more probe rounds, all healthy
+	waitRequests(t, key, "GET /overview", 3) // three more probe rounds, all healthy
 	after := getFC(t, ns, "jitter")
 	if after.ResourceVersion != stable.ResourceVersion {
 		t.Errorf("one 503 changed the FlinkCluster: phase %s, conditions %+v", after.Status.Phase, after.Status.Conditions)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -90,5 +91,26 @@ func patchSpec(t *testing.T, ns, name string, mutate func(*v1.FlinkCluster)) {
 		base := fc.DeepCopy()
 		mutate(fc)
 		return k8s.Patch(context.Background(), fc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+}
+
+// waitRequests waits until the simulator has answered n more requests of
+// one endpoint ("GET /jobs/{jobid}") for a cluster: an observable sign that
+// the operator looked again, for negative checks.
+func waitRequests(t *testing.T, key flinksim.ClusterKey, endpoint string, n int) {
+	t.Helper()
+	count := func() int {
+		view, err := sim.Engine.View(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return view.Requests[endpoint]
+	}
+	start := count()
+	eventually(t, time.Minute, fmt.Sprintf("%d more %s requests", n, endpoint), func() error {
+		if got := count() - start; got < n {
+			return fmt.Errorf("%d so far", got)
+		}
+		return nil
 	})
 }

@@ -232,8 +232,10 @@ func jobFailingAfterUpgradeIsRolledBack(t *testing.T, path upgradePath) {
 	if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionRollingBack); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("RollingBack = %+v after the rollback", c)
 	}
-	// The failed generation is not retried by itself.
-	time.Sleep(3 * time.Second)
+	// The failed generation is not retried by itself: wake the operator
+	// (a label) and wait until its lifecycle has asked Flink for the job.
+	patchSpec(t, ns, "rollback", func(fc *v1.FlinkCluster) { fc.Labels = map[string]string{"woken": "yes"} })
+	waitRequests(t, key, "GET /jobs/{jobid}", 2)
 	if fc := getFC(t, ns, "rollback"); fc.Status.Upgrade != nil {
 		t.Errorf("the failed generation was retried: %+v", fc.Status.Upgrade)
 	}
