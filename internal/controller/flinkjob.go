@@ -8,11 +8,14 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"sort"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -224,9 +227,43 @@ func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, deploy *v1.Fl
 			return fmt.Errorf("cancel job %s: %w", job.ID, err)
 		}
 	case lifecycle.ActSubmit:
-		return r.submit(ctx, c, fc, deploy.Job, job.ID, a.RestorePath)
+		pod, err := r.jobManagerPod(ctx, fc)
+		if err != nil {
+			return err
+		}
+		jm := flink.NewClient(r.Resolver.JobManagerURL(fc.Namespace, fc.Name, pod.Name, pod.Status.PodIP), r.HTTPClient)
+		jm.RequestTimeout = c.RequestTimeout
+		return r.submit(ctx, jm, fc, deploy.Job, job.ID, a.RestorePath)
 	}
 	return nil
+}
+
+// jobManagerPod is a Ready JobManager pod, the first by name, read around
+// the cache (pods are not cached: there are many, and only a submission
+// needs one).
+func (r *Reconciler) jobManagerPod(ctx context.Context, fc *v1.FlinkCluster) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(fc.Namespace),
+		client.MatchingLabels(resources.SelectorLabels(fc.Name, resources.ComponentJobManager))); err != nil {
+		return nil, fmt.Errorf("list JobManager pods of %s: %w", klog.KObj(fc), err)
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("no JobManager pod of %s is ready to take the job's jar", klog.KObj(fc))
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // submit uploads the jar of the job being deployed (the last stable one

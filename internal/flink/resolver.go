@@ -15,6 +15,23 @@ type Resolver struct {
 	// placeholders, such as http://127.0.0.1:8089/clusters/{namespace}/{name}
 	// for the Flink REST simulator of the local platform.
 	Override string
+	// PodOverride, when set, is the template of one JobManager pod's REST
+	// API, with {namespace}, {name} and {pod}.
+	PodOverride string
+}
+
+// JobManagerURL is the REST base URL of one JobManager pod. An uploaded jar
+// lives in the JobManager process that received it (web.upload.dir), so
+// the upload and the run must reach the same pod, which the Service does
+// not promise when several JobManagers stand behind it.
+func (r Resolver) JobManagerURL(namespace, name, pod, podIP string) string {
+	if r.PodOverride != "" {
+		return strings.NewReplacer("{namespace}", namespace, "{name}", name, "{pod}", pod).Replace(r.PodOverride)
+	}
+	if r.Override != "" {
+		return r.BaseURL(namespace, name)
+	}
+	return fmt.Sprintf("http://%s:%d", podIP, restPort)
 }
 
 // BaseURL is the REST base URL of the FlinkCluster namespace/name: by
