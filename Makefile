@@ -17,6 +17,7 @@ tools:
 generate: tools
 	$(BIN)/controller-gen object paths=./api/...
 	$(BIN)/controller-gen crd rbac:roleName=datapilot-manager paths=./api/... paths=./internal/... output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(GO) run ./hack/crdtrim config/crd/bases/data.example.com_flinkclusters.yaml
 	hack/sync-chart.sh
 
 manifests: generate

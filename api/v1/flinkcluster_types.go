@@ -132,6 +132,21 @@ type JobManagerSpec struct {
 	// Resources of the JobManager container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Spread of the JobManagers of a highly available cluster over nodes:
+	// preferred (the default) asks the scheduler for different nodes, and
+	// different zones where the nodes carry topology.kubernetes.io/zone;
+	// required insists on different nodes (a JobManager stays Pending
+	// without a free node); none leaves placement to the scheduler.
+	// +optional
+	Spread Spread `json:"spread,omitempty"`
+
+	// PodTemplate is merged over the JobManager pods the operator builds:
+	// scheduling, labels and annotations, environment, volumes, sidecars.
+	// The Flink container is the one named jobmanager.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.containers) || self.spec.containers.all(c, c.name != 'taskmanager')",message="spec.containers: taskmanager is the Flink container of the TaskManager pods; in a JobManager pod template the Flink container is jobmanager"
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
 }
 
 // TaskManagerSpec is the TaskManager tier.
@@ -159,6 +174,21 @@ type TaskManagerSpec struct {
 	// deleted with the FlinkCluster.
 	// +optional
 	Storage *TaskManagerStorage `json:"storage,omitempty"`
+
+	// Spread of the TaskManagers over nodes, by a topology spread
+	// constraint on kubernetes.io/hostname with a skew of at most one:
+	// preferred (the default) schedules anyway when the spread cannot be
+	// kept; required does not schedule a TaskManager that would break it;
+	// none leaves placement to the scheduler.
+	// +optional
+	Spread Spread `json:"spread,omitempty"`
+
+	// PodTemplate is merged over the TaskManager pods the operator builds:
+	// scheduling, labels and annotations, environment, volumes, sidecars.
+	// The Flink container is the one named taskmanager.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.containers) || self.spec.containers.all(c, c.name != 'jobmanager')",message="spec.containers: jobmanager is the Flink container of the JobManager pods; in a TaskManager pod template the Flink container is taskmanager"
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
 }
 
 // TaskManagerStorage sizes the TaskManagers' local-state volumes.
