@@ -40,12 +40,20 @@ func Build(fc *v1.FlinkCluster, p Platform) (*Desired, error) {
 		return nil, err
 	}
 	st := StateOf(fc, p)
+	jm, err := jobManager(fc, cfg, st)
+	if err != nil {
+		return nil, fmt.Errorf("spec.jobManager.podTemplate: %w", err)
+	}
+	tm, err := taskManager(fc, cfg, st)
+	if err != nil {
+		return nil, fmt.Errorf("spec.taskManager.podTemplate: %w", err)
+	}
 	d := &Desired{
 		Config:             cfg,
 		ConfigMap:          configMap(fc, cfg),
-		JobManager:         jobManager(fc, cfg, st),
+		JobManager:         jm,
 		JobManagerService:  jobManagerService(fc),
-		TaskManager:        taskManager(fc, cfg, st),
+		TaskManager:        tm,
 		TaskManagerService: taskManagerService(fc),
 		TaskManagerBudget:  taskManagerBudget(fc),
 		HAAccess:           haAccess(fc),
@@ -100,7 +108,7 @@ func haEnabled(fc *v1.FlinkCluster) bool {
 	return fc.Spec.HighAvailability != nil && fc.Spec.HighAvailability.Mode != v1.HighAvailabilityNone
 }
 
-func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) *appsac.DeploymentApplyConfiguration {
+func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) (*appsac.DeploymentApplyConfiguration, error) {
 	args := []string{"jobmanager"}
 	if haEnabled(fc) {
 		// With HA each JobManager publishes its own address through the
@@ -119,6 +127,10 @@ func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) *appsac.Deployme
 	if replicas < 1 {
 		replicas = 1
 	}
+	tmpl, err := podTemplate(fc, cfg, st, ComponentJobManager, c, nil)
+	if err != nil {
+		return nil, err
+	}
 	return appsac.Deployment(JobManagerName(fc), fc.Namespace).
 		WithLabels(Labels(fc, ComponentJobManager)).
 		WithOwnerReferences(ownerRef(fc)).
@@ -129,10 +141,10 @@ func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) *appsac.Deployme
 			// first avoids two leaders fighting over one Service address
 			// when high availability is off.
 			WithStrategy(appsac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)).
-			WithTemplate(podTemplate(fc, cfg, st, ComponentJobManager, c, nil)))
+			WithTemplate(tmpl)), nil
 }
 
-func taskManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) *appsac.StatefulSetApplyConfiguration {
+func taskManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) (*appsac.StatefulSetApplyConfiguration, error) {
 	c := flinkContainer(fc, st, "taskmanager", []string{"taskmanager"}, containerResources(fc.Spec.TaskManager.Resources, taskManagerMemory(fc))).
 		WithPorts(coreac.ContainerPort().WithName("rpc").WithContainerPort(PortTaskManagerRPC)).
 		WithReadinessProbe(tcpProbe("rpc", 5, 10)).
@@ -164,11 +176,15 @@ func taskManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) *appsac.Statefu
 	} else {
 		dataVolume = coreac.Volume().WithName("data").WithEmptyDir(coreac.EmptyDirVolumeSource())
 	}
-	spec.WithTemplate(podTemplate(fc, cfg, st, ComponentTaskManager, c, dataVolume))
+	tmpl, err := podTemplate(fc, cfg, st, ComponentTaskManager, c, dataVolume)
+	if err != nil {
+		return nil, err
+	}
+	spec.WithTemplate(tmpl)
 	return appsac.StatefulSet(TaskManagerName(fc), fc.Namespace).
 		WithLabels(Labels(fc, ComponentTaskManager)).
 		WithOwnerReferences(ownerRef(fc)).
-		WithSpec(spec)
+		WithSpec(spec), nil
 }
 
 func flinkContainer(fc *v1.FlinkCluster, st State, name string, args []string, res corev1.ResourceRequirements) *coreac.ContainerApplyConfiguration {
@@ -185,10 +201,12 @@ func flinkContainer(fc *v1.FlinkCluster, st State, name string, args []string, r
 		c.WithEnv(coreac.EnvVar().WithName("ENABLE_BUILT_IN_PLUGINS").WithValue(plugins))
 	}
 	c.WithResources(coreac.ResourceRequirements().WithLimits(res.Limits).WithRequests(res.Requests))
+	c.WithSecurityContext(flinkSecurityContext())
 	c.WithVolumeMounts(
 		coreac.VolumeMount().WithName("flink-config").WithMountPath(ConfDir),
 		coreac.VolumeMount().WithName("data").WithMountPath(DataDir),
 	)
+	c.WithVolumeMounts(writableMounts()...)
 	if st.Claim != "" {
 		c.WithVolumeMounts(coreac.VolumeMount().WithName("shared").WithMountPath(SharedDir))
 	}
@@ -204,7 +222,7 @@ func flinkContainer(fc *v1.FlinkCluster, st State, name string, args []string, r
 	return c
 }
 
-func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, st State, component string, c *coreac.ContainerApplyConfiguration, dataVolume *coreac.VolumeApplyConfiguration) *coreac.PodTemplateSpecApplyConfiguration {
+func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, st State, component string, c *coreac.ContainerApplyConfiguration, dataVolume *coreac.VolumeApplyConfiguration) (*coreac.PodTemplateSpecApplyConfiguration, error) {
 	pod := coreac.PodSpec().
 		WithContainers(c).
 		WithVolumes(coreac.Volume().WithName("flink-config").WithConfigMap(
@@ -233,13 +251,21 @@ func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, st State, component strin
 		// left-over serviceAccount bringing the old account back.
 		pod.WithServiceAccountName(sa).WithDeprecatedServiceAccount(sa)
 	}
-	// The official image runs Flink as uid 9999; its fsGroup makes mounted
-	// volumes writable for it.
-	pod.WithSecurityContext(coreac.PodSecurityContext().WithFSGroup(9999))
-	return coreac.PodTemplateSpec().
+	pod.WithVolumes(writableVolumes()...)
+	pod.WithSecurityContext(podSecurityContext())
+	tmpl := fc.Spec.TaskManager.PodTemplate
+	if component == ComponentJobManager {
+		tmpl = fc.Spec.JobManager.PodTemplate
+	}
+	affinity, constraints := spread(fc, component)
+	if affinity != nil {
+		pod.WithAffinity(affinity)
+	}
+	pod.WithTopologySpreadConstraints(constraints...)
+	return finishPodTemplate(coreac.PodTemplateSpec().
 		WithLabels(Labels(fc, component)).
 		WithAnnotations(map[string]string{AnnotationConfigHash: cfg.Hash}).
-		WithSpec(pod)
+		WithSpec(pod), tmpl)
 }
 
 func jobManagerService(fc *v1.FlinkCluster) *coreac.ServiceApplyConfiguration {

@@ -86,6 +86,7 @@ func goldenCases(t *testing.T) map[string]goldenCase {
 	claim.Spec.TaskManager.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")}
 
 	return map[string]goldenCase{
+		"templated":          {templated(t), platformStorage},
 		"realtime-warehouse": {ref, platformStorage},
 		"minimal-1.19":       {minimal, Platform{}},
 		"full-1.20":          {full, Platform{}},
