@@ -151,16 +151,13 @@ func finishPodTemplate(base *coreac.PodTemplateSpecApplyConfiguration, tmpl *v1.
 			return nil, err
 		}
 	}
-	flinkName := *base.Spec.Containers[0].Name
-	flink := containerNamed(out.Spec.Containers, flinkName)
+	flink := &out.Spec.Containers[0]
 	mountPlugins(out.Spec, flink)
 	for i := range out.Spec.InitContainers {
-		restrictedDefaults(&out.Spec.InitContainers[i])
+		sidecarDefaults(&out.Spec.InitContainers[i])
 	}
-	for i := range out.Spec.Containers {
-		if c := &out.Spec.Containers[i]; c != flink {
-			restrictedDefaults(c)
-		}
+	for i := range out.Spec.Containers[1:] {
+		sidecarDefaults(&out.Spec.Containers[1+i])
 	}
 	return out, nil
 }
@@ -190,6 +187,9 @@ func mergePodTemplate(base *coreac.PodTemplateSpecApplyConfiguration, tmpl *v1.P
 	out.WithLabels(base.Labels).WithAnnotations(base.Annotations)
 	want := base.Spec.Containers[0]
 	flink := containerNamed(out.Spec.Containers, *want.Name)
+	if flink == nil {
+		return nil, fmt.Errorf("the merged pod template has no container %s", *want.Name)
+	}
 	flink.Image, flink.ImagePullPolicy = want.Image, want.ImagePullPolicy
 	flink.Command, flink.Args = want.Command, want.Args
 	flink.Ports, flink.Resources = want.Ports, want.Resources
@@ -253,8 +253,7 @@ func containerNamed(cs []coreac.ContainerApplyConfiguration, name string) *corea
 			return &cs[i]
 		}
 	}
-	// The base has it, and a merge by name keeps it.
-	panic("pod template lost its Flink container " + name)
+	return nil
 }
 
 func replaceEnv(c *coreac.ContainerApplyConfiguration, e coreac.EnvVarApplyConfiguration) {
@@ -267,11 +266,11 @@ func replaceEnv(c *coreac.ContainerApplyConfiguration, e coreac.EnvVarApplyConfi
 	c.Env = append(c.Env, e)
 }
 
-// EnabledPlugins lists the plugin directory names (jar names without .jar)
+// enabledPlugins lists the plugin directory names (jar names without .jar)
 // that the Flink container's ENABLE_BUILT_IN_PLUGINS asks the entrypoint to
 // create under PluginsDir, from its literal value: the operator's, or a
 // pod template's that replaced it.
-func EnabledPlugins(c *coreac.ContainerApplyConfiguration) []string {
+func enabledPlugins(c *coreac.ContainerApplyConfiguration) []string {
 	var names []string
 	for _, e := range c.Env {
 		if *e.Name != "ENABLE_BUILT_IN_PLUGINS" || e.Value == nil {
@@ -292,7 +291,7 @@ func EnabledPlugins(c *coreac.ContainerApplyConfiguration) []string {
 // the flink-plugins emptyDir, so the entrypoint can link its jar there
 // under a read-only root filesystem.
 func mountPlugins(pod *coreac.PodSpecApplyConfiguration, flink *coreac.ContainerApplyConfiguration) {
-	names := EnabledPlugins(flink)
+	names := enabledPlugins(flink)
 	if len(names) == 0 {
 		return
 	}
@@ -302,12 +301,12 @@ func mountPlugins(pod *coreac.PodSpecApplyConfiguration, flink *coreac.Container
 	pod.WithVolumes(coreac.Volume().WithName(volumePlugins).WithEmptyDir(coreac.EmptyDirVolumeSource()))
 }
 
-// restrictedDefaults sets what the restricted Pod Security Standard needs
-// of each container and a template's sidecar may leave out: no privilege
-// escalation and no capabilities. What the container sets itself stays.
-func restrictedDefaults(c *coreac.ContainerApplyConfiguration) {
-	// A Kubernetes container always marshals its resources; an empty one
-	// is no setting to own.
+// sidecarDefaults completes a container a template adds. It sets what the
+// restricted Pod Security Standard needs of each container and a sidecar
+// may leave out: no privilege escalation and no capabilities; what the
+// container sets itself stays. And it drops an empty resources, which a
+// Kubernetes container always marshals and which is no setting to own.
+func sidecarDefaults(c *coreac.ContainerApplyConfiguration) {
 	if r := c.Resources; r != nil && r.Limits == nil && r.Requests == nil && r.Claims == nil {
 		c.Resources = nil
 	}
