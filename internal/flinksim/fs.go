@@ -112,9 +112,9 @@ type filesystem struct {
 
 func newFilesystem() *filesystem { return &filesystem{files: map[loc]bool{}} }
 
-func (f *filesystem) write(l loc)           { f.files[l] = true }
-func (f *filesystem) exists(l loc) bool     { return f.files[l] }
-func (f *filesystem) remove(l loc)          { delete(f.files, l) }
+func (f *filesystem) write(l loc)       { f.files[l] = true }
+func (f *filesystem) exists(l loc) bool { return f.files[l] }
+func (f *filesystem) remove(l loc)      { delete(f.files, l) }
 func (f *filesystem) removeTree(dir loc) int {
 	n := 0
 	for l := range f.files {

@@ -45,8 +45,8 @@ func simple(tms []string, with map[string]string) SimpleCluster {
 		"state.checkpoints.dir":            "s3://bucket/checkpoints",
 		"state.savepoints.dir":             "s3://bucket/savepoints",
 		// Restarts in exactly 3 s, without exponential jitter.
-		"restart-strategy.type":              "fixed-delay",
-		"restart-strategy.fixed-delay.delay": "3s",
+		"restart-strategy.type":                 "fixed-delay",
+		"restart-strategy.fixed-delay.delay":    "3s",
 		"restart-strategy.fixed-delay.attempts": "100",
 	}
 	maps.Copy(s, with)

@@ -142,6 +142,7 @@ func (e *Engine) resolveSnapshotAt(k ClusterKey, pointer string) (*snapshot, err
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.clusters[k]
+	e.advance(c, e.now())
 	d := c.resourceManager().d
 	s, err := e.resolveSnapshot(d, pointer)
 	if err != nil {

@@ -28,7 +28,9 @@ func pathID(name, v string) (string, error) {
 }
 
 // Overview answers GET /overview.
-func (e *Engine) Overview(k ClusterKey) (*flink.ClusterOverview, error) { return e.overview(target{k: k}) }
+func (e *Engine) Overview(k ClusterKey) (*flink.ClusterOverview, error) {
+	return e.overview(target{k: k})
+}
 
 func (e *Engine) overview(t target) (out *flink.ClusterOverview, err error) {
 	err = e.request(t, "GET /overview", func(c *cluster, jm *process, now time.Time) error {
@@ -77,7 +79,9 @@ func (e *Engine) dashboardConfiguration(t target) (out *flink.DashboardConfigura
 }
 
 // Jobs answers GET /jobs: the Dispatcher's jobs, running and archived.
-func (e *Engine) Jobs(k ClusterKey) (*flink.JobIDsWithStatusOverview, error) { return e.jobs(target{k: k}) }
+func (e *Engine) Jobs(k ClusterKey) (*flink.JobIDsWithStatusOverview, error) {
+	return e.jobs(target{k: k})
+}
 
 func (e *Engine) jobs(t target) (out *flink.JobIDsWithStatusOverview, err error) {
 	err = e.request(t, "GET /jobs", func(c *cluster, jm *process, now time.Time) error {

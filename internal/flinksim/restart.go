@@ -166,15 +166,15 @@ func (f *failureRate) String() string {
 // multiplier^attempt, and after attempts-before-reset-backoff attempts
 // without a reset the job fails.
 type exponentialDelay struct {
-	v119                         bool
-	initial, max, reset          time.Duration
-	multiplier, jitter           float64
-	attempts                     int
-	current                      time.Duration // before 1.19
-	lastFailure                  time.Time     // before 1.19
-	attempt                      int           // from 1.19
-	nextRestart                  time.Time     // from 1.19
-	hasFailed                    bool
+	v119                bool
+	initial, max, reset time.Duration
+	multiplier, jitter  float64
+	attempts            int
+	current             time.Duration // before 1.19
+	lastFailure         time.Time     // before 1.19
+	attempt             int           // from 1.19
+	nextRestart         time.Time     // from 1.19
+	hasFailed           bool
 }
 
 func (e *exponentialDelay) notifyFailure(now time.Time) {
