@@ -117,12 +117,13 @@ func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p 
 // know; from 1.20 they are ignored (FLINK-35302).
 func (h *handler) body(r *http.Request, schema *flinkschema.Schema, op *openapi3.Operation, v flink.Version) (map[string]any, error) {
 	name, props := schema.RequestBody(op)
+	if name == "" {
+		// No JSON body (the jar upload's is a multipart form).
+		return nil, nil
+	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, 100<<20))
 	if err != nil {
 		return nil, handlerErr(http.StatusBadRequest, "Bad request received.")
-	}
-	if name == "" {
-		return nil, nil
 	}
 	if strings.TrimSpace(string(data)) == "" {
 		data = []byte("{}")

@@ -679,7 +679,7 @@ func (e *Engine) taskManagers(t target) (out *flink.TaskManagersInfo, err error)
 		for _, tm := range c.registered() {
 			f := max(0, free[tm.id()])
 			out.TaskManagers = append(out.TaskManagers, flink.TaskManagerInfo{
-				ID:       tm.pod.Name + ":6122-" + vertexID(tm.id())[:6],
+				ID:       vertexID(tm.id()),
 				Path:     fmt.Sprintf("%s.tcp://flink@%s:6122/user/rpc/taskmanager_0", scheme, tm.pod.Name),
 				DataPort: 6121, JMXPort: -1, TimeSinceLastHeartbeat: ms(now),
 				SlotsNumber: int32(tm.slots), FreeSlots: int32(f),
