@@ -86,7 +86,9 @@ func run(m *testing.M) int {
 
 	sim, err = flinksim.New(plat.RESTConfig(), flinksim.Options{
 		ListenAddr: "127.0.0.1:0",
-		Engine:     flinksim.EngineOptions{CheckpointInterval: time.Second, SavepointDelay: 500 * time.Millisecond, RestartDelay: 500 * time.Millisecond},
+		// Checkpoint intervals and restart backoff come from each cluster's
+		// rendered configuration, as in Flink.
+		Engine: flinksim.EngineOptions{SavepointDelay: 500 * time.Millisecond},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
