@@ -181,8 +181,11 @@ type cluster struct {
 	// ha holds what high availability keeps outside the JobManagers, by
 	// its identity (type, cluster-id and where the pointers are).
 	ha map[string]*haStore
-	// rr is the Service's round-robin cursor over Ready JobManagers.
-	rr int
+	// rr is the Service's round-robin cursor over Ready JobManagers, and
+	// conns the JobManager each client connection reached: kube-proxy
+	// balances connections, not requests.
+	rr    int
+	conns map[string]string
 
 	unavailable     int // remaining 503 answers; <0 means until cleared
 	savepointFault  Fault
@@ -198,7 +201,7 @@ type cluster struct {
 func (e *Engine) get(k ClusterKey) *cluster {
 	c := e.clusters[k]
 	if c == nil {
-		c = &cluster{key: k, waiting: map[string]string{}, ha: map[string]*haStore{}, requests: map[string]int{}, history: map[string]*jobHistory{}}
+		c = &cluster{key: k, waiting: map[string]string{}, ha: map[string]*haStore{}, conns: map[string]string{}, requests: map[string]int{}, history: map[string]*jobHistory{}}
 		e.clusters[k] = c
 	}
 	return c
@@ -706,9 +709,11 @@ func (e *Engine) pick(c *cluster, id string) *process {
 	return ready[c.rr%len(ready)]
 }
 
-// dial picks the JobManager a new connection reaches, so the HTTP layer
-// can read the request the way that JobManager's Flink minor does.
-func (e *Engine) dial(k ClusterKey) (target, flink.Version, error) {
+// dial is the JobManager a client connection reaches: the one it reached
+// before, or a new pick for a new connection; a connection whose
+// JobManager is gone is reset. The HTTP layer then reads the request the
+// way that JobManager's Flink minor does.
+func (e *Engine) dial(k ClusterKey, conn string) (target, flink.Version, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.clusters[k]
@@ -716,11 +721,30 @@ func (e *Engine) dial(k ClusterKey) (target, flink.Version, error) {
 		return target{}, flink.Version{}, errorf(0, "no Flink cluster %s is known to the simulator", k)
 	}
 	e.advance(c, e.now())
+	if id, ok := c.conns[conn]; ok {
+		if jm := e.pick(c, id); jm != nil {
+			return target{k: k, jm: jm.id()}, jm.version, nil
+		}
+		delete(c.conns, conn)
+		return target{}, flink.Version{}, errorf(0, "the JobManager this connection reached is gone")
+	}
 	jm := e.pick(c, "")
 	if jm == nil {
 		return target{}, flink.Version{}, errorf(0, "no JobManager of %s listens on its REST port", k)
 	}
+	if conn != "" {
+		c.conns[conn] = jm.id()
+	}
 	return target{k: k, jm: jm.id()}, jm.version, nil
+}
+
+// ConnClosed forgets a closed client connection.
+func (e *Engine) ConnClosed(conn string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.clusters {
+		delete(c.conns, conn)
+	}
 }
 
 // dispatcherFor is the Dispatcher a request received by jm reaches through

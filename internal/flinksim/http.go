@@ -85,7 +85,7 @@ func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p 
 	if r.URL.RawQuery != "" {
 		uri += "?" + r.URL.RawQuery
 	}
-	t, version, err := h.e.dial(k)
+	t, version, err := h.e.dial(k, r.RemoteAddr)
 	if err != nil {
 		h.log.V(1).Info("Flink REST simulator: connection refused", "cluster", k.String(), "path", route, "reason", err.Error())
 		refuse(w)

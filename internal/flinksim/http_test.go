@@ -492,3 +492,33 @@ func TestArtifacts(t *testing.T) {
 		}
 	}
 }
+
+// The Service balances connections, not requests: a client that keeps its
+// connection talks to one JobManager; a new connection may reach another,
+// which does not have the jar the first one received.
+func TestServiceBalancesConnections(t *testing.T) {
+	e, _, c, _, srv := newHTTPTest(t, "1.19")
+	sc := simple(tms(1), map[string]string{
+		"high-availability.type": "kubernetes", "kubernetes.cluster-id": "demo", "high-availability.storageDir": "s3://bucket/ha",
+	})
+	o := sc.Observation()
+	second := o.JobManagers[0]
+	second.UID, second.Name, second.Created = "jm-2", "jm-2", second.Created.Add(time.Second)
+	o.JobManagers = append(o.JobManagers, second)
+	e.Observe(key, o)
+	ctx := context.Background()
+	_, jar, err := c.UploadJar(ctx, "job.jar", strings.NewReader("PK"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RunJar(ctx, jar, flink.JarRunRequest{}); err != nil {
+		t.Fatalf("run on the same connection: %v", err)
+	}
+	_, jar, _ = c.UploadJar(ctx, "job.jar", strings.NewReader("PK"))
+	fresh := flink.NewClient(flink.Resolver{Override: srv.URL + "/clusters/{namespace}/{name}"}.BaseURL(key.Namespace, key.Name),
+		&http.Client{Transport: &http.Transport{}})
+	fresh.MaxRetries = 0
+	if _, err := fresh.RunJar(ctx, jar, flink.JarRunRequest{}); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("run on another connection, which reached the other JobManager: %v", err)
+	}
+}

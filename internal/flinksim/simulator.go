@@ -88,7 +88,12 @@ func (s *Simulator) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(conn net.Conn, state http.ConnState) {
+			if state == http.StateClosed || state == http.StateHijacked {
+				s.ConnClosed(conn.RemoteAddr().String())
+			}
+		}}
 	go func() {
 		if err := srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("Flink REST simulator: serving: %w", err)
