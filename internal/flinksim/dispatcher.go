@@ -18,9 +18,9 @@ type haConfig struct {
 	// identity names where the leader election and the pointers live: two
 	// JobManagers with the same identity share one HA store.
 	identity string
-	// storageDir is high-availability.storageDir; storagePath is the
-	// cluster's directory under it (<storageDir>/<cluster-id>).
-	storageDir, storagePath string
+	// storagePath is the cluster's directory in high-availability.
+	// storageDir (<storageDir>/<cluster-id>).
+	storagePath string
 	// jrsPath is where FileSystemJobResultStore writes, and deleteOnCommit
 	// whether it deletes an entry once the job is cleaned up.
 	jrsPath        string
@@ -60,7 +60,6 @@ func readHAConfig(p *process) (*haConfig, error) {
 		return nil, err
 	}
 	clusterID, _ := c.value("high-availability.cluster-id")
-	h.storageDir = dir
 	h.storagePath = strings.TrimRight(dir, "/") + "/" + strings.Trim(clusterID, "/")
 	if path, ok := c.raw("job-result-store.storage-path"); ok {
 		h.jrsPath = path
@@ -233,16 +232,17 @@ func (d *dispatcher) add(j *job) {
 // suspend is what a JobManager's shutdown does to its jobs: they stop
 // without reaching a globally terminal state, so with high availability
 // their job graphs and checkpoints stay for the next leader, and without
-// it they are simply gone.
-func (d *dispatcher) suspend(e *Engine, c *cluster, now time.Time) {
+// it they are simply gone, as are the archived ones.
+func (d *dispatcher) suspend(now time.Time, c *cluster) {
 	for _, id := range d.order {
 		j := d.jobs[id]
-		if j.state.Terminal() {
-			continue
+		if !j.state.Terminal() {
+			j.abortPending(now, "org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint Coordinator is suspending.")
+			j.slots = nil
 		}
-		j.abortPending(now, "org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint Coordinator is suspending.")
-		j.slots = nil
-		c.history[j.id].present = false
+		if h := c.history[j.id]; h.job == j {
+			h.present = false
+		}
 	}
 }
 
@@ -253,11 +253,9 @@ type submission struct {
 	// conf is the job's effective configuration: the cluster's plus the
 	// request's flinkConfiguration (JarRunHandler).
 	conf *conf
-	// restorePath and the rest are its SavepointRestoreSettings.
-	restorePath      string
-	allowNonRestored bool
-	claimMode        string
-	jar              string
+	// restorePath and claimMode are its SavepointRestoreSettings.
+	restorePath string
+	claimMode   string
 }
 
 // submit is Dispatcher#submitJob: a job ID that is running, or known to

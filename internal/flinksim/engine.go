@@ -284,7 +284,7 @@ func (e *Engine) reconcile(c *cluster, now time.Time, have []*process, pods []Po
 		e.fs.dropPod(p.pod.UID)
 	}
 	for uid := range c.waiting {
-		if _, ok := byUID[uid]; !ok && !slices.ContainsFunc(pods, func(p Pod) bool { return p.UID == uid }) {
+		if _, ok := byUID[uid]; !ok {
 			delete(c.waiting, uid)
 		}
 	}
@@ -321,7 +321,6 @@ type process struct {
 	jobManager bool
 	version    flink.Version
 	conf       *conf
-	started    time.Time
 	// down says why the process does not serve: it refused to start, or
 	// died of a fatal error. Its REST port is then not listening.
 	down string
@@ -357,7 +356,7 @@ func (p *process) serving() bool { return p.down == "" }
 // start launches a process in a pod: it reads the mounted configuration
 // and checks what its entrypoint checks before serving.
 func (e *Engine) start(c *cluster, now time.Time, pod Pod, jobManager bool, generation int) *process {
-	p := &process{pod: pod, namespace: c.key.Namespace, generation: generation, jobManager: jobManager, started: now}
+	p := &process{pod: pod, namespace: c.key.Namespace, generation: generation, jobManager: jobManager}
 	p.officialImage, p.plugins = officialImage(pod.Image), splitPlugins(pod.Env["ENABLE_BUILT_IN_PLUGINS"])
 	what := "TaskManager"
 	if jobManager {
@@ -427,7 +426,7 @@ func (e *Engine) stop(c *cluster, now time.Time, p *process, clean bool, why str
 		return
 	}
 	if p.d != nil {
-		p.d.suspend(e, c, now)
+		p.d.suspend(now, c)
 	}
 	if p.ha != nil {
 		if s := c.ha[p.ha.identity]; s != nil && s.leader == p.id() {

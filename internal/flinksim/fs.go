@@ -144,13 +144,11 @@ func (f *filesystem) dropPod(uid string) {
 type snapshot struct {
 	id        int64
 	savepoint bool
-	jobID     string
 	// pointer is the external path Flink reports
 	// (CompletedCheckpoint#getExternalPointer).
 	pointer  string
 	metadata *loc
 	state    []loc
-	format   string
 	// props say when Flink deletes it.
 	props props
 }

@@ -409,7 +409,7 @@ func (e *Engine) completePending(c *cluster, j *job, p *pending, at time.Time) {
 		return
 	}
 	j.dropPending(p)
-	snap := &snapshot{id: p.id, savepoint: p.savepoint(), jobID: j.id, format: string(p.format), props: j.retention}
+	snap := &snapshot{id: p.id, savepoint: p.savepoint(), props: j.retention}
 	typ := "CHECKPOINT"
 	if p.savepoint() {
 		typ = "SAVEPOINT"

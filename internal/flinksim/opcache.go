@@ -10,12 +10,11 @@ type opKey struct{ job, trigger string }
 // opResult is an operation's OperationResult: in progress until done, then
 // either a value (a savepoint location, a checkpoint ID) or a failure.
 type opResult struct {
-	done      bool
-	at        time.Time // when it completed
-	location  string
-	id        int64
-	failure   string
-	cancelJob bool // savepoint with cancel-job, for the view
+	done     bool
+	at       time.Time // when it completed
+	location string
+	id       int64
+	failure  string
 }
 
 // opCache is CompletedOperationCache: operations registered under their

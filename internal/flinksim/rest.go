@@ -387,7 +387,6 @@ func (e *Engine) savepointOp(c *cluster, jm *process, now time.Time, jobID, reqT
 		return trigger, nil
 	}
 	r := d.savepoints.register(key)
-	r.cancelJob = kind == kindCancelSavepoint
 	j, why := d.gateway(id)
 	if j == nil {
 		r.complete(now, "", 0, why)
@@ -615,7 +614,7 @@ func (e *Engine) program(jm *process, jarID string, req flink.JarRunRequest, cla
 	if _, err := cf.enum("execution.checkpointing.externalized-checkpoint-retention", "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"); err != nil {
 		return nil, err
 	}
-	sub := &submission{id: req.JobID, conf: cf, jar: jarID, allowNonRestored: req.AllowNonRestoredState}
+	sub := &submission{id: req.JobID, conf: cf}
 	if sub.id == "" {
 		sub.id = newID()
 	} else if !hexID.MatchString(sub.id) {
