@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/datapilot/datapilot/internal/flink"
@@ -30,7 +31,7 @@ type conf struct {
 // config.yaml. files is nil when no conf directory is mounted, in which
 // case the image's own default file applies.
 func loadConf(v flink.Version, files map[string]string) (*conf, error) {
-	m, err := flinkoptions.Load(v.Line().String())
+	m, err := optionTable(v.Line().String())
 	if err != nil {
 		return nil, fmt.Errorf("Flink %s is not simulated: %w", v, err)
 	}
@@ -61,6 +62,27 @@ func loadConf(v flink.Version, files map[string]string) (*conf, error) {
 	}
 	last := names[len(names)-1]
 	return nil, fmt.Errorf("org.apache.flink.configuration.IllegalConfigurationException: The Flink config file '/opt/flink/conf/%s' (/opt/flink/conf/%s) does not exist.", last, last)
+}
+
+var (
+	tablesMu sync.Mutex
+	tables   = map[string]*flinkoptions.Minor{}
+)
+
+// optionTable loads a minor's option table once: every process of that
+// minor reads the same one.
+func optionTable(minor string) (*flinkoptions.Minor, error) {
+	tablesMu.Lock()
+	defer tablesMu.Unlock()
+	if m := tables[minor]; m != nil {
+		return m, nil
+	}
+	m, err := flinkoptions.Load(minor)
+	if err != nil {
+		return nil, err
+	}
+	tables[minor] = m
+	return m, nil
 }
 
 // raw is the value of an option's own key, else of the first old key it

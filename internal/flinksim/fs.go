@@ -167,13 +167,14 @@ func (s *snapshot) readable(f *filesystem) (bool, string) {
 	return true, ""
 }
 
-// discard deletes the snapshot's files, as CompletedCheckpoint#
+// discard deletes a snapshot's files, as CompletedCheckpoint#
 // discardOnSubsume and #discardOnShutdown do.
-func (s *snapshot) discard(f *filesystem) {
+func (e *Engine) discard(s *snapshot) {
 	if s.metadata != nil {
-		f.removeTree(loc{s.metadata.volume, path.Dir(s.metadata.path)})
+		e.fs.removeTree(loc{s.metadata.volume, path.Dir(s.metadata.path)})
+		delete(e.snapshots, *s.metadata)
 	}
 	for _, l := range s.state {
-		f.remove(l)
+		e.fs.remove(l)
 	}
 }

@@ -512,7 +512,7 @@ func (j *job) addToStore(e *Engine, s *snapshot) {
 		old := j.store[0]
 		j.store = j.store[1:]
 		if old.props.subsumed {
-			old.discard(e.fs)
+			e.discard(old)
 		}
 		if hj != nil && len(hj.checkpoints) > 0 {
 			e.fs.remove(hj.checkpoints[0].blob)
@@ -668,7 +668,7 @@ func (e *Engine) terminate(c *cluster, j *job, at time.Time, s flink.JobStatus) 
 	j.tasks = string(s)
 	for _, snap := range j.store {
 		if snap.props.shouldDiscard(s) {
-			snap.discard(e.fs)
+			e.discard(snap)
 		}
 	}
 	j.store = nil
