@@ -1,6 +1,7 @@
 package flinksim
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,12 @@ func TestJobLifecycle(t *testing.T) {
 			}
 		}
 	}
-	check(step{0, flink.JobInitializing, ""}, step{time.Second, flink.JobRunning, "SCHEDULED"}, step{time.Minute, flink.JobRunning, "SCHEDULED"})
+	check(step{0, flink.JobInitializing, ""})
+	// No ExecutionGraph yet, so no checkpoint statistics
+	// (CheckpointingStatisticsHandler).
+	_, err := e.Checkpoints(key, id)
+	wantErr(t, err, http.StatusNotFound, "Checkpointing has not been enabled.")
+	check(step{time.Second, flink.JobRunning, "SCHEDULED"}, step{time.Minute, flink.JobRunning, "SCHEDULED"})
 	if cp, _ := e.Checkpoints(key, id); cp.Counts.Completed != 0 {
 		t.Fatalf("checkpoints without running tasks: %+v", cp.Counts)
 	}

@@ -173,8 +173,7 @@ func (e *Engine) job(t target, jobID string) (out *flink.JobDetailsInfo, err err
 		for _, s := range executionStates {
 			out.StatusCounts[s] = 0
 		}
-		if j.state == flink.JobInitializing || (j.state == flink.JobFailed && j.timestamps[flink.JobCreated].IsZero()) {
-			// No ExecutionGraph yet: a sparse archived graph without vertices.
+		if !j.hasGraph() {
 			return nil
 		}
 		tasks := map[string]int32{}
@@ -212,6 +211,10 @@ func (e *Engine) checkpoints(t target, jobID string) (out *flink.CheckpointingSt
 		j, err := d.lookup(id)
 		if err != nil {
 			return err
+		}
+		if !j.hasGraph() {
+			// CheckpointingStatisticsHandler: a sparse graph has no stats.
+			return handlerErr(http.StatusNotFound, "Checkpointing has not been enabled.")
 		}
 		inProgress := int32(len(j.pending))
 		out = &flink.CheckpointingStatistics{
@@ -271,6 +274,14 @@ func (e *Engine) triggerCheckpoint(t target, jobID string, req flink.CheckpointT
 		return nil
 	})
 	return out, err
+}
+
+// hasGraph reports whether the job has an ExecutionGraph: not while
+// INITIALIZING, nor when its JobMaster failed to start, when REST shows a
+// sparse archived graph without vertices or checkpoint statistics.
+func (j *job) hasGraph() bool {
+	_, created := j.timestamps[flink.JobCreated]
+	return created
 }
 
 func (j *job) runningTasks() bool { return j.state == flink.JobRunning && j.tasks == "RUNNING" }
