@@ -667,6 +667,14 @@ func (e *Engine) request(t target, endpoint string, fn func(c *cluster, jm *proc
 	now := e.now()
 	e.advance(c, now)
 	jm := e.pick(c, t.jm)
+	if t.direct {
+		jm = nil
+		for _, p := range c.jms {
+			if p.id() == t.jm && p.serving() {
+				jm = p
+			}
+		}
+	}
 	if jm == nil {
 		return errorf(0, "no JobManager of %s listens on its REST port", t.k)
 	}
@@ -687,6 +695,8 @@ func (e *Engine) request(t target, endpoint string, fn func(c *cluster, jm *proc
 type target struct {
 	k  ClusterKey
 	jm string
+	// direct is a connection to the pod, not through the Service.
+	direct bool
 }
 
 // pick is the Service's choice of endpoint: the given process while it
@@ -735,6 +745,24 @@ func (e *Engine) dial(k ClusterKey, conn string) (target, flink.Version, error) 
 		c.conns[conn] = jm.id()
 	}
 	return target{k: k, jm: jm.id()}, jm.version, nil
+}
+
+// dialPod is a connection to one JobManager pod, not through the Service:
+// it reaches the pod's process whether or not the pod is Ready.
+func (e *Engine) dialPod(k ClusterKey, pod string) (target, flink.Version, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.clusters[k]
+	if c == nil {
+		return target{}, flink.Version{}, errorf(0, "no Flink cluster %s is known to the simulator", k)
+	}
+	e.advance(c, e.now())
+	for _, p := range c.jms {
+		if p.pod.Name == pod && p.serving() {
+			return target{k: k, jm: p.id(), direct: true}, p.version, nil
+		}
+	}
+	return target{}, flink.Version{}, errorf(0, "nothing listens on JobManager pod %s", pod)
 }
 
 // ConnClosed forgets a closed client connection.

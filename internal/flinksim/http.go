@@ -20,7 +20,8 @@ import (
 
 // NewHandler serves the Engine over HTTP:
 //
-//	/clusters/{namespace}/{name}/[v1/]<Flink REST path>   the Flink REST API of one cluster
+//	/clusters/{namespace}/{name}/[v1/]<Flink REST path>   the Flink REST API of one cluster, through its Service
+//	/clusters/{namespace}/{name}/pods/{pod}/[v1/]<path>   the same, of one JobManager pod
 //	/admin/clusters[/{namespace}/{name}[/...]]             fault injection and inspection
 //	/artifacts/<name>.jar                                  a stand-in job jar
 //	/healthz
@@ -77,6 +78,10 @@ func refuse(w http.ResponseWriter) {
 
 // flink serves one cluster's REST request.
 func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p []string) {
+	pod := ""
+	if len(p) >= 2 && p[0] == "pods" {
+		pod, p = p[1], p[2:]
+	}
 	if len(p) > 0 && p[0] == "v1" {
 		p = p[1:]
 	}
@@ -86,6 +91,9 @@ func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p 
 		uri += "?" + r.URL.RawQuery
 	}
 	t, version, err := h.e.dial(k, r.RemoteAddr)
+	if pod != "" {
+		t, version, err = h.e.dialPod(k, pod)
+	}
 	if err != nil {
 		h.log.V(1).Info("Flink REST simulator: connection refused", "cluster", k.String(), "path", route, "reason", err.Error())
 		refuse(w)
@@ -184,6 +192,17 @@ func (h *handler) call(r *http.Request, t target, opID string, params map[string
 		return out, http.StatusOK, err
 	case "cancelJob":
 		return struct{}{}, http.StatusAccepted, e.cancelJob(t, params["jobid"], r.URL.Query().Get("mode"))
+	case "getJobExceptions":
+		max := 20
+		if v := r.URL.Query().Get("maxExceptions"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, 0, handlerErr(http.StatusBadRequest, "Bad request, could not parse parameters: Cannot resolve query parameter (maxExceptions) from value \"%s\".", v)
+			}
+			max = n
+		}
+		out, err := e.jobExceptions(t, params["jobid"], max)
+		return out, http.StatusOK, err
 	case "getCheckpointingStatistics":
 		out, err := e.checkpoints(t, params["jobid"])
 		return out, http.StatusOK, err

@@ -63,6 +63,10 @@ func (s *schemaChecker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	flinkPath := "/" + segs[3]
+	if rest, ok := strings.CutPrefix(segs[3], "pods/"); ok {
+		_, after, _ := strings.Cut(rest, "/")
+		flinkPath = "/" + after
+	}
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	fr := r.Clone(r.Context())
@@ -199,6 +203,11 @@ func TestRESTFollowsSchema(t *testing.T) {
 			if r := cps.Latest.Restored; r == nil || r.ExternalPath != before.Latest.Completed.ExternalPath {
 				t.Errorf("restored = %+v, want %+v", r, before.Latest.Completed)
 			}
+			ex, err := c.JobExceptions(ctx, jobID)
+			must(err)
+			if len(ex.ExceptionHistory.Entries) != 1 || !strings.Contains(ex.ExceptionHistory.Entries[0].Stacktrace, "The TaskExecutor is shutting down.") {
+				t.Errorf("exceptions = %+v", ex)
+			}
 
 			stopTrig, err := c.StopWithSavepoint(ctx, jobID, flink.StopWithSavepointRequest{TargetDirectory: "s3://b/sp", Drain: false})
 			must(err)
@@ -214,6 +223,7 @@ func TestRESTFollowsSchema(t *testing.T) {
 
 			second, err := c.RunJar(ctx, jarID, flink.JarRunRequest{SavepointPath: stop.Operation.Location, AllowNonRestoredState: true})
 			must(err)
+			must(c.DeleteJar(ctx, jarID))
 			clk.step(2 * time.Second)
 			must(c.CancelJob(ctx, second))
 			_, err = c.Checkpoints(ctx, second)
@@ -225,7 +235,7 @@ func TestRESTFollowsSchema(t *testing.T) {
 				"getClusterOverview", "getDashboardConfiguration", "getJobIdsWithStatusesOverview", "getJobsOverview",
 				"getJobDetails", "getCheckpointingStatistics", "triggerCheckpoint", "getCheckpointStatus",
 				"triggerSavepoint", "getSavepointStatus", "triggerStopWithSavepoint", "cancelJob", "uploadJar",
-				"submitJobFromJar", "getTaskManagers",
+				"submitJobFromJar", "getTaskManagers", "getJobExceptions", "deleteJar",
 			} {
 				if chk.seen[op] == 0 {
 					t.Errorf("operation %s was not exercised", op)
@@ -520,5 +530,40 @@ func TestServiceBalancesConnections(t *testing.T) {
 	fresh.MaxRetries = 0
 	if _, err := fresh.RunJar(ctx, jar, flink.JarRunRequest{}); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("run on another connection, which reached the other JobManager: %v", err)
+	}
+}
+
+// A JobManager pod can be addressed directly, bypassing the Service, as
+// the operator does to upload and run a jar on one JobManager.
+func TestPodURLs(t *testing.T) {
+	e, _, _, _, srv := newHTTPTest(t, "1.19")
+	sc := simple(tms(1), map[string]string{
+		"high-availability.type": "kubernetes", "kubernetes.cluster-id": "demo", "high-availability.storageDir": "s3://bucket/ha",
+	})
+	o := sc.Observation()
+	second := o.JobManagers[0]
+	second.UID, second.Name, second.Created = "jm-2", "jm-2", second.Created.Add(time.Second)
+	o.JobManagers = append(o.JobManagers, second)
+	e.Observe(key, o)
+	pod := func(name string) *flink.Client {
+		c := flink.NewClient(flink.Resolver{PodOverride: srv.URL + "/clusters/{namespace}/{name}/pods/{pod}"}.JobManagerURL(key.Namespace, key.Name, name, ""),
+			&http.Client{Transport: &http.Transport{}})
+		c.MaxRetries = 0
+		return c
+	}
+	ctx := context.Background()
+	_, jar, err := pod("jm-2").UploadJar(ctx, "job.jar", strings.NewReader("PK"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pod("jm-1").RunJar(ctx, jar, flink.JarRunRequest{}); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("run on the other pod: %v", err)
+	}
+	if _, err := pod("jm-2").RunJar(ctx, jar, flink.JarRunRequest{}); err != nil {
+		t.Errorf("run on the pod that has the jar: %v", err)
+	}
+	var fe *flink.Error
+	if _, err := pod("jm-9").Overview(ctx); !errors.As(err, &fe) || fe.StatusCode != 0 {
+		t.Errorf("a pod that does not exist: %v", err)
 	}
 }

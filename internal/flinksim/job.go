@@ -65,6 +65,19 @@ type job struct {
 	restoredCount                    int64
 	restored                         *flink.RestoredCheckpointStatistics
 	failureCause                     string
+	failedAt                         time.Time
+	// exceptions is the root exception history, oldest first; pending the
+	// failure a restart archives once it restarts the tasks.
+	exceptions     []rootException
+	pendingFailure *rootException
+}
+
+// rootException is a RootExceptionHistoryEntry.
+type rootException struct {
+	cause string
+	at    time.Time
+	// task is the failed task; "" for a global failure.
+	task, location string
 }
 
 // props are a snapshot's CheckpointProperties: whether it is deleted when
@@ -213,6 +226,7 @@ func (e *Engine) fault(c *cluster, p *pending) Fault {
 func (e *Engine) initialize(c *cluster, j *job, at time.Time) {
 	if err := e.buildJobMaster(c, j, at); err != nil {
 		j.failureCause = "org.apache.flink.runtime.client.JobInitializationException: Could not start the JobMaster.\nCaused by: " + err.Error()
+		j.failedAt = at
 		j.d.jm.logf(at, "ERROR Job %s failed to initialize: %s", j.id, err)
 		e.terminate(c, j, at, flink.JobFailed)
 		return
@@ -594,7 +608,15 @@ func (e *Engine) failJob(c *cluster, j *job, at time.Time, cause string, global 
 	if j.state != flink.JobRunning {
 		return
 	}
-	j.failureCause = cause
+	j.failureCause, j.failedAt = cause, at
+	failure := rootException{cause: cause, at: at}
+	if !global {
+		failure.task = "Source: simulated -> Sink: simulated (1/" + fmt.Sprint(j.parallelism) + ")#0"
+		failure.location = j.d.jm.pod.Name
+		if len(j.slots) > 0 {
+			failure.location = j.slots[0]
+		}
+	}
 	kind := "task"
 	if global {
 		kind = "global"
@@ -605,12 +627,15 @@ func (e *Engine) failJob(c *cluster, j *job, at time.Time, cause string, global 
 	j.slots = nil
 	j.tasks = "CANCELED"
 	if j.strategy.canRestart(at) {
+		// DefaultScheduler archives the failure when it restarts the tasks.
+		j.pendingFailure = &failure
 		j.setState(flink.JobRestarting, at)
 		j.until = at.Add(j.strategy.backoff(at))
 		c.history[j.id].restarts++
 		c.totals.Restarts++
 		return
 	}
+	j.exceptions = append(j.exceptions, failure)
 	j.d.jm.logf(at, "INFO Job %s fails: the restart strategy %s is exhausted", j.id, j.strategy)
 	j.setState(flink.JobFailing, at)
 	j.until = at.Add(e.cancelDelay(c))
@@ -626,6 +651,10 @@ func (e *Engine) cancelDelay(c *cluster) time.Duration {
 // restartTasks is DefaultScheduler#restartTasks: the job is RUNNING again,
 // restores its latest completed checkpoint and requests slots.
 func (e *Engine) restartTasks(c *cluster, j *job, at time.Time) {
+	if j.pendingFailure != nil {
+		j.exceptions = append(j.exceptions, *j.pendingFailure)
+		j.pendingFailure = nil
+	}
 	j.setState(flink.JobRunning, at)
 	if n := len(j.store); n > 0 {
 		j.restore(j.store[n-1], at)

@@ -1,6 +1,7 @@
 package flinksim
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path"
@@ -226,6 +227,69 @@ func (e *Engine) checkpoints(t target, jobID string) (out *flink.CheckpointingSt
 				Completed: j.latestCompleted, Savepoint: j.latestSavepoint, Failed: j.latestFailed, Restored: j.restored,
 			},
 			History: append([]flink.CheckpointStatistics{}, j.history...),
+		}
+		return nil
+	})
+	return out, err
+}
+
+// JobExceptions answers GET /jobs/{jobid}/exceptions.
+func (e *Engine) JobExceptions(k ClusterKey, jobID string) (*flink.JobExceptions, error) {
+	body, err := e.jobExceptions(target{k: k}, jobID, 20)
+	if err != nil {
+		return nil, err
+	}
+	var out flink.JobExceptions
+	b, _ := json.Marshal(body)
+	return &out, json.Unmarshal(b, &out)
+}
+
+// jobExceptions is JobExceptionsHandler: the root exception history,
+// newest first, at most maxExceptions entries; before 2.0 also the
+// deprecated root-exception and all-exceptions. A job whose JobMaster
+// never started has a root exception but no history.
+func (e *Engine) jobExceptions(t target, jobID string, maxExceptions int) (out map[string]any, err error) {
+	err = e.request(t, "GET /jobs/{jobid}/exceptions", func(c *cluster, jm *process, now time.Time) error {
+		id, err := pathID("jobid", jobID)
+		if err != nil {
+			return err
+		}
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
+		}
+		j, err := d.lookup(id)
+		if err != nil {
+			return err
+		}
+		entries := []map[string]any{}
+		for i := len(j.exceptions) - 1; i >= 0 && len(entries) < maxExceptions; i-- {
+			x := j.exceptions[i]
+			cls, _, _ := strings.Cut(x.cause, ":")
+			entry := map[string]any{
+				"exceptionName": cls, "stacktrace": x.cause + "\n\tat simulated.FlinkRestSimulator(FlinkRestSimulator.java)",
+				"timestamp": ms(x.at), "concurrentExceptions": []any{}, "taskName": nil, "taskManagerId": nil,
+			}
+			where := "location"
+			if jm.version.AtLeast(2, 0) {
+				where = "endpoint"
+			}
+			entry[where] = nil
+			if x.task != "" {
+				entry["taskName"], entry[where], entry["taskManagerId"] = x.task, x.location+":6122", x.location
+			}
+			if jm.version.AtLeast(1, 18) {
+				entry["failureLabels"] = map[string]string{}
+			}
+			entries = append(entries, entry)
+		}
+		out = map[string]any{"exceptionHistory": map[string]any{"entries": entries, "truncated": len(j.exceptions) > len(entries)}}
+		if !jm.version.AtLeast(2, 0) {
+			out["all-exceptions"], out["truncated"] = []any{}, false
+			out["root-exception"], out["timestamp"] = nil, nil
+			if j.failureCause != "" {
+				out["root-exception"], out["timestamp"] = j.failureCause+"\n\tat simulated.FlinkRestSimulator(FlinkRestSimulator.java)", ms(j.failedAt)
+			}
 		}
 		return nil
 	})

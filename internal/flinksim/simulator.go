@@ -73,6 +73,12 @@ func (s *Simulator) BaseURLTemplate() string {
 	return "http://" + s.Addr() + "/clusters/{namespace}/{name}"
 }
 
+// PodURLTemplate is the REST base URL template of one JobManager pod, for
+// the operator's flink.Resolver PodOverride.
+func (s *Simulator) PodURLTemplate() string {
+	return s.BaseURLTemplate() + "/pods/{pod}"
+}
+
 // Handler serves the simulated REST and admin APIs.
 func (s *Simulator) Handler() http.Handler { return NewHandler(s.Engine, s.log) }
 
