@@ -168,7 +168,7 @@ func run(ctx context.Context, c config) error {
 	op := exec.CommandContext(ctx, bin, "operator",
 		"--kubeconfig", pl.KubeconfigPath(), "--leader-elect=false",
 		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=0",
-		"--flink-rest-override", sim.BaseURLTemplate(), "--log-level=error",
+		"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(), "--log-level=error",
 		"--max-concurrent-reconciles="+strconv.Itoa(c.workers))
 	op.Stdout, op.Stderr = os.Stdout, os.Stderr
 	op.Cancel = func() error { return op.Process.Signal(syscall.SIGTERM) }

@@ -128,6 +128,7 @@ func localUp(ctx context.Context, stdout, stderr io.Writer, f *localUpFlags) err
 		}
 		running++
 		opts.FlinkRESTOverride = sim.BaseURLTemplate()
+		opts.FlinkRESTPodOverride = sim.PodURLTemplate()
 	}
 
 	if err := localWebhook(&opts); err != nil {

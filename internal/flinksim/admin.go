@@ -1,8 +1,11 @@
 package flinksim
 
 import (
+	"crypto/md5"
+	"encoding/hex"
 	"maps"
 	"net/http"
+	"time"
 
 	"github.com/datapilot/datapilot/internal/flink"
 )
@@ -12,13 +15,17 @@ import (
 
 // ClusterView is the simulator's view of one cluster.
 type ClusterView struct {
-	Namespace       string `json:"namespace"`
-	Name            string `json:"name"`
-	JobManagerReady bool   `json:"jobManagerReady"`
-	Version         string `json:"version"`
-	TaskManagers    int    `json:"taskManagers"`
-	SlotsTotal      int    `json:"slotsTotal"`
-	SlotsAvailable  int    `json:"slotsAvailable"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// JobManagerReady is true while a JobManager pod is Ready and its
+	// process listens.
+	JobManagerReady bool `json:"jobManagerReady"`
+	// Version is what the leading (else the oldest) JobManager runs.
+	Version        string        `json:"version"`
+	JobManagers    []ProcessView `json:"jobManagers"`
+	TaskManagers   int           `json:"taskManagers"`
+	SlotsTotal     int           `json:"slotsTotal"`
+	SlotsAvailable int           `json:"slotsAvailable"`
 	// UnavailableRemaining is how many more requests get a 503; -1 means
 	// until cleared.
 	UnavailableRemaining int   `json:"unavailableRemaining"`
@@ -28,8 +35,24 @@ type ClusterView struct {
 	Requests map[string]int `json:"requests"`
 	// Totals count over the cluster's life, across resubmissions that
 	// reuse a job ID (which replace that job's own counters).
-	Totals Totals    `json:"totals"`
-	Jobs   []JobView `json:"jobs"`
+	Totals Totals `json:"totals"`
+	// Jobs are every job the cluster ran, in the state the last
+	// JobManager that had it saw.
+	Jobs []JobView `json:"jobs"`
+	// Events is the simulated log of process starts, refusals and stops.
+	Events []string `json:"events"`
+}
+
+// ProcessView is one JobManager or TaskManager process.
+type ProcessView struct {
+	ID      string `json:"id"`
+	Pod     string `json:"pod"`
+	Version string `json:"version,omitempty"`
+	// Down says why the process does not serve; empty when it does.
+	Down   string `json:"down,omitempty"`
+	Leader bool   `json:"leader,omitempty"`
+	// Log is the process's simulated log.
+	Log []string `json:"log"`
 }
 
 // Totals are a cluster's cumulative counters.
@@ -47,8 +70,11 @@ type JobView struct {
 	Name        string          `json:"name"`
 	State       flink.JobStatus `json:"state"`
 	Parallelism int             `json:"parallelism"`
+	// Present is false once no live JobManager has the job any more.
+	Present bool `json:"present"`
 	// SavepointsTriggered counts savepoint and stop-with-savepoint
-	// triggers; a repeated trigger ID is not counted twice.
+	// triggers that reached the job; a repeated trigger ID is not counted
+	// twice.
 	SavepointsTriggered  int `json:"savepointsTriggered"`
 	StopsTriggered       int `json:"stopsTriggered"`
 	CheckpointsTriggered int `json:"checkpointsTriggered"`
@@ -60,6 +86,16 @@ type JobView struct {
 	RestoredFrom     *flink.RestoredCheckpointStatistics `json:"restoredFrom,omitempty"`
 	LatestCheckpoint string                              `json:"latestCheckpoint,omitempty"`
 	LatestSavepoint  string                              `json:"latestSavepoint,omitempty"`
+	FailureCause     string                              `json:"failureCause,omitempty"`
+}
+
+// jobHistory is what the view keeps of a job ID across JobManager
+// processes.
+type jobHistory struct {
+	job     *job
+	present bool
+
+	savepointsTriggered, stopsTriggered, checkpointsTriggered, restarts int
 }
 
 // View returns the simulator's view of a cluster, after applying what the
@@ -69,26 +105,39 @@ func (e *Engine) View(k ClusterKey) (ClusterView, error) {
 	defer e.mu.Unlock()
 	c := e.clusters[k]
 	if c == nil {
-		return ClusterView{}, errorf(http.StatusNotFound, "Flink REST simulator: no FlinkCluster %s is known", k)
+		return ClusterView{}, errorf(http.StatusNotFound, "Flink REST simulator: no Flink cluster %s is known", k)
 	}
 	e.advance(c, e.now())
 	v := ClusterView{
-		Namespace: k.Namespace, Name: k.Name,
-		JobManagerReady: c.obs.JobManagerReady, Version: c.obs.Version,
-		TaskManagers: len(c.obs.TaskManagerUIDs), SlotsTotal: c.slotsTotal(),
-		SlotsAvailable:       max(0, c.slotsTotal()-c.slotsUsed()),
+		Namespace: k.Namespace, Name: k.Name, JobManagers: []ProcessView{},
+		TaskManagers: len(c.registered()), SlotsTotal: c.slotsTotal(), SlotsAvailable: c.slotsAvailable(),
 		UnavailableRemaining: c.unavailable,
 		SavepointFault:       c.savepointFault, CheckpointFault: c.checkpointFault,
-		Requests: maps.Clone(c.requests), Totals: c.totals, Jobs: []JobView{},
+		Requests: maps.Clone(c.requests), Totals: c.totals, Jobs: []JobView{}, Events: append([]string{}, c.events...),
 	}
-	for _, id := range c.order {
-		j := c.jobs[id]
+	lead := c.resourceManager()
+	for _, p := range c.jms {
+		pv := ProcessView{ID: p.id(), Pod: p.pod.Name, Down: p.down, Leader: p == lead, Log: append([]string{}, p.log...)}
+		if p.conf != nil {
+			pv.Version = p.version.String()
+		}
+		v.JobManagers = append(v.JobManagers, pv)
+		if p.pod.Ready && p.serving() {
+			v.JobManagerReady = true
+		}
+		if v.Version == "" || p == lead {
+			v.Version = pv.Version
+		}
+	}
+	for _, id := range c.historyOrder {
+		h := c.history[id]
+		j := h.job
 		jv := JobView{
-			ID: j.id, Name: j.name, State: j.state, Parallelism: j.parallelism,
-			SavepointsTriggered: j.savepointsTriggered, StopsTriggered: j.stopsTriggered,
-			CheckpointsTriggered: j.checkpointsTriggered,
+			ID: j.id, Name: j.name, State: j.state, Parallelism: j.parallelism, Present: h.present,
+			SavepointsTriggered: h.savepointsTriggered, StopsTriggered: h.stopsTriggered,
+			CheckpointsTriggered: h.checkpointsTriggered,
 			CheckpointsCompleted: int(j.completedCount), CheckpointsFailed: int(j.failedCount),
-			Restarts: j.restarts,
+			Restarts: h.restarts, FailureCause: j.failureCause,
 		}
 		if j.restored != nil {
 			r := *j.restored
@@ -129,60 +178,186 @@ func (e *Engine) InjectUnavailable(k ClusterKey, n int) {
 
 // SetSavepointFault makes savepoints (and stop-with-savepoint) fail or stall.
 func (e *Engine) SetSavepointFault(k ClusterKey, f Fault) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.get(k).savepointFault = f
+	e.setFault(k, func(c *cluster) { c.savepointFault = f })
 }
 
 // SetCheckpointFault makes checkpoints, periodic and triggered, fail or stall.
 func (e *Engine) SetCheckpointFault(k ClusterKey, f Fault) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.get(k).checkpointFault = f
+	e.setFault(k, func(c *cluster) { c.checkpointFault = f })
+}
+
+// SetCancelDelay makes cancellations (and failing jobs) take d: the tasks
+// are slow to cancel. Zero restores EngineOptions.CancelDelay.
+func (e *Engine) SetCancelDelay(k ClusterKey, d time.Duration) {
+	e.setFault(k, func(c *cluster) { c.cancelDelay = d })
 }
 
 // ClearFaults removes every injected fault of a cluster.
 func (e *Engine) ClearFaults(k ClusterKey) {
+	e.setFault(k, func(c *cluster) {
+		c.unavailable, c.savepointFault, c.checkpointFault, c.cancelDelay = 0, FaultNone, FaultNone, 0
+	})
+}
+
+// setFault changes faults at the current time: what was due under the old
+// faults happens first, and a stalled snapshot that is released completes
+// from now on, not back when it was due.
+func (e *Engine) setFault(k ClusterKey, change func(*cluster)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.get(k)
-	c.unavailable, c.savepointFault, c.checkpointFault = 0, FaultNone, FaultNone
+	now := e.now()
+	e.advance(c, now)
+	change(c)
+	for _, p := range c.jms {
+		if p.d == nil {
+			continue
+		}
+		for _, j := range p.d.jobs {
+			for _, pd := range j.pending {
+				if pd.due.Before(now) {
+					pd.due = now
+				}
+			}
+		}
+	}
+	e.advance(c, now)
 }
 
-// SetJobState forces a job into FAILING (it turns FAILED after the restart
-// delay), FAILED, or RESTARTING (it runs again from its latest checkpoint).
+// SetJobState forces a job into FAILED or FAILING (the job fails as if its
+// restart strategy were exhausted) or RESTARTING (a task fails and the
+// restart strategy decides, see FailJob).
 func (e *Engine) SetJobState(k ClusterKey, jobID string, s flink.JobStatus) error {
+	switch s {
+	case flink.JobRestarting:
+		return e.FailJob(k, jobID, "")
+	case flink.JobFailed, flink.JobFailing:
+	default:
+		return errorf(http.StatusBadRequest, "Flink REST simulator: can force FAILING, FAILED or RESTARTING, not %q", s)
+	}
+	return e.onJob(k, jobID, func(c *cluster, j *job, now time.Time) {
+		j.strategy = noRestart{}
+		e.failJob(c, j, now, "org.apache.flink.runtime.JobException: Failure injected into the Flink REST simulator", false)
+		if s == flink.JobFailed {
+			e.terminate(c, j, now, flink.JobFailed)
+		}
+	})
+}
+
+// FailJob fails a running job's tasks with cause: the job's restart
+// strategy decides whether it restarts (RESTARTING) or fails.
+func (e *Engine) FailJob(k ClusterKey, jobID, cause string) error {
+	if cause == "" {
+		cause = "org.apache.flink.runtime.JobException: Task failure injected into the Flink REST simulator"
+	}
+	return e.onJob(k, jobID, func(c *cluster, j *job, now time.Time) { e.failJob(c, j, now, cause, false) })
+}
+
+func (e *Engine) onJob(k ClusterKey, jobID string, fn func(*cluster, *job, time.Time)) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.clusters[k]
 	if c == nil {
-		return errorf(http.StatusNotFound, "Flink REST simulator: no FlinkCluster %s is known", k)
+		return errorf(http.StatusNotFound, "Flink REST simulator: no Flink cluster %s is known", k)
 	}
 	now := e.now()
 	e.advance(c, now)
-	j, err := c.lookupJob(jobID)
-	if err != nil {
-		return err
+	for _, p := range c.jms {
+		if p.d == nil {
+			continue
+		}
+		if j := p.d.jobs[jobID]; j != nil {
+			if j.state != flink.JobRunning {
+				return errorf(http.StatusConflict, "Flink REST simulator: job %s is %s, not RUNNING", jobID, j.state)
+			}
+			fn(c, j, now)
+			e.advance(c, now)
+			return nil
+		}
 	}
-	switch s {
-	case flink.JobFailing:
-		e.setState(j, flink.JobFailing, now)
-		j.restartAt = now.Add(e.opts.RestartDelay)
-	case flink.JobFailed:
-		e.setState(j, flink.JobFailed, now)
-	case flink.JobRestarting:
-		e.restartJob(c, j, now)
-	default:
-		return errorf(http.StatusBadRequest, "Flink REST simulator: can force FAILING, FAILED or RESTARTING, not %q", s)
+	return errorf(http.StatusNotFound, "Flink REST simulator: no live JobManager of %s has job %s", k, jobID)
+}
+
+// LoseJobManager crashes the leading JobManager process (else the oldest)
+// and starts a new one in its pod, as a replaced pod would: nothing of
+// the old process's memory nor of the pod's own disk is left. Without high
+// availability its jobs are gone; with it, a JobManager recovers them once
+// the crashed leader's lease expires.
+func (e *Engine) LoseJobManager(k ClusterKey) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.clusters[k]
+	if c == nil || len(c.jms) == 0 {
+		return errorf(http.StatusNotFound, "Flink REST simulator: %s has no JobManager process", k)
 	}
+	now := e.now()
+	e.advance(c, now)
+	i := 0
+	if lead := c.resourceManager(); lead != nil {
+		for n, p := range c.jms {
+			if p == lead {
+				i = n
+			}
+		}
+	}
+	old := c.jms[i]
+	e.stop(c, now, old, false, "killed (fault injected into the Flink REST simulator)")
+	e.fs.dropPod(old.pod.UID)
+	c.jms[i] = e.start(c, now, old.pod, true, old.generation+1)
+	e.elect(c, now)
 	e.advance(c, now)
 	return nil
 }
 
-// statusOf is the HTTP status of an Engine error.
-func statusOf(err error) int {
-	if ae, ok := err.(*apiError); ok {
-		return ae.code
+// ExpireOperations drops every completed operation result the cluster's
+// Dispatchers keep, as if rest.async.store-duration had passed; it
+// returns how many went.
+func (e *Engine) ExpireOperations(k ClusterKey) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.clusters[k]
+	if c == nil {
+		return 0
 	}
-	return http.StatusInternalServerError
+	e.advance(c, e.now())
+	n := 0
+	for _, p := range c.jms {
+		if p.d != nil {
+			n += p.d.savepoints.expireAll() + p.d.checkpoints.expireAll()
+		}
+	}
+	return n
+}
+
+// LosePath deletes every file at or under a path, as the leading
+// JobManager resolves it (an object store prefix, a claim, its own disk):
+// a savepoint or checkpoint there can no longer be restored.
+func (e *Engine) LosePath(k ClusterKey, uri string) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.clusters[k]
+	if c == nil {
+		return 0, errorf(http.StatusNotFound, "Flink REST simulator: no Flink cluster %s is known", k)
+	}
+	now := e.now()
+	e.advance(c, now)
+	podUID := ""
+	var mounts []Mount
+	if lead := c.resourceManager(); lead != nil {
+		podUID, mounts = lead.pod.UID, lead.pod.Mounts
+	} else if len(c.jms) > 0 {
+		podUID, mounts = c.jms[0].pod.UID, c.jms[0].pod.Mounts
+	}
+	l, err := locate(uri, podUID, k.Namespace, mounts)
+	if err != nil {
+		return 0, errorf(http.StatusBadRequest, "%v", err)
+	}
+	n := e.fs.removeTree(l)
+	c.logf(now, "lost %d files under %s (fault injected)", n, uri)
+	return n, nil
+}
+
+func vertexID(id string) string {
+	sum := md5.Sum([]byte(id))
+	return hex.EncodeToString(sum[:])
 }

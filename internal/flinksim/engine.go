@@ -1,23 +1,25 @@
 // Package flinksim is the Flink REST simulator: a stand-in for the REST API
 // of Flink JobManagers, for the local platform and end-to-end tests, where no
-// Flink runs. It answers the endpoints the operator uses with bodies that
-// follow the official schema, and derives what it reports (REST up or down,
-// TaskManagers, slots, Flink version, job restarts) from the Flink pods it
-// sees in the Kubernetes API. It is not Flink: jobs are records that change
-// state on a simulated clock.
+// Flink runs. It models Flink as Flink's own sources describe it, so that a
+// caller that passes against it would pass against Flink: JobManager and
+// TaskManager processes that start (or refuse to) from the configuration
+// file their pod mounts, a Dispatcher per JobManager process with its job
+// result store and operation caches in memory, jobs that go through
+// Flink's states on a clock, the restart strategy the configuration names,
+// checkpoints and savepoints written to storage that does or does not
+// outlive the pods, and high availability that recovers jobs from what
+// survived. It is not Flink: jobs run no code.
 //
 // The state machine (Engine) is pure: Kubernetes observations and a clock go
 // in, REST answers come out. Simulator adds the Kubernetes watch and the HTTP
-// server.
+// server. Every behaviour names, in a comment, the Flink class it follows.
 package flinksim
 
 import (
-	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -27,33 +29,42 @@ import (
 	"github.com/datapilot/datapilot/internal/flink"
 )
 
-// Simulated durations, when EngineOptions leaves them zero.
+// Simulated durations of what Flink does not configure, when EngineOptions
+// leaves them zero.
 const (
-	DefaultCheckpointInterval = 3 * time.Second
-	DefaultCheckpointDelay    = 200 * time.Millisecond
-	DefaultSavepointDelay     = 500 * time.Millisecond
-	DefaultRestartDelay       = time.Second
+	DefaultInitializationDelay = 200 * time.Millisecond
+	DefaultDeployDelay         = 200 * time.Millisecond
+	DefaultCheckpointDelay     = 200 * time.Millisecond
+	DefaultSavepointDelay      = 500 * time.Millisecond
+	DefaultCancelDelay         = 300 * time.Millisecond
 	// SimulatedFlinkRevision is the commit the simulator reports; it tells a
 	// reader at once that no real Flink answered.
 	SimulatedFlinkRevision = "flink-rest-simulator"
 )
 
-// EngineOptions tune the simulated durations.
+// EngineOptions tune how long the simulated work takes. Everything Flink
+// itself times (checkpoint intervals, restart backoff, how long operation
+// results are kept, leader election) comes from each process's
+// configuration instead.
 type EngineOptions struct {
-	// CheckpointInterval between periodic checkpoints of a running job.
-	CheckpointInterval time.Duration
-	// CheckpointDelay is how long a triggered checkpoint takes.
+	// InitializationDelay is how long a submitted or recovered job stays
+	// INITIALIZING while its JobMaster is created.
+	InitializationDelay time.Duration
+	// DeployDelay is how long tasks stay DEPLOYING once they have slots.
+	DeployDelay time.Duration
+	// CheckpointDelay is how long a checkpoint takes.
 	CheckpointDelay time.Duration
 	// SavepointDelay is how long a savepoint (or stop-with-savepoint) takes.
 	SavepointDelay time.Duration
-	// RestartDelay is how long a job stays RESTARTING (or FAILING) before
-	// it runs again (or fails).
-	RestartDelay time.Duration
+	// CancelDelay is how long tasks take to cancel: CANCELLING and FAILING
+	// last this long.
+	CancelDelay time.Duration
 	// Clock is the time source; nil means time.Now.
 	Clock func() time.Time
 }
 
-// ClusterKey names a FlinkCluster.
+// ClusterKey names a Flink cluster: the namespace and the
+// app.kubernetes.io/instance label of its pods.
 type ClusterKey struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
@@ -61,437 +72,717 @@ type ClusterKey struct {
 
 func (k ClusterKey) String() string { return k.Namespace + "/" + k.Name }
 
-// Observation is what the Kubernetes API says about one cluster's pods.
-type Observation struct {
-	// JobManagerReady is true while a JobManager pod is Ready.
-	JobManagerReady bool
-	// JobManagerUID identifies the (leading) JobManager pod; a change means
-	// a new JobManager process.
-	JobManagerUID string
-	// Version is the Flink version the JobManager runs.
-	Version string
-	// TaskManagerUIDs are the Ready TaskManager pods.
-	TaskManagerUIDs []string
-	// SlotsPerTaskManager is spec.taskManager.slots.
-	SlotsPerTaskManager int
-}
-
 // Fault is an injected behaviour of checkpoints or savepoints.
 type Fault string
 
 const (
 	// FaultNone clears the fault.
 	FaultNone Fault = ""
-	// FaultFail makes operations complete with a failure cause.
+	// FaultFail makes snapshots fail when they would complete: the
+	// JobManager cannot finalize them (FINALIZE_CHECKPOINT_FAILURE).
 	FaultFail Fault = "fail"
-	// FaultStall keeps operations IN_PROGRESS until the fault is cleared.
+	// FaultStall keeps snapshots in progress until the fault is cleared or
+	// execution.checkpointing.timeout expires them.
 	FaultStall Fault = "stall"
 )
 
 // Engine holds the simulated state of every cluster. Time-driven changes
-// (checkpoints, completions, restarts) are applied lazily whenever a cluster
-// is read or observed, so the Engine needs no goroutine and a test clock
-// drives it completely. Safe for concurrent use.
+// are applied lazily, in time order, whenever a cluster is read or
+// observed, so the Engine needs no goroutine and a test clock drives it
+// completely. Safe for concurrent use.
 type Engine struct {
 	opts EngineOptions
 
 	mu       sync.Mutex
 	clusters map[ClusterKey]*cluster
-	// savepointIDs maps savepoint locations to their checkpoint IDs, so a job
-	// restored from one continues its numbering, as in Flink.
-	savepointIDs map[string]int64
-}
-
-type cluster struct {
-	key      ClusterKey
-	obs      Observation
-	observed bool
-	// wasReady tells a JobManager coming back from a JobManager first seen.
-	wasReady bool
-
-	jars    map[string]string // jar ID -> original file name
-	jobs    map[string]*job
-	order   []string // job IDs in submission order
-	touched time.Time
-
-	unavailable     int // remaining 503 answers; <0 means until cleared
-	savepointFault  Fault
-	checkpointFault Fault
-	requests        map[string]int // "METHOD /template" -> count
-	totals          Totals
-}
-
-type job struct {
-	id, name    string
-	parallelism int
-	state       flink.JobStatus
-	start, end  time.Time
-	stateSince  time.Time
-	timestamps  map[flink.JobStatus]time.Time
-	restartAt   time.Time // RESTARTING or FAILING ends
-
-	nextCheckpointID int64
-	lastPeriodic     time.Time
-	history          []flink.CheckpointStatistics // newest first
-	latestCompleted  *flink.CheckpointStatistics
-	latestSavepoint  *flink.CheckpointStatistics
-	latestFailed     *flink.CheckpointStatistics
-	completedCount   int64
-	failedCount      int64
-	restored         *flink.RestoredCheckpointStatistics
-	restoreCount     int64
-
-	ops map[string]*operation // trigger ID -> operation
-
-	savepointsTriggered  int
-	stopsTriggered       int
-	checkpointsTriggered int
-	restarts             int
-}
-
-type opKind string
-
-const (
-	opCheckpoint opKind = "checkpoint"
-	opSavepoint  opKind = "savepoint"
-	opStop       opKind = "stop"
-)
-
-type operation struct {
-	id        string
-	kind      opKind
-	doneAt    time.Time
-	done      bool
-	targetDir string
-	cancelJob bool
-	format    flink.SavepointFormatType
-	ckptType  string
-	// Results.
-	location     string
-	checkpointID int64
-	failure      string
+	// fs holds every file: object stores are shared by all clusters.
+	fs *filesystem
+	// snapshots are the completed checkpoints and savepoints by the
+	// location of their _metadata, for restores by path.
+	snapshots map[loc]*snapshot
 }
 
 // NewEngine returns an empty Engine.
 func NewEngine(o EngineOptions) *Engine {
-	if o.CheckpointInterval <= 0 {
-		o.CheckpointInterval = DefaultCheckpointInterval
-	}
-	if o.CheckpointDelay <= 0 {
-		o.CheckpointDelay = DefaultCheckpointDelay
-	}
-	if o.SavepointDelay <= 0 {
-		o.SavepointDelay = DefaultSavepointDelay
-	}
-	if o.RestartDelay <= 0 {
-		o.RestartDelay = DefaultRestartDelay
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&o.InitializationDelay, DefaultInitializationDelay}, {&o.DeployDelay, DefaultDeployDelay},
+		{&o.CheckpointDelay, DefaultCheckpointDelay}, {&o.SavepointDelay, DefaultSavepointDelay},
+		{&o.CancelDelay, DefaultCancelDelay},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	return &Engine{opts: o, clusters: map[ClusterKey]*cluster{}, savepointIDs: map[string]int64{}}
+	return &Engine{opts: o, clusters: map[ClusterKey]*cluster{}, fs: newFilesystem(), snapshots: map[loc]*snapshot{}}
 }
 
+func (e *Engine) now() time.Time { return e.opts.Clock() }
+
 // apiError is a REST error: an HTTP status and Flink's {"errors": [...]}.
+// Status 0 means nothing listens: the client's connection is refused.
 type apiError struct {
 	code int
 	msg  string
 }
 
-func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.msg) }
+func (e *apiError) Error() string {
+	if e.code == 0 {
+		return "connection refused: " + e.msg
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.code, e.msg)
+}
 
 func errorf(code int, format string, args ...any) error {
 	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-func (e *Engine) now() time.Time { return e.opts.Clock() }
+// restErr is a RestHandlerException as AbstractHandler#handleException
+// sends it: the whole stack trace as the one error message, so the first
+// line is the exception and its message.
+func restErr(code int, exception, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	first, rest, _ := strings.Cut(msg, "\nCaused by: ")
+	trace := exception + ": " + first + "\n\tat simulated.FlinkRestSimulator(FlinkRestSimulator.java)"
+	if rest != "" {
+		trace += "\nCaused by: " + rest + "\n\t... 1 more"
+	}
+	return &apiError{code: code, msg: trace}
+}
+
+func handlerErr(code int, format string, args ...any) error {
+	return restErr(code, "org.apache.flink.runtime.rest.handler.RestHandlerException", format, args...)
+}
+
+// statusOf is the HTTP status of an Engine error; 0 when the connection
+// would have been refused.
+func statusOf(err error) int {
+	if ae, ok := err.(*apiError); ok {
+		return ae.code
+	}
+	return http.StatusInternalServerError
+}
+
+// cluster is everything the simulator knows of one cluster's pods.
+type cluster struct {
+	key      ClusterKey
+	observed bool
+
+	// jms and tms are the live processes, oldest first.
+	jms, tms []*process
+	// waiting are pods that run but whose process has not started, by UID,
+	// with why (a ConfigMap that is not there yet).
+	waiting map[string]string
+	// ha holds what high availability keeps outside the JobManagers, by
+	// its identity (type, cluster-id and where the pointers are).
+	ha map[string]*haStore
+	// rr is the Service's round-robin cursor over Ready JobManagers, and
+	// conns the JobManager each client connection reached: kube-proxy
+	// balances connections, not requests.
+	rr    int
+	conns map[string]string
+
+	unavailable     int // remaining 503 answers; <0 means until cleared
+	savepointFault  Fault
+	checkpointFault Fault
+	cancelDelay     time.Duration // 0: EngineOptions.CancelDelay
+	requests        map[string]int
+	totals          Totals
+	history         map[string]*jobHistory
+	historyOrder    []string
+	events          []string // what happened to processes, newest last
+}
 
 func (e *Engine) get(k ClusterKey) *cluster {
 	c := e.clusters[k]
 	if c == nil {
-		c = &cluster{key: k, jars: map[string]string{}, jobs: map[string]*job{}, requests: map[string]int{}}
+		c = &cluster{key: k, waiting: map[string]string{}, ha: map[string]*haStore{}, conns: map[string]string{}, requests: map[string]int{}, history: map[string]*jobHistory{}}
 		e.clusters[k] = c
 	}
 	return c
 }
 
-// Observe records what the Kubernetes API shows for a cluster. A JobManager
-// that changed or came back, or a TaskManager that disappeared, restarts the
-// running jobs, which then restore from their latest checkpoint or
-// savepoint. TaskManagers that only appear (scale-up) restart nothing, as
-// with Flink's default scheduler.
+func (c *cluster) logf(now time.Time, format string, args ...any) {
+	c.events = append(c.events, now.UTC().Format(time.RFC3339Nano)+" "+fmt.Sprintf(format, args...))
+	if len(c.events) > 200 {
+		c.events = c.events[len(c.events)-200:]
+	}
+}
+
+// Observation is what the Kubernetes API says about one cluster's pods.
+type Observation struct {
+	JobManagers  []Pod
+	TaskManagers []Pod
+}
+
+// Pod is one Flink pod as its spec and status show it.
+type Pod struct {
+	UID  string
+	Name string
+	// Created orders the pods.
+	Created time.Time
+	// Running is true while the container runs: phase Running and not
+	// being deleted. A process lives exactly while its pod runs.
+	Running bool
+	// Ready is the Ready condition: the Service routes only to Ready pods.
+	Ready bool
+	// Image is the Flink container's image; its tag is the Flink version.
+	Image string
+	// Env is the Flink container's environment (ENABLE_BUILT_IN_PLUGINS).
+	Env map[string]string
+	// Conf is the files of the ConfigMap mounted at /opt/flink/conf; nil
+	// when none is mounted (the image's own conf applies).
+	Conf map[string]string
+	// ConfMissing names the mounted ConfigMap when it does not exist: the
+	// kubelet cannot start the container.
+	ConfMissing string
+	// Mounts are the Flink container's volumes.
+	Mounts []Mount
+}
+
+// Observe records what the Kubernetes API shows for a cluster: processes
+// start in pods that run and stop in pods that do not; a pod whose process
+// stopped keeps nothing of it. A process never re-reads its configuration.
 func (e *Engine) Observe(k ClusterKey, o Observation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.get(k)
 	now := e.now()
 	e.advance(c, now)
-	o.TaskManagerUIDs = slices.Sorted(slices.Values(o.TaskManagerUIDs))
-	o.TaskManagerUIDs = slices.Compact(o.TaskManagerUIDs)
-	if o.SlotsPerTaskManager <= 0 {
-		o.SlotsPerTaskManager = 1
-	}
-	prev, had := c.obs, c.observed
-	restart := false
-	if had && o.JobManagerReady {
-		if prev.JobManagerUID != "" && o.JobManagerUID != prev.JobManagerUID {
-			restart = true
-		}
-		if !prev.JobManagerReady && c.wasReady {
-			restart = true
-		}
-	}
-	for _, uid := range prev.TaskManagerUIDs {
-		if !slices.Contains(o.TaskManagerUIDs, uid) {
-			restart = true
-		}
-	}
-	c.obs, c.observed = o, true
-	if o.JobManagerReady {
-		c.wasReady = true
-	}
-	if restart {
-		for _, id := range c.order {
-			j := c.jobs[id]
-			if j.state == flink.JobRunning || j.state == flink.JobCreated || j.state == flink.JobRestarting {
-				e.restartJob(c, j, now)
-			}
-		}
-	}
+	c.observed = true
+	c.tms = e.reconcile(c, now, c.tms, o.TaskManagers, false)
+	c.jms = e.reconcile(c, now, c.jms, o.JobManagers, true)
+	e.elect(c, now)
 	e.advance(c, now)
 }
 
-// Forget drops a cluster whose FlinkCluster is gone.
-func (e *Engine) Forget(k ClusterKey) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.clusters, k)
+// reconcile stops the processes whose pods no longer run and starts one in
+// every running pod that has none.
+func (e *Engine) reconcile(c *cluster, now time.Time, have []*process, pods []Pod, jobManager bool) []*process {
+	byUID := map[string]Pod{}
+	for _, p := range pods {
+		if p.Running {
+			byUID[p.UID] = p
+		}
+	}
+	var out []*process
+	for _, p := range have {
+		if pod, ok := byUID[p.pod.UID]; ok {
+			p.pod.Ready = pod.Ready
+			out = append(out, p)
+			delete(byUID, p.pod.UID)
+			continue
+		}
+		// SIGTERM: the process shuts down cleanly; the pod's own disk
+		// goes with the pod.
+		e.stop(c, now, p, true, "the pod stopped running")
+		e.fs.dropPod(p.pod.UID)
+	}
+	for uid := range c.waiting {
+		if _, ok := byUID[uid]; !ok {
+			delete(c.waiting, uid)
+		}
+	}
+	news := make([]Pod, 0, len(byUID))
+	for _, p := range byUID {
+		news = append(news, p)
+	}
+	sort.Slice(news, func(i, j int) bool {
+		if !news[i].Created.Equal(news[j].Created) {
+			return news[i].Created.Before(news[j].Created)
+		}
+		return news[i].Name < news[j].Name
+	})
+	for _, pod := range news {
+		if pod.ConfMissing != "" {
+			msg := fmt.Sprintf(`MountVolume.SetUp failed for volume "flink-config" : configmap %q not found`, pod.ConfMissing)
+			if c.waiting[pod.UID] != msg {
+				c.logf(now, "pod %s: %s", pod.Name, msg)
+			}
+			c.waiting[pod.UID] = msg
+			continue
+		}
+		delete(c.waiting, pod.UID)
+		out = append(out, e.start(c, now, pod, jobManager, 0))
+	}
+	return out
 }
 
-func (e *Engine) restartJob(c *cluster, j *job, now time.Time) {
-	j.restarts++
-	c.totals.Restarts++
-	e.setState(j, flink.JobRestarting, now)
-	j.restartAt = now.Add(e.opts.RestartDelay)
-	// In-flight operations die with the tasks, as in Flink.
-	for _, op := range j.ops {
-		if !op.done {
-			op.done, op.failure = true, fmt.Sprintf("org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint was canceled because the job %s restarted (Flink REST simulator)", j.id)
+// process is one Flink JobManager or TaskManager JVM.
+type process struct {
+	pod        Pod
+	namespace  string
+	generation int // restarts of the process in the same pod (injected)
+	jobManager bool
+	version    flink.Version
+	conf       *conf
+	// down says why the process does not serve: it refused to start, or
+	// died of a fatal error. Its REST port is then not listening.
+	down string
+	log  []string
+
+	officialImage bool
+	plugins       []string
+
+	// A JobManager's settings read at start.
+	storeDuration time.Duration
+	ha            *haConfig
+	webTmp        string // web.tmpdir: unique per process (ClusterEntrypoint)
+	// d is the process's Dispatcher while it leads (always, without HA).
+	d *dispatcher
+
+	// A TaskManager's slots (taskmanager.numberOfTaskSlots).
+	slots int
+}
+
+func (p *process) id() string { return fmt.Sprintf("%s#%d", p.pod.UID, p.generation) }
+
+func (p *process) logf(now time.Time, format string, args ...any) {
+	p.log = append(p.log, now.UTC().Format(time.RFC3339Nano)+" "+fmt.Sprintf(format, args...))
+	if len(p.log) > 100 {
+		p.log = p.log[len(p.log)-100:]
+	}
+}
+
+// serving reports whether the process listens on its REST port (for a
+// JobManager) or has registered (a TaskManager).
+func (p *process) serving() bool { return p.down == "" }
+
+// start launches a process in a pod: it reads the mounted configuration
+// and checks what its entrypoint checks before serving.
+func (e *Engine) start(c *cluster, now time.Time, pod Pod, jobManager bool, generation int) *process {
+	p := &process{pod: pod, namespace: c.key.Namespace, generation: generation, jobManager: jobManager}
+	p.officialImage, p.plugins = officialImage(pod.Image), splitPlugins(pod.Env["ENABLE_BUILT_IN_PLUGINS"])
+	what := "TaskManager"
+	if jobManager {
+		what = "JobManager"
+	}
+	fail := func(err error) *process {
+		p.down = err.Error()
+		p.logf(now, "ERROR %s refused to start: %s", what, p.down)
+		c.logf(now, "%s %s (pod %s) refused to start: %s", what, p.id(), pod.Name, p.down)
+		return p
+	}
+	v := ImageVersion(pod.Image)
+	if v == "" {
+		return fail(fmt.Errorf("the Flink REST simulator takes the Flink version from the image tag, and %q has none", pod.Image))
+	}
+	ver, err := flink.ParseVersion(v)
+	if err != nil {
+		return fail(err)
+	}
+	p.version = ver
+	if p.conf, err = loadConf(ver, pod.Conf); err != nil {
+		return fail(err)
+	}
+	if err := p.conf.processMemory(jobManager); err != nil {
+		return fail(err)
+	}
+	if !jobManager {
+		if p.slots, err = p.conf.integer("taskmanager.numberOfTaskSlots"); err != nil {
+			return fail(err)
+		}
+		p.logf(now, "INFO TaskExecutor started with %d slots", p.slots)
+		c.logf(now, "TaskManager %s (pod %s) started with %d slots", p.id(), pod.Name, p.slots)
+		return p
+	}
+	if p.storeDuration, _, err = p.conf.duration("rest.async.store-duration"); err != nil {
+		return fail(err)
+	}
+	if p.ha, err = readHAConfig(p); err != nil {
+		return fail(err)
+	}
+	p.webTmp = "/tmp/flink-web-" + uuid()
+	if p.ha == nil {
+		p.d = newDispatcher(p)
+	}
+	p.logf(now, "INFO Rest endpoint listening at %s:8081", pod.Name)
+	c.logf(now, "JobManager %s (pod %s) started, Flink %s, high availability %s", p.id(), pod.Name, ver, p.haMode())
+	return p
+}
+
+func (p *process) haMode() string {
+	if p.ha == nil {
+		return "NONE"
+	}
+	return p.ha.mode
+}
+
+// stop ends a process. A clean stop (SIGTERM) releases its leadership at
+// once; a crash leaves it to expire.
+func (e *Engine) stop(c *cluster, now time.Time, p *process, clean bool, why string) {
+	what := "TaskManager"
+	if p.jobManager {
+		what = "JobManager"
+	}
+	c.logf(now, "%s %s (pod %s) stopped: %s", what, p.id(), p.pod.Name, why)
+	if !p.jobManager {
+		e.loseTaskManager(c, now, p, clean)
+		return
+	}
+	if p.d != nil {
+		p.d.suspend(now, c)
+	}
+	if p.ha != nil {
+		if s := c.ha[p.ha.identity]; s != nil && s.leader == p.id() {
+			s.leader = ""
+			if !clean {
+				s.vacantUntil = now.Add(p.ha.leaseDuration)
+			}
+		}
+	}
+	p.d = nil
+	p.down = why
+}
+
+// elect gives each high-availability store a leader when it has none and
+// its last leader's lease has expired: the oldest JobManager that serves
+// and shares the store's identity (DefaultLeaderElectionService with the
+// ZooKeeper or Kubernetes driver). Without high availability every
+// JobManager leads its own Dispatcher (StandaloneHaServices).
+func (e *Engine) elect(c *cluster, now time.Time) {
+	for _, p := range c.jms {
+		if !p.serving() || p.ha == nil {
+			continue
+		}
+		s := c.ha[p.ha.identity]
+		if s == nil {
+			s = newHAStore(p.ha.identity)
+			c.ha[p.ha.identity] = s
+		}
+		if s.leader != "" || now.Before(s.vacantUntil) {
+			continue
+		}
+		s.leader = p.id()
+		p.logf(now, "INFO JobManager %s was granted leadership", p.id())
+		c.logf(now, "JobManager %s (pod %s) leads (%s)", p.id(), p.pod.Name, s.identity)
+		p.d = newDispatcher(p)
+		if err := p.d.recover(e, c, now, s); err != nil {
+			// DispatcherLeaderProcess fails fatally when it cannot recover
+			// a job; the JobManager process exits.
+			e.stop(c, now, p, false, err.Error())
+			p.logf(now, "ERROR Fatal error occurred in the cluster entrypoint: %s", p.down)
 		}
 	}
 }
 
-func (e *Engine) setState(j *job, s flink.JobStatus, now time.Time) {
-	j.state, j.stateSince = s, now
-	j.timestamps[s] = now
-	if s.Terminal() {
-		j.end = now
+// leaderOf is the JobManager whose Dispatcher serves requests received by
+// p: p itself without high availability, else the elected leader; nil
+// while an election is pending.
+func (c *cluster) leaderOf(p *process) *process {
+	if p.ha == nil {
+		return p
 	}
+	s := c.ha[p.ha.identity]
+	if s == nil || s.leader == "" {
+		return nil
+	}
+	for _, q := range c.jms {
+		if q.id() == s.leader {
+			return q
+		}
+	}
+	return nil
 }
 
-func (c *cluster) slotsTotal() int { return len(c.obs.TaskManagerUIDs) * c.obs.SlotsPerTaskManager }
+// resourceManager is the JobManager the TaskManagers register with: the
+// HA leader, else (without high availability, where they connect to
+// jobmanager.rpc.address, the Service) the oldest serving JobManager.
+func (c *cluster) resourceManager() *process {
+	for _, p := range c.jms {
+		if !p.serving() {
+			continue
+		}
+		if l := c.leaderOf(p); l != nil {
+			return l
+		}
+	}
+	return nil
+}
 
-// slotsUsed counts slots held by running jobs.
-func (c *cluster) slotsUsed() int {
+// registered are the TaskManagers registered with the ResourceManager.
+func (c *cluster) registered() []*process {
+	if c.resourceManager() == nil {
+		return nil
+	}
+	var out []*process
+	for _, t := range c.tms {
+		if t.serving() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// freeSlots counts each registered TaskManager's free slots.
+func (c *cluster) freeSlots() map[string]int {
+	free := map[string]int{}
+	for _, t := range c.registered() {
+		free[t.id()] = t.slots
+	}
+	if rm := c.resourceManager(); rm != nil && rm.d != nil {
+		for _, j := range rm.d.jobs {
+			for _, tm := range j.slots {
+				free[tm]--
+			}
+		}
+	}
+	return free
+}
+
+func (c *cluster) slotsTotal() int {
 	n := 0
-	for _, j := range c.jobs {
-		if j.state == flink.JobRunning || j.state == flink.JobFailing {
-			n += j.parallelism
-		}
+	for _, t := range c.registered() {
+		n += t.slots
 	}
 	return n
 }
 
-// advance applies everything the clock has made due.
+func (c *cluster) slotsAvailable() int {
+	n := 0
+	for _, f := range c.freeSlots() {
+		n += max(0, f)
+	}
+	return n
+}
+
+// loseTaskManager fails the tasks a TaskManager ran: its jobs fail over.
+func (e *Engine) loseTaskManager(c *cluster, now time.Time, tm *process, clean bool) {
+	cause := "org.apache.flink.util.FlinkExpectedException: The TaskExecutor is shutting down."
+	if !clean {
+		cause = fmt.Sprintf("org.apache.flink.runtime.jobmaster.JobMasterException: TaskManager with id %s is no longer reachable.", tm.pod.Name)
+	}
+	for _, jm := range c.jms {
+		if jm.d == nil {
+			continue
+		}
+		for _, id := range jm.d.order {
+			j := jm.d.jobs[id]
+			if slices.Contains(j.slots, tm.id()) {
+				e.failJob(c, j, now, cause, false)
+			}
+		}
+	}
+}
+
+// advance applies everything the clock has made due, in time order.
 func (e *Engine) advance(c *cluster, now time.Time) {
-	// Without a JobManager nothing progresses.
-	if !c.obs.JobManagerReady {
-		return
+	for range 100000 {
+		at, fn := e.nextEvent(c)
+		if fn == nil || at.After(now) {
+			break
+		}
+		fn(at)
+		e.elect(c, at)
+		e.schedule(c, at)
 	}
-	for _, id := range c.order {
-		j := c.jobs[id]
-		switch j.state {
-		case flink.JobFailing:
-			if !now.Before(j.restartAt) {
-				e.setState(j, flink.JobFailed, now)
-			}
-		case flink.JobRestarting:
-			if !now.Before(j.restartAt) && c.slotsTotal()-c.slotsUsed() >= j.parallelism {
-				e.restore(j, now)
-				e.setState(j, flink.JobRunning, now)
-				j.lastPeriodic = now
-			}
-		case flink.JobCreated:
-			if c.slotsTotal()-c.slotsUsed() >= j.parallelism {
-				e.setState(j, flink.JobRunning, now)
-				j.lastPeriodic = now
-			}
+	e.elect(c, now)
+	e.schedule(c, now)
+	for _, p := range c.jms {
+		if p.d != nil {
+			p.d.savepoints.evict(now)
+			p.d.checkpoints.evict(now)
 		}
-		if j.state == flink.JobRunning {
-			e.periodicCheckpoints(c, j, now)
-		}
-		e.completeOperations(c, j, now)
 	}
 }
 
-// restore points a restarting job at its newest completed checkpoint or
-// savepoint, as Flink's failover does.
-func (e *Engine) restore(j *job, now time.Time) {
-	var from *flink.CheckpointStatistics
-	for _, cp := range []*flink.CheckpointStatistics{j.latestCompleted, j.latestSavepoint} {
-		if cp != nil && (from == nil || cp.ID > from.ID) {
-			from = cp
+// nextEvent is the earliest pending change of the cluster.
+func (e *Engine) nextEvent(c *cluster) (time.Time, func(time.Time)) {
+	var (
+		best time.Time
+		fn   func(time.Time)
+	)
+	consider := func(t time.Time, f func(time.Time)) {
+		if f != nil && (fn == nil || t.Before(best)) {
+			best, fn = t, f
 		}
 	}
-	if from == nil {
-		// Nothing taken since the submission: restore what it was submitted
-		// with, if anything.
-		if j.restored != nil {
-			j.restored.RestoreTimestamp = ms(now)
-			j.restoreCount++
-		}
-		return
-	}
-	j.restored = &flink.RestoredCheckpointStatistics{
-		ID: from.ID, RestoreTimestamp: ms(now), IsSavepoint: from.IsSavepoint, ExternalPath: from.ExternalPath,
-	}
-	j.restoreCount++
-}
-
-func (e *Engine) periodicCheckpoints(c *cluster, j *job, now time.Time) {
-	iv := e.opts.CheckpointInterval
-	if c.checkpointFault == FaultStall {
-		j.lastPeriodic = now
-		return
-	}
-	// Catch up interval by interval, bounded so a long pause costs little.
-	for i := 0; i < 10 && !j.lastPeriodic.Add(iv).After(now); i++ {
-		j.lastPeriodic = j.lastPeriodic.Add(iv)
-		if c.checkpointFault == FaultFail {
-			e.failCheckpoint(j, j.lastPeriodic, "Checkpoint failed (fault injected into the Flink REST simulator)")
-		} else {
-			e.completeCheckpoint(c, j, j.lastPeriodic, "CHECKPOINT", false, "", "")
+	for _, s := range c.ha {
+		if s.leader == "" && !s.vacantUntil.IsZero() {
+			consider(s.vacantUntil, func(at time.Time) { s.vacantUntil = time.Time{} })
 		}
 	}
-	if j.lastPeriodic.Add(iv).Before(now) {
-		j.lastPeriodic = now
-	}
-}
-
-func (e *Engine) completeCheckpoint(c *cluster, j *job, at time.Time, typ string, savepoint bool, dir string, format flink.SavepointFormatType) *flink.CheckpointStatistics {
-	id := j.nextCheckpointID
-	j.nextCheckpointID++
-	cp := flink.CheckpointStatistics{
-		ClassName: flink.CheckpointClassCompleted, ID: id, Status: "COMPLETED", IsSavepoint: savepoint,
-		CheckpointType: typ, TriggerTimestamp: ms(at) - 50, LatestAckTimestamp: ms(at), EndToEndDuration: 50,
-		CheckpointedSize: 4096, StateSize: 4096, NumSubtasks: int32(j.parallelism), NumAcknowledgedSubtask: int32(j.parallelism),
-	}
-	if savepoint {
-		if dir == "" {
-			dir = fmt.Sprintf("file:///flink-simulator/%s/%s/savepoints", c.key.Namespace, c.key.Name)
-		}
-		cp.SavepointFormat = string(format)
-		cp.ExternalPath = strings.TrimRight(dir, "/") + fmt.Sprintf("/savepoint-%s-%s", j.id[:6], randomHex(6))
-		e.savepointIDs[cp.ExternalPath] = id
-		j.latestSavepoint = &cp
-	} else {
-		cp.ExternalPath = fmt.Sprintf("file:///flink-simulator/%s/%s/checkpoints/%s/chk-%d", c.key.Namespace, c.key.Name, j.id, id)
-		j.latestCompleted = &cp
-	}
-	j.completedCount++
-	e.record(j, cp)
-	return &cp
-}
-
-func (e *Engine) failCheckpoint(j *job, at time.Time, msg string) {
-	id := j.nextCheckpointID
-	j.nextCheckpointID++
-	cp := flink.CheckpointStatistics{
-		ClassName: flink.CheckpointClassFailed, ID: id, Status: "FAILED", CheckpointType: "CHECKPOINT",
-		TriggerTimestamp: ms(at) - 50, FailureTimestamp: ms(at), FailureMessage: msg,
-		NumSubtasks: int32(j.parallelism),
-	}
-	j.latestFailed = &cp
-	j.failedCount++
-	e.record(j, cp)
-}
-
-func (e *Engine) record(j *job, cp flink.CheckpointStatistics) {
-	j.history = append([]flink.CheckpointStatistics{cp}, j.history...)
-	if len(j.history) > 10 {
-		j.history = j.history[:10]
-	}
-}
-
-func (e *Engine) completeOperations(c *cluster, j *job, now time.Time) {
-	for _, id := range sortedKeys(j.ops) {
-		op := j.ops[id]
-		if op.done || now.Before(op.doneAt) {
+	for _, p := range c.jms {
+		if p.d == nil {
 			continue
 		}
-		fault := c.savepointFault
-		if op.kind == opCheckpoint {
-			fault = c.checkpointFault
+		for _, id := range p.d.order {
+			t, f := e.jobEvent(c, p.d.jobs[id])
+			consider(t, f)
 		}
-		switch {
-		case fault == FaultStall:
+	}
+	return best, fn
+}
+
+// schedule gives waiting jobs of the ResourceManager's Dispatcher their
+// slots, TaskManager by TaskManager, in submission order.
+func (e *Engine) schedule(c *cluster, now time.Time) {
+	rm := c.resourceManager()
+	if rm == nil || rm.d == nil {
+		return
+	}
+	free := c.freeSlots()
+	tms := c.registered()
+	for _, id := range rm.d.order {
+		j := rm.d.jobs[id]
+		if j.state != flink.JobRunning || j.tasks != "SCHEDULED" {
 			continue
-		case j.state != flink.JobRunning:
-			op.failure = fmt.Sprintf("org.apache.flink.runtime.checkpoint.CheckpointException: Job %s is %s, not RUNNING (Flink REST simulator)", j.id, j.state)
-		case fault == FaultFail:
-			op.failure = fmt.Sprintf("org.apache.flink.runtime.checkpoint.CheckpointException: %s failed (fault injected into the Flink REST simulator)", op.kind)
-			if op.kind == opCheckpoint {
-				e.failCheckpoint(j, now, op.failure)
-			}
-		case op.kind == opCheckpoint:
-			cp := e.completeCheckpoint(c, j, now, "CHECKPOINT", false, "", "")
-			op.checkpointID = cp.ID
-		default:
-			cp := e.completeCheckpoint(c, j, now, "SAVEPOINT", true, op.targetDir, op.format)
-			op.location, op.checkpointID = cp.ExternalPath, cp.ID
-			switch {
-			case op.kind == opStop:
-				e.setState(j, flink.JobFinished, now)
-			case op.cancelJob:
-				e.setState(j, flink.JobCanceled, now)
+		}
+		total := 0
+		for _, t := range tms {
+			total += max(0, free[t.id()])
+		}
+		if total < j.parallelism {
+			continue
+		}
+		need := j.parallelism
+		for _, t := range tms {
+			for free[t.id()] > 0 && need > 0 {
+				j.slots = append(j.slots, t.id())
+				free[t.id()]--
+				need--
 			}
 		}
-		op.done = true
+		j.tasks = "DEPLOYING"
+		j.tasksUntil = now.Add(e.opts.DeployDelay)
 	}
 }
 
-// lookupJob finds a job of a cluster that answers REST.
-func (c *cluster) lookupJob(id string) (*job, error) {
-	j := c.jobs[id]
-	if j == nil {
-		return nil, errorf(http.StatusNotFound, "Job %s not found", id)
-	}
-	return j, nil
-}
-
-// Request is the entry point of every REST call: it applies the injected
-// unavailability, counts the request and advances the cluster's clock. The
-// caller holds no lock; fn runs under the Engine's lock.
-func (e *Engine) request(k ClusterKey, endpoint string, fn func(c *cluster, now time.Time) error) error {
+// request is the entry point of every REST call. It picks the JobManager
+// the Service would send the connection to, applies the injected
+// unavailability, counts the request and advances the cluster's clock.
+// fn runs under the Engine's lock with the receiving JobManager.
+func (e *Engine) request(t target, endpoint string, fn func(c *cluster, jm *process, now time.Time) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := e.clusters[k]
+	c := e.clusters[t.k]
 	if c == nil || !c.observed {
-		return errorf(http.StatusServiceUnavailable, "Flink REST simulator: no FlinkCluster %s is known", k)
+		return errorf(0, "no Flink cluster %s is known to the simulator", t.k)
+	}
+	now := e.now()
+	e.advance(c, now)
+	jm := e.pick(c, t.jm)
+	if t.direct {
+		jm = nil
+		for _, p := range c.jms {
+			if p.id() == t.jm && p.serving() {
+				jm = p
+			}
+		}
+	}
+	if jm == nil {
+		return errorf(0, "no JobManager of %s listens on its REST port", t.k)
 	}
 	c.requests[endpoint]++
 	if c.unavailable != 0 {
 		if c.unavailable > 0 {
 			c.unavailable--
 		}
-		return errorf(http.StatusServiceUnavailable, "Flink REST simulator: 503 injected for %s", k)
+		return errorf(http.StatusServiceUnavailable, "Flink REST simulator: 503 injected for %s", t.k)
 	}
-	if !c.obs.JobManagerReady {
-		return errorf(http.StatusServiceUnavailable, "Flink REST simulator: the JobManager of %s is not ready", k)
-	}
-	now := e.now()
+	err := fn(c, jm, now)
 	e.advance(c, now)
-	return fn(c, now)
+	return err
+}
+
+// target is where a request goes: a cluster and, once the connection is
+// made, the JobManager process that received it.
+type target struct {
+	k  ClusterKey
+	jm string
+	// direct is a connection to the pod, not through the Service.
+	direct bool
+}
+
+// pick is the Service's choice of endpoint: the given process while it
+// serves, else round-robin over the Ready JobManagers that listen.
+func (e *Engine) pick(c *cluster, id string) *process {
+	var ready []*process
+	for _, p := range c.jms {
+		if p.pod.Ready && p.serving() {
+			if p.id() == id {
+				return p
+			}
+			ready = append(ready, p)
+		}
+	}
+	if id != "" || len(ready) == 0 {
+		return nil
+	}
+	c.rr++
+	return ready[c.rr%len(ready)]
+}
+
+// dial is the JobManager a client connection reaches: the one it reached
+// before, or a new pick for a new connection; a connection whose
+// JobManager is gone is reset. The HTTP layer then reads the request the
+// way that JobManager's Flink minor does.
+func (e *Engine) dial(k ClusterKey, conn string) (target, flink.Version, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.clusters[k]
+	if c == nil || !c.observed {
+		return target{}, flink.Version{}, errorf(0, "no Flink cluster %s is known to the simulator", k)
+	}
+	e.advance(c, e.now())
+	if id, ok := c.conns[conn]; ok {
+		if jm := e.pick(c, id); jm != nil {
+			return target{k: k, jm: jm.id()}, jm.version, nil
+		}
+		delete(c.conns, conn)
+		return target{}, flink.Version{}, errorf(0, "the JobManager this connection reached is gone")
+	}
+	jm := e.pick(c, "")
+	if jm == nil {
+		return target{}, flink.Version{}, errorf(0, "no JobManager of %s listens on its REST port", k)
+	}
+	if conn != "" {
+		c.conns[conn] = jm.id()
+	}
+	return target{k: k, jm: jm.id()}, jm.version, nil
+}
+
+// dialPod is a connection to one JobManager pod, not through the Service:
+// it reaches the pod's process whether or not the pod is Ready.
+func (e *Engine) dialPod(k ClusterKey, pod string) (target, flink.Version, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.clusters[k]
+	if c == nil {
+		return target{}, flink.Version{}, errorf(0, "no Flink cluster %s is known to the simulator", k)
+	}
+	e.advance(c, e.now())
+	for _, p := range c.jms {
+		if p.pod.Name == pod && p.serving() {
+			return target{k: k, jm: p.id(), direct: true}, p.version, nil
+		}
+	}
+	return target{}, flink.Version{}, errorf(0, "nothing listens on JobManager pod %s", pod)
+}
+
+// ConnClosed forgets a closed client connection.
+func (e *Engine) ConnClosed(conn string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.clusters {
+		delete(c.conns, conn)
+	}
+}
+
+// dispatcherFor is the Dispatcher a request received by jm reaches through
+// the leader retriever; while no leader is known the REST handler answers
+// 503 (LeaderRetrievalHandler).
+func (c *cluster) dispatcherFor(jm *process) (*dispatcher, error) {
+	l := c.leaderOf(jm)
+	if l == nil || l.d == nil {
+		return nil, errorf(http.StatusServiceUnavailable, "Service temporarily unavailable due to an ongoing leader election. Please refresh.")
+	}
+	return l.d, nil
 }
 
 func ms(t time.Time) int64 {
@@ -510,25 +801,52 @@ func randomHex(n int) string {
 // newID is a Flink ID: 32 lowercase hex digits.
 func newID() string { return randomHex(16) }
 
-func vertexID(jobID string) string {
-	sum := md5.Sum([]byte(jobID))
-	return hex.EncodeToString(sum[:])
+func uuid() string {
+	h := randomHex(16)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// officialImage reports whether an image is the official Flink image,
+// whose opt/ directory is known.
+func officialImage(image string) bool {
+	repo, _, _ := strings.Cut(image, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
 	}
-	sort.Strings(keys)
-	return keys
+	switch repo {
+	case "flink", "library/flink", "docker.io/library/flink", "docker.io/flink", "apache/flink", "docker.io/apache/flink":
+		return true
+	}
+	return false
 }
 
-// jarName is the name the user uploaded, without the ID prefix.
-func jarName(id string) string {
-	base := path.Base(id)
-	if _, rest, ok := strings.Cut(base, "_"); ok {
-		return rest
+func splitPlugins(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ";") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
 	}
-	return base
+	return out
+}
+
+// ImageVersion extracts a major.minor.patch version from an image tag, or
+// "" when the tag has none (latest, a digest, no tag).
+func ImageVersion(image string) string {
+	image, _, _ = strings.Cut(image, "@")
+	slash := strings.LastIndex(image, "/")
+	colon := strings.LastIndex(image, ":")
+	if colon <= slash {
+		return ""
+	}
+	tag := image[colon+1:]
+	end := 0
+	for end < len(tag) && (tag[end] >= '0' && tag[end] <= '9' || tag[end] == '.') {
+		end++
+	}
+	v := strings.TrimRight(tag[:end], ".")
+	if strings.Count(v, ".") != 2 || strings.Contains(v, "..") {
+		return ""
+	}
+	return v
 }

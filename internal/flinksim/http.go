@@ -4,24 +4,35 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-logr/logr"
 
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/flinksim/flinkschema"
 )
 
 // NewHandler serves the Engine over HTTP:
 //
-//	/clusters/{namespace}/{name}/[v1/]<Flink REST path>   the Flink REST API of one cluster
+//	/clusters/{namespace}/{name}/[v1/]<Flink REST path>   the Flink REST API of one cluster, through its Service
+//	/clusters/{namespace}/{name}/pods/{pod}/[v1/]<path>   the same, of one JobManager pod
 //	/admin/clusters[/{namespace}/{name}[/...]]             fault injection and inspection
+//	/artifacts/<name>.jar                                  a stand-in job jar
 //	/healthz
 //
-// A cluster whose JobManager is not Ready answers 503 (a single server
-// cannot refuse connections for one path prefix only); the client sees both
-// as "unavailable".
+// Each request is answered as the Flink minor of the JobManager that
+// receives it does: the paths its REST schema has, its request bodies. When
+// no JobManager of the cluster listens (none Ready, or its process refused
+// to start or died) the connection is reset without an answer: behind a
+// Service with no ready endpoint, or on a pod where nothing listens, a
+// client's connection is refused, and this one server cannot refuse
+// connections for a single path prefix.
 func NewHandler(e *Engine, log logr.Logger) http.Handler {
 	return &handler{e: e, log: log}
 }
@@ -42,12 +53,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/java-archive")
 		_, _ = io.WriteString(w, "PK\x03\x04 Flink REST simulator stand-in jar: "+segs[1]+"\n")
 	case len(segs) >= 3 && segs[0] == "clusters":
-		k := ClusterKey{Namespace: segs[1], Name: segs[2]}
-		rest := segs[3:]
-		if len(rest) > 0 && rest[0] == "v1" {
-			rest = rest[1:]
-		}
-		h.flink(w, r, k, rest)
+		h.flink(w, r, ClusterKey{Namespace: segs[1], Name: segs[2]}, segs[3:])
 	case len(segs) >= 2 && segs[0] == "admin" && segs[1] == "clusters":
 		h.admin(w, r, segs[2:])
 	default:
@@ -55,134 +61,282 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// flink routes one cluster's REST request.
-func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p []string) {
-	var (
-		out    any
-		err    error
-		status = http.StatusOK
-	)
-	m := r.Method
-	route := strings.Join(p, "/")
-	switch {
-	case route == "overview" && m == http.MethodGet:
-		out, err = h.e.Overview(k)
-	case route == "config" && m == http.MethodGet:
-		out, err = h.e.DashboardConfiguration(k)
-	case route == "jobs" && m == http.MethodGet:
-		out, err = h.e.Jobs(k)
-	case route == "jobs/overview" && m == http.MethodGet:
-		out, err = h.e.JobsOverview(k)
-	case route == "taskmanagers" && m == http.MethodGet:
-		out, err = h.e.TaskManagers(k)
-	case route == "jars/upload" && m == http.MethodPost:
-		out, err = h.upload(r, k)
-	case len(p) == 3 && p[0] == "jars" && p[2] == "run" && m == http.MethodPost:
-		var req flink.JarRunRequest
-		if err = decode(r, &req); err == nil {
-			if err = runQuery(r, &req); err == nil {
-				out, err = h.e.RunJar(k, p[1], req)
+// refuse ends the connection without a response, resetting it where it
+// can.
+func refuse(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			if tcp, ok := conn.(*net.TCPConn); ok {
+				_ = tcp.SetLinger(0)
 			}
+			_ = conn.Close()
+			return
 		}
-	case len(p) == 2 && p[0] == "jobs" && m == http.MethodGet:
-		out, err = h.e.Job(k, p[1])
-	case len(p) == 2 && p[0] == "jobs" && m == http.MethodPatch:
-		status = http.StatusAccepted
-		err = h.e.CancelJob(k, p[1], r.URL.Query().Get("mode"))
-		out = struct{}{}
-	case len(p) == 3 && p[0] == "jobs" && p[2] == "checkpoints" && m == http.MethodGet:
-		out, err = h.e.Checkpoints(k, p[1])
-	case len(p) == 3 && p[0] == "jobs" && p[2] == "checkpoints" && m == http.MethodPost:
-		status = http.StatusAccepted
-		var req flink.CheckpointTriggerRequest
-		if err = decode(r, &req); err == nil {
-			out, err = h.e.TriggerCheckpoint(k, p[1], req)
-		}
-	case len(p) == 4 && p[0] == "jobs" && p[2] == "checkpoints" && m == http.MethodGet:
-		out, err = h.e.CheckpointStatus(k, p[1], p[3])
-	case len(p) == 3 && p[0] == "jobs" && p[2] == "savepoints" && m == http.MethodPost:
-		status = http.StatusAccepted
-		var req flink.SavepointTriggerRequest
-		if err = decode(r, &req); err == nil {
-			out, err = h.e.TriggerSavepoint(k, p[1], req)
-		}
-	case len(p) == 4 && p[0] == "jobs" && p[2] == "savepoints" && m == http.MethodGet:
-		out, err = h.e.SavepointStatus(k, p[1], p[3])
-	case len(p) == 3 && p[0] == "jobs" && p[2] == "stop" && m == http.MethodPost:
-		status = http.StatusAccepted
-		var req flink.StopWithSavepointRequest
-		if err = decode(r, &req); err == nil {
-			out, err = h.e.StopWithSavepoint(k, p[1], req)
-		}
-	default:
-		err = errorf(http.StatusNotFound, "Not found: /%s (the Flink REST simulator serves a subset of the API)", route)
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// flink serves one cluster's REST request.
+func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p []string) {
+	pod := ""
+	if len(p) >= 2 && p[0] == "pods" {
+		pod, p = p[1], p[2:]
+	}
+	if len(p) > 0 && p[0] == "v1" {
+		p = p[1:]
+	}
+	route := "/" + strings.Join(p, "/")
+	uri := route
+	if r.URL.RawQuery != "" {
+		uri += "?" + r.URL.RawQuery
+	}
+	t, version, err := h.e.dial(k, r.RemoteAddr)
+	if pod != "" {
+		t, version, err = h.e.dialPod(k, pod)
 	}
 	if err != nil {
-		code := statusOf(err)
-		h.log.V(1).Info("Flink REST simulator request failed", "cluster", k.String(), "method", m, "path", "/"+route, "status", code, "error", err.Error())
-		writeError(w, code, strings.TrimPrefix(err.Error(), fmt.Sprintf("HTTP %d: ", code)))
+		h.log.V(1).Info("Flink REST simulator: connection refused", "cluster", k.String(), "path", route, "reason", err.Error())
+		refuse(w)
 		return
 	}
-	h.log.V(2).Info("Flink REST simulator request", "cluster", k.String(), "method", m, "path", "/"+route, "status", status)
-	writeJSON(w, status, out)
-}
-
-func (h *handler) upload(r *http.Request, k ClusterKey) (*flink.JarUploadResponse, error) {
-	f, fh, err := r.FormFile("jarfile")
+	schema, err := flinkschema.ForMinor(version.Line().String())
 	if err != nil {
-		return nil, errorf(http.StatusBadRequest, "Expected a multipart form with a file part named jarfile: %v", err)
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
 	}
-	defer f.Close()
-	if !strings.HasSuffix(fh.Filename, ".jar") {
-		return nil, errorf(http.StatusBadRequest, "Only Jar files are allowed.")
+	_, op, params, err := schema.Operation(r.Method, route)
+	if err != nil || op == nil {
+		// RouterHandler: no route for the method and path.
+		h.reply(w, k, r.Method, route, nil, handlerErr(http.StatusNotFound, "Not found: %s", uri), 0)
+		return
 	}
-	return h.e.UploadJar(k, fh.Filename)
+	body, err := h.body(r, schema, op, version)
+	if err != nil {
+		h.reply(w, k, r.Method, route, nil, err, 0)
+		return
+	}
+	out, status, err := h.call(r, t, op.OperationID, params, body, schema, version)
+	h.reply(w, k, r.Method, route, out, err, status)
 }
 
-// runQuery applies the query parameters of /jars/{jarid}/run that the body
-// leaves unset.
-func runQuery(r *http.Request, req *flink.JarRunRequest) error {
-	q := r.URL.Query()
-	if v := q.Get("savepointPath"); v != "" && req.SavepointPath == "" {
-		req.SavepointPath = v
+// body reads a request body as AbstractHandler does: an empty body is
+// "{}"; a body that is not the operation's JSON is a 400. Before 1.20 the
+// strict ObjectMapper also refuses properties the request class does not
+// know; from 1.20 they are ignored (FLINK-35302).
+func (h *handler) body(r *http.Request, schema *flinkschema.Schema, op *openapi3.Operation, v flink.Version) (map[string]any, error) {
+	name, props := schema.RequestBody(op)
+	if name == "" {
+		// No JSON body (the jar upload's is a multipart form).
+		return nil, nil
 	}
-	if v := q.Get("entry-class"); v != "" && req.EntryClass == "" {
-		req.EntryClass = v
+	data, err := io.ReadAll(io.LimitReader(r.Body, 100<<20))
+	if err != nil {
+		return nil, handlerErr(http.StatusBadRequest, "Bad request received.")
 	}
-	if v := q.Get("allowNonRestoredState"); v != "" && !req.AllowNonRestoredState {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return errorf(http.StatusBadRequest, "allowNonRestoredState %q is not a boolean", v)
+	if strings.TrimSpace(string(data)) == "" {
+		data = []byte("{}")
+	}
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, handlerErr(http.StatusBadRequest, "Request did not match expected format %s.", name)
+	}
+	if !v.AtLeast(1, 20) {
+		for k := range m {
+			if !slices.Contains(props, k) {
+				return nil, handlerErr(http.StatusBadRequest, "Request did not match expected format %s.\nCaused by: com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException: Unrecognized field \"%s\" (class %s), not marked as ignorable", name, k, name)
+			}
 		}
-		req.AllowNonRestoredState = b
-	}
-	if v := q.Get("parallelism"); v != "" && req.Parallelism == 0 {
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil {
-			return errorf(http.StatusBadRequest, "parallelism %q is not an integer", v)
+	} else {
+		for k := range m {
+			if !slices.Contains(props, k) {
+				delete(m, k)
+			}
 		}
-		req.Parallelism = int32(n)
 	}
-	if v := q.Get("programArg"); v != "" && len(req.ProgramArgsList) == 0 {
-		req.ProgramArgsList = strings.Split(v, ",")
+	return m, nil
+}
+
+// into decodes a request body map into a typed request; a value of the
+// wrong JSON type is a 400 as Jackson's is.
+func into(m map[string]any, name string, v any) error {
+	b, _ := json.Marshal(m)
+	if err := json.Unmarshal(b, v); err != nil {
+		return handlerErr(http.StatusBadRequest, "Request did not match expected format %s.", name)
 	}
 	return nil
 }
 
-// decode reads an optional JSON body strictly: Flink refuses unknown
-// fields, and so does the simulator, so a misspelt field fails loudly.
-func decode(r *http.Request, into any) error {
-	data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+// call runs the simulated handler of an operation.
+func (h *handler) call(r *http.Request, t target, opID string, params map[string]string, body map[string]any, schema *flinkschema.Schema, v flink.Version) (any, int, error) {
+	e := h.e
+	switch opID {
+	case "getClusterOverview":
+		out, err := e.overview(t)
+		return out, http.StatusOK, err
+	case "getDashboardConfiguration":
+		out, err := e.dashboardConfiguration(t)
+		return out, http.StatusOK, err
+	case "getJobIdsWithStatusesOverview":
+		out, err := e.jobs(t)
+		return out, http.StatusOK, err
+	case "getJobsOverview":
+		out, err := e.jobsOverview(t)
+		return out, http.StatusOK, err
+	case "getTaskManagers":
+		out, err := e.taskManagers(t)
+		return out, http.StatusOK, err
+	case "getJobDetails":
+		out, err := e.job(t, params["jobid"])
+		return out, http.StatusOK, err
+	case "cancelJob":
+		return struct{}{}, http.StatusAccepted, e.cancelJob(t, params["jobid"], r.URL.Query().Get("mode"))
+	case "getJobExceptions":
+		max := 20
+		if v := r.URL.Query().Get("maxExceptions"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, 0, handlerErr(http.StatusBadRequest, "Bad request, could not parse parameters: Cannot resolve query parameter (maxExceptions) from value \"%s\".", v)
+			}
+			max = n
+		}
+		out, err := e.jobExceptions(t, params["jobid"], max)
+		return out, http.StatusOK, err
+	case "getCheckpointingStatistics":
+		out, err := e.checkpoints(t, params["jobid"])
+		return out, http.StatusOK, err
+	case "triggerCheckpoint":
+		var req flink.CheckpointTriggerRequest
+		if err := into(body, "CheckpointTriggerRequestBody", &req); err != nil {
+			return nil, 0, err
+		}
+		out, err := e.triggerCheckpoint(t, params["jobid"], req)
+		return out, http.StatusAccepted, err
+	case "getCheckpointStatus":
+		out, err := e.checkpointStatus(t, params["jobid"], params["triggerid"])
+		return out, http.StatusOK, err
+	case "triggerSavepoint":
+		var req flink.SavepointTriggerRequest
+		if err := into(body, "SavepointTriggerRequestBody", &req); err != nil {
+			return nil, 0, err
+		}
+		out, err := e.triggerSavepoint(t, params["jobid"], req)
+		return out, http.StatusAccepted, err
+	case "triggerStopWithSavepoint":
+		var req flink.StopWithSavepointRequest
+		if err := into(body, "StopWithSavepointRequestBody", &req); err != nil {
+			return nil, 0, err
+		}
+		out, err := e.stopWithSavepoint(t, params["jobid"], req)
+		return out, http.StatusAccepted, err
+	case "getSavepointStatus":
+		out, err := e.savepointStatus(t, params["jobid"], params["triggerid"])
+		return out, http.StatusOK, err
+	case "uploadJar":
+		out, err := h.upload(r, t)
+		return out, http.StatusOK, err
+	case "deleteJar":
+		return struct{}{}, http.StatusOK, e.deleteJar(t, params["jarid"])
+	case "submitJobFromJar":
+		var req flink.JarRunRequest
+		if err := into(body, "JarRunRequestBody", &req); err != nil {
+			return nil, 0, err
+		}
+		claim, _ := body["claimMode"].(string)
+		if err := runQuery(r, &req, schema); err != nil {
+			return nil, 0, err
+		}
+		out, err := e.runJar(t, params["jarid"], req, claim)
+		return out, http.StatusOK, err
+	}
+	return nil, 0, handlerErr(http.StatusNotImplemented, "%s: Flink %s serves this operation; the Flink REST simulator does not", opID, v)
+}
+
+// reply writes a response or Flink's error body.
+func (h *handler) reply(w http.ResponseWriter, k ClusterKey, method, route string, out any, err error, status int) {
 	if err != nil {
-		return errorf(http.StatusBadRequest, "Reading the request body: %v", err)
+		code := statusOf(err)
+		if code == 0 {
+			refuse(w)
+			return
+		}
+		msg := err.Error()
+		if ae, ok := err.(*apiError); ok {
+			msg = ae.msg
+		}
+		h.log.V(1).Info("Flink REST simulator request failed", "cluster", k.String(), "method", method, "path", route, "status", code, "error", msg)
+		writeError(w, code, msg)
+		return
 	}
-	if len(strings.TrimSpace(string(data))) == 0 {
-		return nil
+	h.log.V(2).Info("Flink REST simulator request", "cluster", k.String(), "method", method, "path", route, "status", status)
+	writeJSON(w, status, out)
+}
+
+func (h *handler) upload(r *http.Request, t target) (*flink.JarUploadResponse, error) {
+	if err := r.ParseMultipartForm(32 << 20); err != nil {
+		return nil, handlerErr(http.StatusBadRequest, "Exactly 1 file must be sent, received 0.")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(into); err != nil {
-		return errorf(http.StatusBadRequest, "Request did not match expected format %T: %v", into, err)
+	n := 0
+	var name string
+	for _, fhs := range r.MultipartForm.File {
+		for _, fh := range fhs {
+			n++
+			name = fh.Filename
+		}
+	}
+	if n != 1 {
+		return nil, handlerErr(http.StatusBadRequest, "Exactly 1 file must be sent, received %d.", n)
+	}
+	return h.e.uploadJar(t, name)
+}
+
+// runQuery applies the query parameters of /jars/{jarid}/run that the
+// minor declares, where the body leaves them unset
+// (JarHandlerUtils#fromRequestBodyOrQueryParameter).
+func runQuery(r *http.Request, req *flink.JarRunRequest, schema *flinkschema.Schema) error {
+	_, op, _, _ := schema.Operation(http.MethodPost, "/jars/x/run")
+	declared := map[string]bool{}
+	for _, p := range op.Parameters {
+		if p.Value != nil && p.Value.In == "query" {
+			declared[p.Value.Name] = true
+		}
+	}
+	q := r.URL.Query()
+	get := func(name string) string {
+		if !declared[name] {
+			return ""
+		}
+		return q.Get(name)
+	}
+	bad := func(name, v string) error {
+		return handlerErr(http.StatusBadRequest, "Bad request, could not parse parameters: Cannot resolve query parameter (%s) from value \"%s\".", name, v)
+	}
+	if v := get("savepointPath"); v != "" && req.SavepointPath == "" {
+		req.SavepointPath = v
+	}
+	if v := get("entry-class"); v != "" && req.EntryClass == "" {
+		req.EntryClass = v
+	}
+	if v := get("allowNonRestoredState"); v != "" && !req.AllowNonRestoredState {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return bad("allowNonRestoredState", v)
+		}
+		req.AllowNonRestoredState = b
+	}
+	if v := get("parallelism"); v != "" && req.Parallelism == 0 {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return bad("parallelism", v)
+		}
+		req.Parallelism = int32(n)
+	}
+	if v := get("programArg"); v != "" && len(req.ProgramArgsList) == 0 {
+		req.ProgramArgsList = strings.Split(v, ",")
+	}
+	if v := get("program-args"); v != "" && req.ProgramArgs == "" {
+		req.ProgramArgs = v
 	}
 	return nil
 }
@@ -204,13 +358,15 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 	}
 	k := ClusterKey{Namespace: p[0], Name: p[1]}
 	route := strings.Join(p[2:], "/")
-	var err error
+	var (
+		err error
+		out any
+	)
 	switch {
 	case route == "" && m == http.MethodGet:
 		var v ClusterView
 		if v, err = h.e.View(k); err == nil {
-			writeJSON(w, http.StatusOK, v)
-			return
+			out = v
 		}
 	case route == "unavailable" && m == http.MethodPost:
 		// {"requests": N}: the next N requests answer 503; absent or
@@ -227,16 +383,23 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 			h.log.Info("Flink REST simulator: injected 503s", "cluster", k.String(), "requests", n)
 		}
 	case route == "faults" && m == http.MethodPost:
-		// {"savepoint": "fail"|"stall"|"", "checkpoint": ...}; an absent key
-		// leaves that fault as it is.
+		// {"savepoint": "fail"|"stall"|"", "checkpoint": ..., "cancelDelay":
+		// "30s"}; an absent key leaves that fault as it is.
 		req := struct {
-			Savepoint  *Fault `json:"savepoint"`
-			Checkpoint *Fault `json:"checkpoint"`
+			Savepoint   *Fault  `json:"savepoint"`
+			Checkpoint  *Fault  `json:"checkpoint"`
+			CancelDelay *string `json:"cancelDelay"`
 		}{}
+		var delay time.Duration
 		if err = decode(r, &req); err == nil {
 			for _, f := range []*Fault{req.Savepoint, req.Checkpoint} {
 				if f != nil && *f != FaultNone && *f != FaultFail && *f != FaultStall {
 					err = errorf(http.StatusBadRequest, "Fault %q is not fail, stall or empty", *f)
+				}
+			}
+			if req.CancelDelay != nil {
+				if delay, err = time.ParseDuration(*req.CancelDelay); err != nil {
+					err = errorf(http.StatusBadRequest, "cancelDelay %q: %v", *req.CancelDelay, err)
 				}
 			}
 		}
@@ -247,11 +410,28 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 			if req.Checkpoint != nil {
 				h.e.SetCheckpointFault(k, *req.Checkpoint)
 			}
-			h.log.Info("Flink REST simulator: injected faults", "cluster", k.String(), "savepoint", req.Savepoint, "checkpoint", req.Checkpoint)
+			if req.CancelDelay != nil {
+				h.e.SetCancelDelay(k, delay)
+			}
+			h.log.Info("Flink REST simulator: injected faults", "cluster", k.String(), "savepoint", req.Savepoint, "checkpoint", req.Checkpoint, "cancelDelay", req.CancelDelay)
 		}
 	case route == "faults" && m == http.MethodDelete:
 		h.e.ClearFaults(k)
 		h.log.Info("Flink REST simulator: cleared faults", "cluster", k.String())
+	case route == "jobmanager/lose" && m == http.MethodPost:
+		err = h.e.LoseJobManager(k)
+	case route == "operations/expire" && m == http.MethodPost:
+		out = map[string]int{"expired": h.e.ExpireOperations(k)}
+	case route == "paths/lose" && m == http.MethodPost:
+		req := struct {
+			Path string `json:"path"`
+		}{}
+		if err = decode(r, &req); err == nil {
+			var n int
+			if n, err = h.e.LosePath(k, req.Path); err == nil {
+				out = map[string]int{"removed": n}
+			}
+		}
 	case len(p) == 5 && p[2] == "jobs" && p[4] == "state" && m == http.MethodPost:
 		// {"state": "FAILING"|"FAILED"|"RESTARTING"}
 		req := struct {
@@ -260,15 +440,44 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 		if err = decode(r, &req); err == nil {
 			err = h.e.SetJobState(k, p[3], req.State)
 		}
+	case len(p) == 5 && p[2] == "jobs" && p[4] == "fail" && m == http.MethodPost:
+		// {"cause": "..."}: a task failure; the restart strategy decides.
+		req := struct {
+			Cause string `json:"cause"`
+		}{}
+		if err = decode(r, &req); err == nil {
+			err = h.e.FailJob(k, p[3], req.Cause)
+		}
 	default:
 		err = errorf(http.StatusNotFound, "Not found: %s %s", m, r.URL.Path)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		code := statusOf(err)
 		writeError(w, code, strings.TrimPrefix(err.Error(), fmt.Sprintf("HTTP %d: ", code)))
-		return
+	case out != nil:
+		writeJSON(w, http.StatusOK, out)
+	default:
+		w.WriteHeader(http.StatusNoContent)
 	}
-	w.WriteHeader(http.StatusNoContent)
+}
+
+// decode reads an optional JSON body of the admin API strictly, so a
+// misspelt field fails loudly.
+func decode(r *http.Request, into any) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return errorf(http.StatusBadRequest, "Reading the request body: %v", err)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		return errorf(http.StatusBadRequest, "Request did not match expected format %T: %v", into, err)
+	}
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,8 +1,11 @@
 package flinksim
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"path"
+	"regexp"
 	"strings"
 	"time"
 
@@ -11,19 +14,36 @@ import (
 
 // The REST operations, one method per endpoint, returning the typed bodies
 // of package flink. The HTTP handler calls them; in-process tests may too.
-// Errors carry the HTTP status Flink would answer with.
+// Errors carry the HTTP status and message Flink's handler answers with;
+// status 0 means the connection would have been refused.
+
+var hexID = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
+
+// pathID is a JobIDPathParameter or TriggerIdPathParameter: 32 hex digits,
+// else HandlerRequest refuses the request.
+func pathID(name, v string) (string, error) {
+	if !hexID.MatchString(v) {
+		return "", handlerErr(http.StatusBadRequest, "Bad request, could not parse parameters: Cannot resolve path parameter (%s) from value \"%s\".", name, v)
+	}
+	return strings.ToLower(v), nil
+}
 
 // Overview answers GET /overview.
-func (e *Engine) Overview(k ClusterKey) (out *flink.ClusterOverview, err error) {
-	err = e.request(k, "GET /overview", func(c *cluster, now time.Time) error {
-		out = &flink.ClusterOverview{
-			FlinkVersion:   c.obs.Version,
-			FlinkCommit:    SimulatedFlinkRevision,
-			TaskManagers:   int32(len(c.obs.TaskManagerUIDs)),
-			SlotsTotal:     int32(c.slotsTotal()),
-			SlotsAvailable: int32(max(0, c.slotsTotal()-c.slotsUsed())),
+func (e *Engine) Overview(k ClusterKey) (*flink.ClusterOverview, error) {
+	return e.overview(target{k: k})
+}
+
+func (e *Engine) overview(t target) (out *flink.ClusterOverview, err error) {
+	err = e.request(t, "GET /overview", func(c *cluster, jm *process, now time.Time) error {
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
 		}
-		for _, j := range c.jobs {
+		out = &flink.ClusterOverview{
+			FlinkVersion: jm.version.String(), FlinkCommit: SimulatedFlinkRevision,
+			TaskManagers: int32(len(c.registered())), SlotsTotal: int32(c.slotsTotal()), SlotsAvailable: int32(c.slotsAvailable()),
+		}
+		for _, j := range d.jobs {
 			switch j.state {
 			case flink.JobFinished:
 				out.JobsFinished++
@@ -32,7 +52,8 @@ func (e *Engine) Overview(k ClusterKey) (out *flink.ClusterOverview, err error) 
 			case flink.JobFailed:
 				out.JobsFailed++
 			default:
-				// Flink counts every non-terminal job as running here.
+				// JobsOverview counts every job not globally terminal as
+				// running.
 				out.JobsRunning++
 			}
 		}
@@ -42,11 +63,15 @@ func (e *Engine) Overview(k ClusterKey) (out *flink.ClusterOverview, err error) 
 }
 
 // DashboardConfiguration answers GET /config.
-func (e *Engine) DashboardConfiguration(k ClusterKey) (out *flink.DashboardConfiguration, err error) {
-	err = e.request(k, "GET /config", func(c *cluster, now time.Time) error {
+func (e *Engine) DashboardConfiguration(k ClusterKey) (*flink.DashboardConfiguration, error) {
+	return e.dashboardConfiguration(target{k: k})
+}
+
+func (e *Engine) dashboardConfiguration(t target) (out *flink.DashboardConfiguration, err error) {
+	err = e.request(t, "GET /config", func(c *cluster, jm *process, now time.Time) error {
 		out = &flink.DashboardConfiguration{
 			RefreshInterval: 3000, TimezoneName: "Coordinated Universal Time", TimezoneOffset: 0,
-			FlinkVersion: c.obs.Version, FlinkRevision: SimulatedFlinkRevision,
+			FlinkVersion: jm.version.String(), FlinkRevision: SimulatedFlinkRevision,
 			Features: flink.Features{WebSubmit: true, WebCancel: true},
 		}
 		return nil
@@ -54,12 +79,20 @@ func (e *Engine) DashboardConfiguration(k ClusterKey) (out *flink.DashboardConfi
 	return out, err
 }
 
-// Jobs answers GET /jobs.
-func (e *Engine) Jobs(k ClusterKey) (out *flink.JobIDsWithStatusOverview, err error) {
-	err = e.request(k, "GET /jobs", func(c *cluster, now time.Time) error {
+// Jobs answers GET /jobs: the Dispatcher's jobs, running and archived.
+func (e *Engine) Jobs(k ClusterKey) (*flink.JobIDsWithStatusOverview, error) {
+	return e.jobs(target{k: k})
+}
+
+func (e *Engine) jobs(t target) (out *flink.JobIDsWithStatusOverview, err error) {
+	err = e.request(t, "GET /jobs", func(c *cluster, jm *process, now time.Time) error {
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
+		}
 		out = &flink.JobIDsWithStatusOverview{Jobs: []flink.JobIDWithStatus{}}
-		for _, id := range c.order {
-			out.Jobs = append(out.Jobs, flink.JobIDWithStatus{ID: id, Status: c.jobs[id].state})
+		for _, id := range d.order {
+			out.Jobs = append(out.Jobs, flink.JobIDWithStatus{ID: id, Status: d.jobs[id].state})
 		}
 		return nil
 	})
@@ -67,14 +100,27 @@ func (e *Engine) Jobs(k ClusterKey) (out *flink.JobIDsWithStatusOverview, err er
 }
 
 // JobsOverview answers GET /jobs/overview.
-func (e *Engine) JobsOverview(k ClusterKey) (out *flink.MultipleJobsDetails, err error) {
-	err = e.request(k, "GET /jobs/overview", func(c *cluster, now time.Time) error {
+func (e *Engine) JobsOverview(k ClusterKey) (*flink.MultipleJobsDetails, error) {
+	return e.jobsOverview(target{k: k})
+}
+
+func (e *Engine) jobsOverview(t target) (out *flink.MultipleJobsDetails, err error) {
+	err = e.request(t, "GET /jobs/overview", func(c *cluster, jm *process, now time.Time) error {
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
+		}
 		out = &flink.MultipleJobsDetails{Jobs: []flink.JobDetails{}}
-		for _, id := range c.order {
-			j := c.jobs[id]
+		for _, id := range d.order {
+			j := d.jobs[id]
+			tasks := map[string]int32{"total": int32(j.parallelism)}
+			for _, s := range executionStates {
+				tasks[strings.ToLower(s)] = 0
+			}
+			tasks[strings.ToLower(j.tasks)] = int32(j.parallelism)
 			out.Jobs = append(out.Jobs, flink.JobDetails{
 				JID: j.id, Name: j.name, State: j.state, StartTime: ms(j.start), EndTime: ms(j.end),
-				Duration: duration(j, now), LastModification: ms(j.stateSince), Tasks: taskCounts(j),
+				Duration: duration(j, now), LastModification: ms(j.timestamps[j.state]), Tasks: tasks,
 			})
 		}
 		return nil
@@ -82,31 +128,66 @@ func (e *Engine) JobsOverview(k ClusterKey) (out *flink.MultipleJobsDetails, err
 	return out, err
 }
 
+// executionStates are ExecutionState's values, which JobDetailsInfo counts.
+var executionStates = []string{"CREATED", "SCHEDULED", "DEPLOYING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED", "RECONCILING", "INITIALIZING"}
+
+// jobStatuses are JobStatus's values, each with a timestamp in
+// JobDetailsInfo (0 when not reached).
+var jobStatuses = []flink.JobStatus{
+	flink.JobInitializing, flink.JobCreated, flink.JobRunning, flink.JobFailing, flink.JobFailed, flink.JobCancelling,
+	flink.JobCanceled, flink.JobFinished, flink.JobRestarting, flink.JobSuspended, flink.JobReconciling,
+}
+
 // Job answers GET /jobs/{jobid}.
-func (e *Engine) Job(k ClusterKey, jobID string) (out *flink.JobDetailsInfo, err error) {
-	err = e.request(k, "GET /jobs/{jobid}", func(c *cluster, now time.Time) error {
-		j, err := c.lookupJob(jobID)
+func (e *Engine) Job(k ClusterKey, jobID string) (*flink.JobDetailsInfo, error) {
+	return e.job(target{k: k}, jobID)
+}
+
+func (e *Engine) job(t target, jobID string) (out *flink.JobDetailsInfo, err error) {
+	err = e.request(t, "GET /jobs/{jobid}", func(c *cluster, jm *process, now time.Time) error {
+		id, err := pathID("jobid", jobID)
+		if err != nil {
+			return err
+		}
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
+		}
+		j, err := d.lookup(id)
 		if err != nil {
 			return err
 		}
 		ts := map[string]int64{}
-		for s, t := range j.timestamps {
-			ts[string(s)] = ms(t)
+		for _, s := range jobStatuses {
+			ts[string(s)] = 0
+			if at, ok := j.timestamps[s]; ok {
+				ts[string(s)] = ms(at)
+			}
 		}
-		vstatus := vertexStatus(j.state)
 		out = &flink.JobDetailsInfo{
 			JID: j.id, Name: j.name, IsStoppable: false, State: j.state,
 			StartTime: ms(j.start), EndTime: ms(j.end), Duration: duration(j, now),
-			MaxParallelism: -1, Now: ms(now), Timestamps: ts,
-			Vertices: []flink.JobDetailsVertex{{
-				ID: vertexID(j.id), Name: "Source: simulated -> Sink: simulated", MaxParallelism: 128,
-				Parallelism: int32(j.parallelism), Status: vstatus,
-				StartTime: ms(j.start), EndTime: ms(j.end), Duration: duration(j, now),
-				Tasks: map[string]int32{vstatus: int32(j.parallelism)},
-			}},
-			StatusCounts: map[string]int32{vstatus: 1},
+			MaxParallelism: -1, Now: ms(now), Timestamps: ts, Vertices: []flink.JobDetailsVertex{},
+			StatusCounts: map[string]int32{},
 			Plan:         map[string]any{"jid": j.id, "name": j.name, "type": "STREAMING", "nodes": []any{}},
 		}
+		for _, s := range executionStates {
+			out.StatusCounts[s] = 0
+		}
+		if !j.hasGraph() {
+			return nil
+		}
+		tasks := map[string]int32{}
+		for _, s := range executionStates {
+			tasks[s] = 0
+		}
+		tasks[j.tasks] = int32(j.parallelism)
+		out.StatusCounts[j.tasks] = 1
+		out.Vertices = []flink.JobDetailsVertex{{
+			ID: vertexID(j.id), Name: "Source: simulated -> Sink: simulated", MaxParallelism: 128,
+			Parallelism: int32(j.parallelism), Status: j.tasks,
+			StartTime: ms(j.start), EndTime: ms(j.end), Duration: duration(j, now), Tasks: tasks,
+		}}
 		return nil
 	})
 	return out, err
@@ -114,21 +195,32 @@ func (e *Engine) Job(k ClusterKey, jobID string) (out *flink.JobDetailsInfo, err
 
 // Checkpoints answers GET /jobs/{jobid}/checkpoints. Latest.Restored says
 // what the job's current run restored from.
-func (e *Engine) Checkpoints(k ClusterKey, jobID string) (out *flink.CheckpointingStatistics, err error) {
-	err = e.request(k, "GET /jobs/{jobid}/checkpoints", func(c *cluster, now time.Time) error {
-		j, err := c.lookupJob(jobID)
+func (e *Engine) Checkpoints(k ClusterKey, jobID string) (*flink.CheckpointingStatistics, error) {
+	return e.checkpoints(target{k: k}, jobID)
+}
+
+func (e *Engine) checkpoints(t target, jobID string) (out *flink.CheckpointingStatistics, err error) {
+	err = e.request(t, "GET /jobs/{jobid}/checkpoints", func(c *cluster, jm *process, now time.Time) error {
+		id, err := pathID("jobid", jobID)
 		if err != nil {
 			return err
 		}
-		inProgress := int32(0)
-		for _, op := range j.ops {
-			if !op.done {
-				inProgress++
-			}
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
 		}
+		j, err := d.lookup(id)
+		if err != nil {
+			return err
+		}
+		if !j.hasGraph() {
+			// CheckpointingStatisticsHandler: a sparse graph has no stats.
+			return handlerErr(http.StatusNotFound, "Checkpointing has not been enabled.")
+		}
+		inProgress := int32(len(j.pending))
 		out = &flink.CheckpointingStatistics{
 			Counts: flink.CheckpointCounts{
-				Restored: j.restoreCount, Completed: j.completedCount, Failed: j.failedCount, InProgress: inProgress,
+				Restored: j.restoredCount, Completed: j.completedCount, Failed: j.failedCount, InProgress: inProgress,
 				Total: j.completedCount + j.failedCount + int64(inProgress),
 			},
 			Latest: flink.LatestCheckpoints{
@@ -141,46 +233,165 @@ func (e *Engine) Checkpoints(k ClusterKey, jobID string) (out *flink.Checkpointi
 	return out, err
 }
 
-// TriggerCheckpoint answers POST /jobs/{jobid}/checkpoints. Flink added
-// the endpoint in 1.19; older versions answer 404, as Flink does.
-func (e *Engine) TriggerCheckpoint(k ClusterKey, jobID string, req flink.CheckpointTriggerRequest) (out *flink.TriggerResponse, err error) {
-	err = e.request(k, "POST /jobs/{jobid}/checkpoints", func(c *cluster, now time.Time) error {
-		if err := c.requireManualCheckpoints("/jobs/" + jobID + "/checkpoints"); err != nil {
-			return err
-		}
-		j, err := c.lookupJob(jobID)
+// JobExceptions answers GET /jobs/{jobid}/exceptions.
+func (e *Engine) JobExceptions(k ClusterKey, jobID string) (*flink.JobExceptions, error) {
+	body, err := e.jobExceptions(target{k: k}, jobID, 20)
+	if err != nil {
+		return nil, err
+	}
+	var out flink.JobExceptions
+	b, _ := json.Marshal(body)
+	return &out, json.Unmarshal(b, &out)
+}
+
+// jobExceptions is JobExceptionsHandler: the root exception history,
+// newest first, at most maxExceptions entries; before 2.0 also the
+// deprecated root-exception and all-exceptions. A job whose JobMaster
+// never started has a root exception but no history.
+func (e *Engine) jobExceptions(t target, jobID string, maxExceptions int) (out map[string]any, err error) {
+	err = e.request(t, "GET /jobs/{jobid}/exceptions", func(c *cluster, jm *process, now time.Time) error {
+		id, err := pathID("jobid", jobID)
 		if err != nil {
 			return err
 		}
-		typ := req.CheckpointType
-		if typ == "" {
-			typ = "CONFIGURED"
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
 		}
-		id, dup := e.startOperation(j, req.TriggerID, &operation{kind: opCheckpoint, doneAt: now.Add(e.opts.CheckpointDelay), ckptType: typ})
-		if !dup {
-			j.checkpointsTriggered++
-			c.totals.CheckpointsTriggered++
+		j, err := d.lookup(id)
+		if err != nil {
+			return err
 		}
-		out = &flink.TriggerResponse{RequestID: id}
+		entries := []map[string]any{}
+		for i := len(j.exceptions) - 1; i >= 0 && len(entries) < maxExceptions; i-- {
+			x := j.exceptions[i]
+			cls, _, _ := strings.Cut(x.cause, ":")
+			entry := map[string]any{
+				"exceptionName": cls, "stacktrace": x.cause + "\n\tat simulated.FlinkRestSimulator(FlinkRestSimulator.java)",
+				"timestamp": ms(x.at), "concurrentExceptions": []any{}, "taskName": nil, "taskManagerId": nil,
+			}
+			where := "location"
+			if jm.version.AtLeast(2, 0) {
+				where = "endpoint"
+			}
+			entry[where] = nil
+			if x.task != "" {
+				entry["taskName"], entry[where], entry["taskManagerId"] = x.task, x.location+":6122", x.location
+			}
+			if jm.version.AtLeast(1, 18) {
+				entry["failureLabels"] = map[string]string{}
+			}
+			entries = append(entries, entry)
+		}
+		out = map[string]any{"exceptionHistory": map[string]any{"entries": entries, "truncated": len(j.exceptions) > len(entries)}}
+		if !jm.version.AtLeast(2, 0) {
+			out["all-exceptions"], out["truncated"] = []any{}, false
+			out["root-exception"], out["timestamp"] = nil, nil
+			if j.failureCause != "" {
+				out["root-exception"], out["timestamp"] = j.failureCause+"\n\tat simulated.FlinkRestSimulator(FlinkRestSimulator.java)", ms(j.failedAt)
+			}
+		}
 		return nil
 	})
 	return out, err
 }
 
-// CheckpointStatus answers GET /jobs/{jobid}/checkpoints/{triggerid}.
-func (e *Engine) CheckpointStatus(k ClusterKey, jobID, triggerID string) (out *flink.CheckpointOperation, err error) {
-	err = e.request(k, "GET /jobs/{jobid}/checkpoints/{triggerid}", func(c *cluster, now time.Time) error {
-		if err := c.requireManualCheckpoints("/jobs/" + jobID + "/checkpoints/" + triggerID); err != nil {
-			return err
-		}
-		op, err := findOperation(c, jobID, triggerID, opCheckpoint)
+// TriggerCheckpoint answers POST /jobs/{jobid}/checkpoints (Flink 1.17+).
+func (e *Engine) TriggerCheckpoint(k ClusterKey, jobID string, req flink.CheckpointTriggerRequest) (*flink.TriggerResponse, error) {
+	return e.triggerCheckpoint(target{k: k}, jobID, req)
+}
+
+func (e *Engine) triggerCheckpoint(t target, jobID string, req flink.CheckpointTriggerRequest) (out *flink.TriggerResponse, err error) {
+	err = e.request(t, "POST /jobs/{jobid}/checkpoints", func(c *cluster, jm *process, now time.Time) error {
+		id, err := pathID("jobid", jobID)
 		if err != nil {
 			return err
 		}
+		trigger, err := triggerID(req.TriggerID, "CheckpointTriggerRequestBody")
+		if err != nil {
+			return err
+		}
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
+		}
+		out = &flink.TriggerResponse{RequestID: trigger}
+		key := opKey{id, trigger}
+		if d.checkpoints.contains(key, now) {
+			// DispatcherCachedOperationsHandler#triggerCheckpoint: a known
+			// key is acknowledged without a second checkpoint.
+			return nil
+		}
+		r := d.checkpoints.register(key)
+		j, why := d.gateway(id)
+		if j == nil {
+			r.complete(now, "", 0, why)
+			return nil
+		}
+		c.history[id].checkpointsTriggered++
+		c.totals.CheckpointsTriggered++
+		if !j.runningTasks() {
+			r.complete(now, "", 0, "org.apache.flink.runtime.checkpoint.CheckpointException: Not all required tasks are currently running.")
+			return nil
+		}
+		e.addPending(j, &pending{kind: kindCheckpoint, result: r}, now)
+		return nil
+	})
+	return out, err
+}
+
+// hasGraph reports whether the job has an ExecutionGraph: not while
+// INITIALIZING, nor when its JobMaster failed to start, when REST shows a
+// sparse archived graph without vertices or checkpoint statistics.
+func (j *job) hasGraph() bool {
+	_, created := j.timestamps[flink.JobCreated]
+	return created
+}
+
+func (j *job) runningTasks() bool { return j.state == flink.JobRunning && j.tasks == "RUNNING" }
+
+// triggerID is the request's TriggerId or a new one; TriggerId's
+// deserializer refuses what is not 32 hex digits.
+func triggerID(v, body string) (string, error) {
+	if v == "" {
+		return newID(), nil
+	}
+	if !hexID.MatchString(v) {
+		return "", handlerErr(http.StatusBadRequest, "Request did not match expected format %s.", body)
+	}
+	return strings.ToLower(v), nil
+}
+
+// CheckpointStatus answers GET /jobs/{jobid}/checkpoints/{triggerid}.
+func (e *Engine) CheckpointStatus(k ClusterKey, jobID, triggerID string) (*flink.CheckpointOperation, error) {
+	return e.checkpointStatus(target{k: k}, jobID, triggerID)
+}
+
+func (e *Engine) checkpointStatus(t target, jobID, trigger string) (out *flink.CheckpointOperation, err error) {
+	err = e.request(t, "GET /jobs/{jobid}/checkpoints/{triggerid}", func(c *cluster, jm *process, now time.Time) error {
+		id, err := pathID("jobid", jobID)
+		if err != nil {
+			return err
+		}
+		tid, err := pathID("triggerid", trigger)
+		if err != nil {
+			return err
+		}
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
+		}
+		r := d.checkpoints.get(opKey{id, tid}, now)
+		if r == nil {
+			return handlerErr(http.StatusNotFound, "There is no checkpoint operation with triggerId=%s for job %s.", tid, id)
+		}
 		out = &flink.CheckpointOperation{Status: flink.QueueStatus{ID: flink.OperationInProgress}}
-		if op.done {
+		if r.done {
 			out.Status.ID = flink.OperationCompleted
-			out.Operation = &flink.CheckpointInfo{CheckpointID: op.checkpointID, FailureCause: throwable(op.failure)}
+			out.Operation = &flink.CheckpointInfo{FailureCause: throwable(r.failure)}
+			if r.failure == "" {
+				out.Operation.CheckpointID = r.id
+			}
 		}
 		return nil
 	})
@@ -188,202 +399,371 @@ func (e *Engine) CheckpointStatus(k ClusterKey, jobID, triggerID string) (out *f
 }
 
 // TriggerSavepoint answers POST /jobs/{jobid}/savepoints.
-func (e *Engine) TriggerSavepoint(k ClusterKey, jobID string, req flink.SavepointTriggerRequest) (out *flink.TriggerResponse, err error) {
-	err = e.request(k, "POST /jobs/{jobid}/savepoints", func(c *cluster, now time.Time) error {
-		j, err := c.lookupJob(jobID)
-		if err != nil {
-			return err
-		}
-		id, dup := e.startOperation(j, req.TriggerID, &operation{
-			kind: opSavepoint, doneAt: now.Add(e.opts.SavepointDelay),
-			targetDir: req.TargetDirectory, cancelJob: req.CancelJob, format: formatOr(req.FormatType),
-		})
-		if !dup {
-			j.savepointsTriggered++
-			c.totals.SavepointsTriggered++
-		}
-		out = &flink.TriggerResponse{RequestID: id}
-		return nil
+func (e *Engine) TriggerSavepoint(k ClusterKey, jobID string, req flink.SavepointTriggerRequest) (*flink.TriggerResponse, error) {
+	return e.triggerSavepoint(target{k: k}, jobID, req)
+}
+
+func (e *Engine) triggerSavepoint(t target, jobID string, req flink.SavepointTriggerRequest) (out *flink.TriggerResponse, err error) {
+	kind := kindSavepoint
+	if req.CancelJob {
+		kind = kindCancelSavepoint
+	}
+	err = e.request(t, "POST /jobs/{jobid}/savepoints", func(c *cluster, jm *process, now time.Time) error {
+		trigger, err := e.savepointOp(c, jm, now, jobID, req.TriggerID, "SavepointTriggerRequestBody", "target-directory", req.TargetDirectory, kind, req.FormatType)
+		out = &flink.TriggerResponse{RequestID: trigger}
+		return err
 	})
 	return out, err
 }
 
 // StopWithSavepoint answers POST /jobs/{jobid}/stop. The job keeps running
 // until the savepoint completes, then FINISHES; if the savepoint fails it
-// keeps running, as in Flink.
-func (e *Engine) StopWithSavepoint(k ClusterKey, jobID string, req flink.StopWithSavepointRequest) (out *flink.TriggerResponse, err error) {
-	err = e.request(k, "POST /jobs/{jobid}/stop", func(c *cluster, now time.Time) error {
-		j, err := c.lookupJob(jobID)
-		if err != nil {
-			return err
-		}
-		id, dup := e.startOperation(j, req.TriggerID, &operation{
-			kind: opStop, doneAt: now.Add(e.opts.SavepointDelay),
-			targetDir: req.TargetDirectory, format: formatOr(req.FormatType),
-		})
-		if !dup {
-			j.savepointsTriggered++
-			j.stopsTriggered++
-			c.totals.SavepointsTriggered++
-			c.totals.StopsTriggered++
-		}
-		out = &flink.TriggerResponse{RequestID: id}
-		return nil
+// keeps running.
+func (e *Engine) StopWithSavepoint(k ClusterKey, jobID string, req flink.StopWithSavepointRequest) (*flink.TriggerResponse, error) {
+	return e.stopWithSavepoint(target{k: k}, jobID, req)
+}
+
+func (e *Engine) stopWithSavepoint(t target, jobID string, req flink.StopWithSavepointRequest) (out *flink.TriggerResponse, err error) {
+	err = e.request(t, "POST /jobs/{jobid}/stop", func(c *cluster, jm *process, now time.Time) error {
+		trigger, err := e.savepointOp(c, jm, now, jobID, req.TriggerID, "StopWithSavepointRequestBody", "targetDirectory", req.TargetDirectory, kindStop, req.FormatType)
+		out = &flink.TriggerResponse{RequestID: trigger}
+		return err
 	})
 	return out, err
+}
+
+// savepointOp is SavepointHandlers' trigger: the target directory, else the
+// receiving JobManager's configured savepoint directory, else a 400; then
+// DispatcherCachedOperationsHandler#registerOperationIdempotently, so a
+// trigger ID already in flight or cached (savepoint and stop alike) starts
+// nothing; then the job's scheduler, where a job that is not running fails
+// the operation, not the request.
+func (e *Engine) savepointOp(c *cluster, jm *process, now time.Time, jobID, reqTrigger, body, field, dir string, kind pendingKind, format flink.SavepointFormatType) (string, error) {
+	id, err := pathID("jobid", jobID)
+	if err != nil {
+		return "", err
+	}
+	trigger, err := triggerID(reqTrigger, body)
+	if err != nil {
+		return "", err
+	}
+	if dir == "" {
+		dir, _ = jm.conf.raw(savepointDirKey(jm.version))
+	}
+	if dir == "" {
+		return "", handlerErr(http.StatusBadRequest, "Config key [%s] is not set. Property [%s] must be provided.", savepointDirKey(jm.version), field)
+	}
+	d, err := c.dispatcherFor(jm)
+	if err != nil {
+		return "", err
+	}
+	key := opKey{id, trigger}
+	if d.savepoints.contains(key, now) {
+		return trigger, nil
+	}
+	r := d.savepoints.register(key)
+	j, why := d.gateway(id)
+	if j == nil {
+		r.complete(now, "", 0, why)
+		return trigger, nil
+	}
+	h := c.history[id]
+	h.savepointsTriggered++
+	c.totals.SavepointsTriggered++
+	if kind == kindStop {
+		h.stopsTriggered++
+		c.totals.StopsTriggered++
+	}
+	if !j.runningTasks() {
+		r.complete(now, "", 0, "org.apache.flink.runtime.checkpoint.CheckpointException: Not all required tasks are currently running.")
+		return trigger, nil
+	}
+	if err := jm.fileSystemFor(dir); err != nil {
+		r.complete(now, "", 0, "org.apache.flink.runtime.checkpoint.CheckpointException: An Exception occurred while triggering the checkpoint. IO-problem detected.\nCaused by: "+err.Error())
+		return trigger, nil
+	}
+	if kind != kindSavepoint {
+		// stopCheckpointScheduler: periodic checkpoints stop and those in
+		// flight are aborted.
+		j.abortPending(now, "org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint Coordinator is suspending.")
+		j.stopping = true
+	}
+	if format == "" {
+		format = flink.SavepointFormatCanonical
+	}
+	e.addPending(j, &pending{kind: kind, target: dir, format: format, result: r}, now)
+	return trigger, nil
+}
+
+// savepointDirKey is CheckpointingOptions.SAVEPOINT_DIRECTORY's key.
+func savepointDirKey(v flink.Version) string {
+	if v.AtLeast(1, 20) {
+		return "execution.checkpointing.savepoint-dir"
+	}
+	return "state.savepoints.dir"
 }
 
 // SavepointStatus answers GET /jobs/{jobid}/savepoints/{triggerid}, for
 // savepoints and stop-with-savepoint alike.
-func (e *Engine) SavepointStatus(k ClusterKey, jobID, triggerID string) (out *flink.SavepointOperation, err error) {
-	err = e.request(k, "GET /jobs/{jobid}/savepoints/{triggerid}", func(c *cluster, now time.Time) error {
-		op, err := findOperation(c, jobID, triggerID, opSavepoint, opStop)
+func (e *Engine) SavepointStatus(k ClusterKey, jobID, triggerID string) (*flink.SavepointOperation, error) {
+	return e.savepointStatus(target{k: k}, jobID, triggerID)
+}
+
+func (e *Engine) savepointStatus(t target, jobID, trigger string) (out *flink.SavepointOperation, err error) {
+	err = e.request(t, "GET /jobs/{jobid}/savepoints/{triggerid}", func(c *cluster, jm *process, now time.Time) error {
+		id, err := pathID("jobid", jobID)
 		if err != nil {
 			return err
+		}
+		tid, err := pathID("triggerid", trigger)
+		if err != nil {
+			return err
+		}
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
+		}
+		r := d.savepoints.get(opKey{id, tid}, now)
+		if r == nil {
+			return handlerErr(http.StatusNotFound, "There is no savepoint operation with triggerId=%s for job %s.", tid, id)
 		}
 		out = &flink.SavepointOperation{Status: flink.QueueStatus{ID: flink.OperationInProgress}}
-		if op.done {
+		if r.done {
 			out.Status.ID = flink.OperationCompleted
-			out.Operation = &flink.SavepointInfo{Location: op.location, FailureCause: throwable(op.failure)}
+			out.Operation = &flink.SavepointInfo{Location: r.location, FailureCause: throwable(r.failure)}
 		}
 		return nil
 	})
 	return out, err
 }
 
-// CancelJob answers PATCH /jobs/{jobid}. Cancelling a finished job changes
-// nothing.
+// CancelJob answers PATCH /jobs/{jobid} (JobCancellationHandler): a job
+// already CANCELED is acknowledged, one in another terminal state is a
+// conflict, mode=stop has been removed.
 func (e *Engine) CancelJob(k ClusterKey, jobID, mode string) error {
-	return e.request(k, "PATCH /jobs/{jobid}", func(c *cluster, now time.Time) error {
-		j, err := c.lookupJob(jobID)
+	return e.cancelJob(target{k: k}, jobID, mode)
+}
+
+func (e *Engine) cancelJob(t target, jobID, mode string) error {
+	return e.request(t, "PATCH /jobs/{jobid}", func(c *cluster, jm *process, now time.Time) error {
+		id, err := pathID("jobid", jobID)
 		if err != nil {
 			return err
 		}
-		if mode != "" && mode != "cancel" && mode != "CANCEL" {
-			return errorf(http.StatusBadRequest, "Unsupported termination mode %q", mode)
+		switch strings.ToUpper(mode) {
+		case "", "CANCEL":
+		case "STOP":
+			return handlerErr(http.StatusPermanentRedirect, "The termination mode \"stop\" has been removed. For an ungraceful shutdown, please use \"cancel\" instead. For a graceful shutdown, please use \"jobs/:jobId/stop\" instead.")
+		default:
+			return handlerErr(http.StatusBadRequest, "Bad request, could not parse parameters: Cannot resolve query parameter (mode) from value \"%s\".", mode)
 		}
-		if !j.state.Terminal() {
-			e.setState(j, flink.JobCanceled, now)
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
+		}
+		j := d.jobs[id]
+		switch {
+		case j == nil:
+			return handlerErr(http.StatusNotFound, "Job could not be found.\nCaused by: org.apache.flink.runtime.messages.FlinkJobNotFoundException: Could not find Flink job (%s)", id)
+		case j.state == flink.JobCanceled:
+		case j.state.Terminal():
+			return handlerErr(http.StatusConflict, "Job cancellation failed because the job has already reached another terminal state (%s).", j.state)
+		default:
+			e.cancel(c, j, now)
 		}
 		return nil
 	})
 }
 
-// UploadJar answers POST /jars/upload; the jar's content is not kept.
-func (e *Engine) UploadJar(k ClusterKey, fileName string) (out *flink.JarUploadResponse, err error) {
-	err = e.request(k, "POST /jars/upload", func(c *cluster, now time.Time) error {
-		id := fmt.Sprintf("%s-%s-%s-%s-%s_%s", randomHex(4), randomHex(2), randomHex(2), randomHex(2), randomHex(6), fileName)
-		c.jars[id] = fileName
-		out = &flink.JarUploadResponse{Filename: "/tmp/flink-web-simulator/flink-web-upload/" + id, Status: "success"}
-		return nil
-	})
-	return out, err
+// UploadJar answers POST /jars/upload (JarUploadHandler): the jar is moved
+// into the receiving JobManager's jar directory, <web.upload.dir or its
+// unique web.tmpdir>/flink-web-upload, as <UUID>_<name>.
+func (e *Engine) UploadJar(k ClusterKey, fileName string) (*flink.JarUploadResponse, error) {
+	return e.uploadJar(target{k: k}, fileName)
 }
 
-// RunJar answers POST /jars/{jarid}/run. The job is CREATED and runs as
-// soon as enough slots are free; with a savepointPath it records that it
-// restored from it.
-func (e *Engine) RunJar(k ClusterKey, jarID string, req flink.JarRunRequest) (out *flink.JarRunResponse, err error) {
-	err = e.request(k, "POST /jars/{jarid}/run", func(c *cluster, now time.Time) error {
-		if _, ok := c.jars[jarID]; !ok {
-			return errorf(http.StatusBadRequest, "Jar file /tmp/flink-web-simulator/flink-web-upload/%s does not exist", jarID)
+func (e *Engine) uploadJar(t target, fileName string) (out *flink.JarUploadResponse, err error) {
+	err = e.request(t, "POST /jars/upload", func(c *cluster, jm *process, now time.Time) error {
+		if !strings.HasSuffix(fileName, ".jar") {
+			return handlerErr(http.StatusBadRequest, "Only Jar files are allowed.")
 		}
-		id := req.JobID
-		if id == "" {
-			id = newID()
+		dir := jm.jarDir()
+		file := dir + "/" + uuid() + "_" + path.Base(fileName)
+		l, err := jm.locate(file)
+		if err != nil {
+			return err
 		}
-		if old := c.jobs[id]; old != nil && !old.state.Terminal() {
-			return errorf(http.StatusConflict, "Job has already been submitted: %s", id)
-		}
-		p := int(req.Parallelism)
-		if p <= 0 {
-			p = 1 // parallelism.default
-		}
-		name := req.EntryClass
-		if name == "" {
-			name = jarName(jarID)
-		}
-		j := &job{
-			id: id, name: name, parallelism: p, start: now, timestamps: map[flink.JobStatus]time.Time{},
-			nextCheckpointID: 1, ops: map[string]*operation{},
-		}
-		if req.SavepointPath != "" {
-			j.restored = &flink.RestoredCheckpointStatistics{
-				ID: e.savepointIDs[req.SavepointPath], RestoreTimestamp: ms(now), IsSavepoint: true, ExternalPath: req.SavepointPath,
-			}
-			j.restoreCount = 1
-			j.nextCheckpointID = e.savepointIDs[req.SavepointPath] + 1
-		}
-		e.setState(j, flink.JobCreated, now)
-		if c.jobs[id] == nil {
-			c.order = append(c.order, id)
-		}
-		c.totals.JobsSubmitted++
-		c.jobs[id] = j
-		e.advance(c, now)
-		out = &flink.JarRunResponse{JobID: id}
+		e.fs.write(l)
+		out = &flink.JarUploadResponse{Filename: file, Status: "success"}
 		return nil
 	})
 	return out, err
 }
 
-// TaskManagers answers GET /taskmanagers; a TaskManager's ID is derived
-// from its pod's UID.
-func (e *Engine) TaskManagers(k ClusterKey) (out *flink.TaskManagersInfo, err error) {
-	err = e.request(k, "GET /taskmanagers", func(c *cluster, now time.Time) error {
+// jarDir is RestServerEndpointConfiguration's upload directory.
+func (p *process) jarDir() string {
+	base, ok := p.conf.raw("web.upload.dir")
+	if !ok {
+		base = p.webTmp
+	}
+	return strings.TrimRight(base, "/") + "/flink-web-upload"
+}
+
+func (p *process) locate(uri string) (loc, error) {
+	return locate(uri, p.pod.UID, p.namespace, p.pod.Mounts)
+}
+
+// DeleteJar answers DELETE /jars/{jarid} (JarDeleteHandler).
+func (e *Engine) DeleteJar(k ClusterKey, jarID string) error { return e.deleteJar(target{k: k}, jarID) }
+
+func (e *Engine) deleteJar(t target, jarID string) error {
+	return e.request(t, "DELETE /jars/{jarid}", func(c *cluster, jm *process, now time.Time) error {
+		l, err := jm.locate(jm.jarDir() + "/" + jarID)
+		if err != nil {
+			return err
+		}
+		if !e.fs.exists(l) {
+			return handlerErr(http.StatusBadRequest, "File %s does not exist in %s.", jarID, jm.jarDir())
+		}
+		e.fs.remove(l)
+		return nil
+	})
+}
+
+// RunJar answers POST /jars/{jarid}/run.
+func (e *Engine) RunJar(k ClusterKey, jarID string, req flink.JarRunRequest) (*flink.JarRunResponse, error) {
+	return e.runJar(target{k: k}, jarID, req, "")
+}
+
+// runJar is JarRunHandler: the jar must be in the receiving JobManager's
+// jar directory; the program runs in that JobManager with its
+// configuration plus the request's flinkConfiguration, and submits its job
+// to the leading Dispatcher. Any failure of the program or the submission
+// is a 400 "Could not execute application.", its cause in the trace.
+func (e *Engine) runJar(t target, jarID string, req flink.JarRunRequest, claimMode string) (out *flink.JarRunResponse, err error) {
+	err = e.request(t, "POST /jars/{jarid}/run", func(c *cluster, jm *process, now time.Time) error {
+		file := jm.jarDir() + "/" + jarID
+		l, err := jm.locate(file)
+		if err != nil {
+			return err
+		}
+		if !e.fs.exists(l) {
+			return handlerErr(http.StatusBadRequest, "Jar file %s does not exist", file)
+		}
+		if req.ProgramArgs != "" && len(req.ProgramArgsList) > 0 {
+			return handlerErr(http.StatusBadRequest, "Confusing request: programArgs and programArgsList are specified, please, use only programArgsList")
+		}
+		d, err := c.dispatcherFor(jm)
+		if err != nil {
+			return err
+		}
+		sub, err := e.program(jm, jarID, req, claimMode)
+		if err == nil {
+			err = d.submit(e, c, now, sub)
+		}
+		if err != nil {
+			return handlerErr(http.StatusBadRequest, "Could not execute application.\nCaused by: org.apache.flink.util.FlinkRuntimeException: Could not execute application.\nCaused by: %s", err)
+		}
+		out = &flink.JarRunResponse{JobID: sub.id}
+		return nil
+	})
+	return out, err
+}
+
+// program is what running the jar's main method builds: the job graph
+// from the effective configuration (StreamExecutionEnvironment#configure
+// reads the checkpointing options; a value it cannot parse fails the
+// program).
+func (e *Engine) program(jm *process, jarID string, req flink.JarRunRequest, claimMode string) (*submission, error) {
+	values := map[string]string{}
+	for k, v := range jm.conf.values {
+		values[k] = v
+	}
+	for k, v := range req.FlinkConfiguration {
+		values[k] = v
+	}
+	cf := &conf{version: jm.version, minor: jm.conf.minor, values: values}
+	if _, _, err := cf.duration("execution.checkpointing.interval"); err != nil {
+		return nil, err
+	}
+	if _, err := cf.enum("execution.checkpointing.externalized-checkpoint-retention", "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"); err != nil {
+		return nil, err
+	}
+	sub := &submission{id: req.JobID, conf: cf}
+	if sub.id == "" {
+		sub.id = newID()
+	} else if !hexID.MatchString(sub.id) {
+		return nil, fmt.Errorf("java.lang.IllegalArgumentException: Cannot parse JobID from \"%s\". The expected format is [0-9a-fA-F]{32}, e.g. fd72014d4c864993a2e5a9287b4a9c5d.", sub.id)
+	}
+	sub.id = strings.ToLower(sub.id)
+	sub.parallelism = int(req.Parallelism)
+	if sub.parallelism <= 0 {
+		p, err := cf.integer("parallelism.default")
+		if err != nil {
+			return nil, err
+		}
+		sub.parallelism = max(1, p)
+	}
+	sub.name = req.EntryClass
+	if sub.name == "" {
+		sub.name = jarName(jarID)
+	}
+	// SavepointRestoreSettings: the request's path, else the configured
+	// one; the claim mode of the request, else the configured one.
+	pathKey, modeKey := "execution.savepoint.path", "execution.savepoint-restore-mode"
+	if jm.version.AtLeast(1, 20) {
+		pathKey, modeKey = "execution.state-recovery.path", "execution.state-recovery.claim-mode"
+	}
+	sub.restorePath = req.SavepointPath
+	if sub.restorePath == "" {
+		sub.restorePath, _ = cf.raw(pathKey)
+	}
+	sub.claimMode = strings.ToUpper(claimMode)
+	if sub.claimMode == "" {
+		sub.claimMode = strings.ToUpper(string(req.RestoreMode))
+	}
+	if sub.claimMode == "" {
+		mode, err := cf.enum(modeKey, "CLAIM", "NO_CLAIM", "LEGACY")
+		if err != nil {
+			return nil, err
+		}
+		sub.claimMode = mode
+	}
+	return sub, nil
+}
+
+// TaskManagers answers GET /taskmanagers: those registered with the
+// ResourceManager.
+func (e *Engine) TaskManagers(k ClusterKey) (*flink.TaskManagersInfo, error) {
+	return e.taskManagers(target{k: k})
+}
+
+func (e *Engine) taskManagers(t target) (out *flink.TaskManagersInfo, err error) {
+	err = e.request(t, "GET /taskmanagers", func(c *cluster, jm *process, now time.Time) error {
+		if _, err := c.dispatcherFor(jm); err != nil {
+			return err
+		}
 		out = &flink.TaskManagersInfo{TaskManagers: []flink.TaskManagerInfo{}}
-		// Free slots are handed out TaskManager by TaskManager.
-		used := c.slotsUsed()
-		for i, uid := range c.obs.TaskManagerUIDs {
-			n := c.obs.SlotsPerTaskManager
-			busy := min(used, n)
-			used -= busy
-			free := n - busy
+		free := c.freeSlots()
+		scheme := "pekko"
+		if !jm.version.AtLeast(1, 18) {
+			// Flink moved from Akka to Pekko in 1.18.
+			scheme = "akka"
+		}
+		for _, tm := range c.registered() {
+			f := max(0, free[tm.id()])
 			out.TaskManagers = append(out.TaskManagers, flink.TaskManagerInfo{
-				ID:       vertexID(uid),
-				Path:     fmt.Sprintf("pekko.tcp://flink@%s-taskmanager-%d:6122/user/rpc/taskmanager_0", c.key.Name, i),
+				ID:       vertexID(tm.id()),
+				Path:     fmt.Sprintf("%s.tcp://flink@%s:6122/user/rpc/taskmanager_0", scheme, tm.pod.Name),
 				DataPort: 6121, JMXPort: -1, TimeSinceLastHeartbeat: ms(now),
-				SlotsNumber: int32(n), FreeSlots: int32(free),
-				TotalResource: slotResources(n), FreeResource: slotResources(free),
-				Hardware: flink.HardwareDescription{CPUCores: int32(n), PhysicalMemory: 4 << 30, FreeMemory: 1 << 30, ManagedMemory: 512 << 20},
+				SlotsNumber: int32(tm.slots), FreeSlots: int32(f),
+				TotalResource: slotResources(tm.slots), FreeResource: slotResources(f),
+				Hardware: flink.HardwareDescription{CPUCores: int32(tm.slots), PhysicalMemory: 4 << 30, FreeMemory: 1 << 30, ManagedMemory: 512 << 20},
 			})
 		}
 		return nil
 	})
 	return out, err
-}
-
-// startOperation registers op under the caller's trigger ID, or a new one.
-// A trigger ID already known joins that operation (dup is true), which is
-// what makes Flink's triggers idempotent.
-func (e *Engine) startOperation(j *job, triggerID string, op *operation) (id string, dup bool) {
-	if triggerID != "" {
-		if _, ok := j.ops[triggerID]; ok {
-			return triggerID, true
-		}
-	} else {
-		triggerID = newID()
-	}
-	op.id = triggerID
-	j.ops[triggerID] = op
-	return triggerID, false
-}
-
-func findOperation(c *cluster, jobID, triggerID string, kinds ...opKind) (*operation, error) {
-	j, err := c.lookupJob(jobID)
-	if err != nil {
-		return nil, err
-	}
-	op := j.ops[triggerID]
-	if op == nil {
-		return nil, errorf(http.StatusNotFound, "There is no operation with trigger id %s for job %s", triggerID, jobID)
-	}
-	for _, kd := range kinds {
-		if op.kind == kd {
-			return op, nil
-		}
-	}
-	return nil, errorf(http.StatusNotFound, "Trigger id %s of job %s is a %s, not a %s", triggerID, jobID, op.kind, kinds[0])
 }
 
 func throwable(msg string) *flink.SerializedThrowable {
@@ -394,38 +774,11 @@ func throwable(msg string) *flink.SerializedThrowable {
 	return &flink.SerializedThrowable{Class: cls, StackTrace: msg + "\n\tat simulated.FlinkRestSimulator(FlinkRestSimulator.java)"}
 }
 
-func formatOr(f flink.SavepointFormatType) flink.SavepointFormatType {
-	if f == "" {
-		return flink.SavepointFormatCanonical
-	}
-	return f
-}
-
 func duration(j *job, now time.Time) int64 {
 	if j.state.Terminal() {
 		return j.end.Sub(j.start).Milliseconds()
 	}
 	return now.Sub(j.start).Milliseconds()
-}
-
-// vertexStatus is the ExecutionState of the tasks of a job in state s.
-func vertexStatus(s flink.JobStatus) string {
-	switch s {
-	case flink.JobRunning, flink.JobFailing:
-		return "RUNNING"
-	case flink.JobFinished:
-		return "FINISHED"
-	case flink.JobCanceled:
-		return "CANCELED"
-	case flink.JobFailed:
-		return "FAILED"
-	default:
-		return "CREATED"
-	}
-}
-
-func taskCounts(j *job) map[string]int32 {
-	return map[string]int32{"total": int32(j.parallelism), strings.ToLower(vertexStatus(j.state)): int32(j.parallelism)}
 }
 
 // slotResources is a made-up profile of a number of slots.
@@ -436,14 +789,11 @@ func slotResources(of int) flink.ResourceProfileInfo {
 	}
 }
 
-// requireManualCheckpoints refuses the checkpoint trigger endpoints on
-// versions before 1.17, which lack them: Flink's REST API gained
-// CheckpointTriggerHeaders (POST /jobs/{jobid}/checkpoints) and
-// CheckpointStatusHeaders in 1.17 (flink-reference rest/1.17 has them,
-// rest/1.16 does not).
-func (c *cluster) requireManualCheckpoints(p string) error {
-	if v, err := flink.ParseVersion(c.obs.Version); err == nil && !v.AtLeast(1, 17) {
-		return errorf(http.StatusNotFound, "Not found: %s (Flink %s has no checkpoint trigger endpoint; it came in 1.17)", p, c.obs.Version)
+// jarName is the name the user uploaded, without the ID prefix.
+func jarName(id string) string {
+	base := path.Base(id)
+	if _, rest, ok := strings.Cut(base, "_"); ok {
+		return rest
 	}
-	return nil
+	return base
 }

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sort"
-	"strings"
+	"path"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -40,7 +38,7 @@ type Options struct {
 }
 
 // Simulator is the Flink REST simulator: an Engine fed by a watch on the
-// Flink pods and FlinkClusters of a Kubernetes API server, served over HTTP.
+// Flink pods and ConfigMaps of a Kubernetes API server, served over HTTP.
 // Its Engine methods are the in-process fault injection API.
 type Simulator struct {
 	*Engine
@@ -75,6 +73,12 @@ func (s *Simulator) BaseURLTemplate() string {
 	return "http://" + s.Addr() + "/clusters/{namespace}/{name}"
 }
 
+// PodURLTemplate is the REST base URL template of one JobManager pod, for
+// the operator's flink.Resolver PodOverride.
+func (s *Simulator) PodURLTemplate() string {
+	return s.BaseURLTemplate() + "/pods/{pod}"
+}
+
 // Handler serves the simulated REST and admin APIs.
 func (s *Simulator) Handler() http.Handler { return NewHandler(s.Engine, s.log) }
 
@@ -90,7 +94,12 @@ func (s *Simulator) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(conn net.Conn, state http.ConnState) {
+			if state == http.StateClosed || state == http.StateHijacked {
+				s.ConnClosed(conn.RemoteAddr().String())
+			}
+		}}
 	go func() {
 		if err := srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("Flink REST simulator: serving: %w", err)
@@ -108,22 +117,21 @@ func (s *Simulator) Start(ctx context.Context) error {
 	return err
 }
 
-// watch starts a label-filtered cache of Flink pods and FlinkClusters, and
-// one worker that turns their changes into Observations. A single worker
-// keeps observations of a cluster in order: two stale reads applied out of
-// order would look like a lost TaskManager and restart jobs.
+// watch starts a label-filtered cache of Flink pods and their ConfigMaps,
+// and one worker that turns their changes into Observations. A single
+// worker keeps observations of a cluster in order: two stale reads applied
+// out of order would look like a lost TaskManager and restart jobs.
 func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := v1.AddToScheme(scheme); err != nil {
-		return err
-	}
+	managed := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	opts := cache.Options{
 		Scheme: scheme,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})},
+			&corev1.Pod{}:       {Label: managed},
+			&corev1.ConfigMap{}: {Label: managed},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
@@ -146,13 +154,10 @@ func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
-		switch o := obj.(type) {
-		case *corev1.Pod:
-			if name := o.Labels[resources.LabelInstance]; name != "" {
-				queue.Add(ClusterKey{Namespace: o.Namespace, Name: name})
+		if o, ok := obj.(client.Object); ok {
+			if name := o.GetLabels()[resources.LabelInstance]; name != "" {
+				queue.Add(ClusterKey{Namespace: o.GetNamespace(), Name: name})
 			}
-		case *v1.FlinkCluster:
-			queue.Add(ClusterKey{Namespace: o.Namespace, Name: o.Name})
 		}
 	}
 	handler := toolscache.ResourceEventHandlerFuncs{
@@ -160,7 +165,7 @@ func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
 	}
-	for _, obj := range []client.Object{&corev1.Pod{}, &v1.FlinkCluster{}} {
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.ConfigMap{}} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("Flink REST simulator: informer for %T: %w", obj, err)
@@ -192,115 +197,122 @@ func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 	return nil
 }
 
-// sync reads one cluster's FlinkCluster and pods from the cache and feeds
-// the Engine.
+// sync reads one cluster's pods and the ConfigMaps they mount from the
+// cache and feeds the Engine. The simulator knows a cluster only by its
+// pods, as Flink does: not by the FlinkCluster.
 func (s *Simulator) sync(ctx context.Context, c cache.Cache, k ClusterKey) error {
-	var fc v1.FlinkCluster
-	err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, &fc)
-	if apierrors.IsNotFound(err) {
-		s.Forget(k)
-		s.log.V(1).Info("Flink REST simulator: forgot cluster", "cluster", k.String())
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(k.Namespace),
 		client.MatchingLabels{resources.LabelInstance: k.Name, resources.LabelManagedBy: resources.ManagedBy}); err != nil {
 		return err
 	}
-	o := ObservationFor(&fc, pods.Items)
+	configMaps := map[string]*corev1.ConfigMap{}
+	for i := range pods.Items {
+		for _, v := range pods.Items[i].Spec.Volumes {
+			if v.ConfigMap == nil || configMaps[v.ConfigMap.Name] != nil {
+				continue
+			}
+			var cm corev1.ConfigMap
+			err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: v.ConfigMap.Name}, &cm)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			configMaps[cm.Name] = &cm
+		}
+	}
+	o := ObservationFor(pods.Items, configMaps)
 	s.Observe(k, o)
 	s.log.V(1).Info("Flink REST simulator: observed cluster", "cluster", k.String(),
-		"jobManagerReady", o.JobManagerReady, "version", o.Version, "taskManagers", len(o.TaskManagerUIDs), "slotsPerTaskManager", o.SlotsPerTaskManager)
+		"jobManagers", len(o.JobManagers), "taskManagers", len(o.TaskManagers))
 	return nil
 }
 
-// ObservationFor derives what the simulated Flink sees from a cluster's
-// pods: the leading JobManager is the oldest Ready one; its container image
-// tag is the Flink version.
-func ObservationFor(fc *v1.FlinkCluster, pods []corev1.Pod) Observation {
-	o := Observation{SlotsPerTaskManager: int(fc.Spec.TaskManager.Slots)}
-	if o.SlotsPerTaskManager <= 0 {
-		o.SlotsPerTaskManager = 1
-	}
-	var jms []*corev1.Pod
+// ObservationFor derives what the simulated processes see from a
+// cluster's pods and the ConfigMaps (by name) they mount.
+func ObservationFor(pods []corev1.Pod, configMaps map[string]*corev1.ConfigMap) Observation {
+	var o Observation
 	for i := range pods {
 		p := &pods[i]
-		if !podReady(p) {
-			continue
-		}
 		switch p.Labels[resources.LabelComponent] {
 		case resources.ComponentJobManager:
-			jms = append(jms, p)
+			o.JobManagers = append(o.JobManagers, podFor(p, resources.ComponentJobManager, configMaps))
 		case resources.ComponentTaskManager:
-			o.TaskManagerUIDs = append(o.TaskManagerUIDs, string(p.UID))
+			o.TaskManagers = append(o.TaskManagers, podFor(p, resources.ComponentTaskManager, configMaps))
 		}
-	}
-	sort.Slice(jms, func(i, j int) bool {
-		a, b := jms[i], jms[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
-	o.Version = fc.Spec.Version
-	if len(jms) > 0 {
-		o.JobManagerReady, o.JobManagerUID = true, string(jms[0].UID)
-		o.Version = podFlinkVersion(jms[0], o.Version)
 	}
 	return o
 }
 
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		return false
+// podFor reads one pod: the Flink container (named for its component,
+// else the first), its environment, and its mounts: a ConfigMap at
+// /opt/flink/conf is the configuration Flink reads, a
+// PersistentVolumeClaim outlives the pod, anything else dies with it.
+func podFor(p *corev1.Pod, component string, configMaps map[string]*corev1.ConfigMap) Pod {
+	out := Pod{
+		UID: string(p.UID), Name: p.Name, Created: p.CreationTimestamp.Time,
+		Running: p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning, Env: map[string]string{},
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+			out.Ready = out.Running && c.Status == corev1.ConditionTrue
 		}
 	}
-	return false
-}
-
-// podFlinkVersion is the version in the JobManager container's image tag
-// (flink:1.18.1-scala_2.12 -> 1.18.1), else the pod's version label, else
-// fallback.
-func podFlinkVersion(p *corev1.Pod, fallback string) string {
-	var image string
+	if len(p.Spec.Containers) == 0 {
+		return out
+	}
+	ctr := p.Spec.Containers[0]
 	for _, c := range p.Spec.Containers {
-		if c.Name == resources.ComponentJobManager || image == "" {
-			image = c.Image
+		if c.Name == component {
+			ctr = c
 		}
 	}
-	if v := ImageVersion(image); v != "" {
-		return v
+	out.Image = ctr.Image
+	for _, e := range ctr.Env {
+		if e.ValueFrom == nil {
+			out.Env[e.Name] = e.Value
+		}
 	}
-	if v := p.Labels[resources.LabelVersion]; v != "" {
-		return v
+	volumes := map[string]corev1.Volume{}
+	for _, v := range p.Spec.Volumes {
+		volumes[v.Name] = v
 	}
-	return fallback
+	for _, m := range ctr.VolumeMounts {
+		v := volumes[m.Name]
+		if path.Clean(m.MountPath) == resources.ConfDir && v.ConfigMap != nil {
+			cm := configMaps[v.ConfigMap.Name]
+			if cm == nil {
+				out.ConfMissing = v.ConfigMap.Name
+				continue
+			}
+			out.Conf = configMapFiles(cm, v.ConfigMap.Items)
+			continue
+		}
+		mount := Mount{Path: m.MountPath}
+		if v.PersistentVolumeClaim != nil {
+			mount.Claim = v.PersistentVolumeClaim.ClaimName
+		}
+		out.Mounts = append(out.Mounts, mount)
+	}
+	return out
 }
 
-// ImageVersion extracts a major.minor.patch version from an image tag, or
-// "" when the tag has none (latest, a digest, no tag).
-func ImageVersion(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	slash := strings.LastIndex(image, "/")
-	colon := strings.LastIndex(image, ":")
-	if colon <= slash {
-		return ""
+// configMapFiles are the files a ConfigMap volume shows: every key, or the
+// listed items at their paths.
+func configMapFiles(cm *corev1.ConfigMap, items []corev1.KeyToPath) map[string]string {
+	files := map[string]string{}
+	if len(items) == 0 {
+		for k, v := range cm.Data {
+			files[k] = v
+		}
+		return files
 	}
-	tag := image[colon+1:]
-	end := 0
-	for end < len(tag) && (tag[end] >= '0' && tag[end] <= '9' || tag[end] == '.') {
-		end++
+	for _, it := range items {
+		if v, ok := cm.Data[it.Key]; ok {
+			files[it.Path] = v
+		}
 	}
-	v := strings.TrimRight(tag[:end], ".")
-	if strings.Count(v, ".") != 2 || strings.Contains(v, "..") {
-		return ""
-	}
-	return v
+	return files
 }

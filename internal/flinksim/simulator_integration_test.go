@@ -2,6 +2,8 @@ package flinksim
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,27 +21,28 @@ import (
 )
 
 // TestSimulatorAgainstAPIServer runs the simulator against a real
-// kube-apiserver and etcd (envtest, binaries from hack/tools in bin/).
-// Without a kubelet, the test plays one: it creates the Flink pods and
-// marks them Ready.
+// kube-apiserver and etcd (envtest, binaries from hack/tools in bin/),
+// feeding it the objects the operator renders: the ConfigMap and pods made
+// from the Deployment's and StatefulSet's templates. Without a kubelet or
+// controllers, the test plays them: it creates the pods and marks them
+// Ready. The simulator sees no FlinkCluster; it learns everything from the
+// pods and the configuration they mount.
 func TestSimulatorAgainstAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
 	_, cfg := testenv.Start(t)
-
 	scheme := k8sruntime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1.AddToScheme(scheme)
 	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-
 	sim, err := New(cfg, Options{ListenAddr: "127.0.0.1:0", Engine: EngineOptions{
-		CheckpointInterval: 200 * time.Millisecond, SavepointDelay: 100 * time.Millisecond, RestartDelay: 300 * time.Millisecond,
+		InitializationDelay: 50 * time.Millisecond, DeployDelay: 50 * time.Millisecond,
+		CheckpointDelay: 50 * time.Millisecond, SavepointDelay: 100 * time.Millisecond, CancelDelay: 50 * time.Millisecond,
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +55,6 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 			t.Errorf("Start: %v", err)
 		}
 	})
-	if !strings.HasPrefix(sim.BaseURLTemplate(), "http://127.0.0.1:") {
-		t.Errorf("BaseURLTemplate = %s", sim.BaseURLTemplate())
-	}
 
 	const ns, name = "team-a", "demo"
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -63,28 +63,38 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 	fc := &v1.FlinkCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1.FlinkClusterSpec{
-			Version:     "1.18.1",
-			JobManager:  v1.JobManagerSpec{Replicas: 1},
-			TaskManager: v1.TaskManagerSpec{Replicas: 2, Slots: 2},
+			Version:          "1.20.1",
+			JobManager:       v1.JobManagerSpec{Replicas: 1},
+			TaskManager:      v1.TaskManagerSpec{Replicas: 2, Slots: 3},
+			HighAvailability: &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes},
+			Checkpointing:    &v1.CheckpointingSpec{Interval: "200ms", Retention: 2},
+			Storage:          &v1.StorageSpec{ClaimName: "flink-state"},
 		},
 	}
-	if err := k8s.Create(ctx, fc); err != nil {
+	desired, err := resources.Build(fc, resources.Platform{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	var cm corev1.ConfigMap
+	convert(t, desired.ConfigMap, &cm)
+	// No FlinkCluster exists here to own it.
+	cm.OwnerReferences = nil
+	if err := k8s.Create(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	var jmTemplate, tmTemplate corev1.PodTemplateSpec
+	convert(t, desired.JobManager.Spec.Template, &jmTemplate)
+	convert(t, desired.TaskManager.Spec.Template, &tmTemplate)
 	fl := flink.NewClient(flink.Resolver{Override: sim.BaseURLTemplate()}.BaseURL(ns, name), nil)
 	fl.MaxRetries = 0
 
-	// No JobManager pod yet: the REST API is down.
+	// No JobManager pod yet: nothing listens.
 	if _, err := fl.Overview(ctx); !flink.IsUnavailable(err) {
 		t.Fatalf("before any pod: %v", err)
 	}
-
-	mkPod := func(podName, component string) {
+	mkPod := func(podName string, tmpl corev1.PodTemplateSpec) {
 		t.Helper()
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName, Labels: resources.Labels(fc, component)},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: component, Image: "flink:1.18.1-java11"}}},
-		}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName, Labels: tmpl.Labels}, Spec: tmpl.Spec}
 		if err := k8s.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -95,15 +105,26 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mkPod("demo-jobmanager-0", resources.ComponentJobManager)
-	mkPod("demo-taskmanager-0", resources.ComponentTaskManager)
-	mkPod("demo-taskmanager-1", resources.ComponentTaskManager)
+	deletePod := func(podName string) {
+		t.Helper()
+		if err := k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName}}, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkPod("demo-jobmanager-0", jmTemplate)
+	mkPod("demo-taskmanager-0", tmTemplate)
+	mkPod("demo-taskmanager-1", tmTemplate)
 
-	eventually(t, "REST up with 2 TaskManagers x 2 slots", func() bool {
+	eventually(t, "REST up: the image's version, 2 TaskManagers with the ConfigMap's 3 slots", func() error {
 		ov, err := fl.Overview(ctx)
-		return err == nil && ov.FlinkVersion == "1.18.1" && ov.TaskManagers == 2 && ov.SlotsTotal == 4
+		if err != nil {
+			return err
+		}
+		if ov.FlinkVersion != "1.20.1" || ov.TaskManagers != 2 || ov.SlotsTotal != 6 {
+			return fmt.Errorf("overview %+v", ov)
+		}
+		return nil
 	})
-
 	_, jarID, err := fl.UploadJar(ctx, "job.jar", strings.NewReader("PK"))
 	if err != nil {
 		t.Fatal(err)
@@ -112,47 +133,106 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a completed checkpoint", func() bool {
+	var latest string
+	eventually(t, "checkpoints every 200ms, as spec.checkpointing renders, on the shared claim", func() error {
 		cp, err := fl.Checkpoints(ctx, jobID)
-		return err == nil && cp.Latest.Completed != nil
+		if err != nil {
+			return err
+		}
+		if cp.Counts.Completed < 2 || !strings.HasPrefix(cp.Latest.Completed.ExternalPath, "file:///flink-shared/team-a/demo/checkpoints/"+jobID+"/chk-") {
+			return fmt.Errorf("checkpoints %+v", cp.Counts)
+		}
+		latest = cp.Latest.Completed.ExternalPath
+		return nil
 	})
 
-	// Replace a TaskManager pod: the job restarts and restores.
-	if err := k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-taskmanager-1"}}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the job restarting", func() bool {
+	// The JobManager pod is replaced: with Kubernetes HA on the shared
+	// claim the new JobManager recovers the job from a checkpoint.
+	deletePod("demo-jobmanager-0")
+	eventually(t, "nothing listening without a JobManager pod", func() error {
+		if _, err := fl.Overview(ctx); !flink.IsUnavailable(err) {
+			return fmt.Errorf("overview: %v", err)
+		}
+		return nil
+	})
+	mkPod("demo-jobmanager-1", jmTemplate)
+	eventually(t, "the job recovered and running", func() error {
 		j, err := fl.Job(ctx, jobID)
-		return err == nil && j.State == flink.JobRestarting
-	})
-	mkPod("demo-taskmanager-2", resources.ComponentTaskManager)
-	eventually(t, "the job running again, restored from a checkpoint", func() bool {
+		if err != nil {
+			return err
+		}
 		cp, err := fl.Checkpoints(ctx, jobID)
-		j, jerr := fl.Job(ctx, jobID)
-		return err == nil && jerr == nil && j.State == flink.JobRunning &&
-			cp.Latest.Restored != nil && strings.Contains(cp.Latest.Restored.ExternalPath, "/chk-")
+		if err != nil {
+			return err
+		}
+		if j.State != flink.JobRunning || cp.Latest.Restored == nil || !strings.Contains(cp.Latest.Restored.ExternalPath, "/chk-") {
+			return fmt.Errorf("job %s restored %+v (latest before: %s)", j.State, cp.Latest.Restored, latest)
+		}
+		return nil
 	})
-	v, err := sim.View(ClusterKey{Namespace: ns, Name: name})
-	if err != nil || len(v.Jobs) != 1 || v.Jobs[0].Restarts != 1 {
-		t.Errorf("view = %+v, %v", v, err)
-	}
 
-	// Deleting the FlinkCluster makes the simulator forget it.
-	if err := k8s.Delete(ctx, fc); err != nil {
+	// A configuration change reaches only processes that start after it:
+	// a ConfigMap without any memory option leaves the running JobManager
+	// alone, and the next one refuses to start.
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(&cm), &cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the cluster forgotten", func() bool {
-		_, err := sim.View(ClusterKey{Namespace: ns, Name: name})
-		return err != nil
+	var kept []string
+	for _, l := range strings.Split(cm.Data["config.yaml"], "\n") {
+		if !strings.HasPrefix(l, "jobmanager.memory.") {
+			kept = append(kept, l)
+		}
+	}
+	cm.Data["config.yaml"] = strings.Join(kept, "\n")
+	if err := k8s.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := fl.Overview(ctx); err != nil {
+		t.Fatalf("the running JobManager read the new ConfigMap: %v", err)
+	}
+	deletePod("demo-jobmanager-1")
+	mkPod("demo-jobmanager-2", jmTemplate)
+	key := ClusterKey{Namespace: ns, Name: name}
+	eventually(t, "the new JobManager refusing to start", func() error {
+		v, err := sim.View(key)
+		if err != nil {
+			return err
+		}
+		for _, p := range v.JobManagers {
+			if p.Pod == "demo-jobmanager-2" && strings.Contains(p.Down, "JobManager memory configuration failed") {
+				return nil
+			}
+		}
+		return fmt.Errorf("JobManagers %+v", v.JobManagers)
 	})
+	if _, err := fl.Overview(ctx); !flink.IsUnavailable(err) {
+		t.Errorf("a JobManager that refused to start answered: %v", err)
+	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+// convert turns an apply configuration into the typed object it describes.
+func convert(t *testing.T, from, to any) {
+	t.Helper()
+	b, err := json.Marshal(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out waiting for %s: %v", what, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -83,7 +83,7 @@ func BenchmarkRound(b *testing.B) {
 						Job: &v1.JobSpec{JarURI: "https://example.com/job.jar"}},
 				}
 				k := flinksim.ClusterKey{Namespace: fc.Namespace, Name: fc.Name}
-				eng.Observe(k, flinksim.Observation{JobManagerReady: true, JobManagerUID: "jm", Version: "1.18.1", TaskManagerUIDs: []string{"tm"}, SlotsPerTaskManager: 1})
+				eng.Observe(k, flinksim.SimpleCluster{Version: "1.18.1", JobManager: "jm-" + fc.Name, TaskManagers: []string{"tm-" + fc.Name}}.Observation())
 				up, err := eng.UploadJar(k, "job.jar")
 				if err != nil {
 					b.Fatal(err)

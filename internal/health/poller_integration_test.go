@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"sync"
 	"testing"
@@ -101,6 +102,11 @@ type harness struct {
 	notify  chan event.GenericEvent
 	poller  *Poller
 	env     *envtest.Environment
+	// jobManagers counts each cluster's JobManager pods; down is true
+	// while its JobManager is not ready. One that comes back is a new pod,
+	// as the Deployment replaces a failed one.
+	jobManagers map[string]int
+	down        map[string]bool
 }
 
 func newHarness(t *testing.T) *harness {
@@ -156,6 +162,7 @@ func newHarness(t *testing.T) *harness {
 	})
 
 	h := &harness{t: t, ctx: ctx, k8s: k8s, scheme: scheme, sim: sim, clock: clock, rec: rec, env: env,
+		jobManagers: map[string]int{}, down: map[string]bool{},
 		metrics: NewMetrics(prometheus.NewRegistry()), notify: make(chan event.GenericEvent, 16)}
 	h.poller = &Poller{
 		Reader:       k8s,
@@ -220,7 +227,9 @@ func (h *harness) key(fc *v1.FlinkCluster) flinksim.ClusterKey {
 
 // setReady plays the Deployment controller and the kubelet: it writes the
 // JobManager Deployment's readyReplicas through the status subresource and
-// tells the simulator.
+// tells the simulator. A JobManager that becomes ready after it was not is
+// a new pod; the simulated cluster runs Kubernetes HA on s3, so that pod
+// recovers the jobs, as a real replacement would.
 func (h *harness) setReady(fc *v1.FlinkCluster, ready bool) {
 	t := h.t
 	t.Helper()
@@ -235,11 +244,27 @@ func (h *harness) setReady(fc *v1.FlinkCluster, ready bool) {
 	if err := h.k8s.Status().Update(h.ctx, &dep); err != nil {
 		t.Fatal(err)
 	}
-	h.sim.Observe(h.key(fc), flinksim.Observation{
-		JobManagerReady: ready, JobManagerUID: "jm-" + fc.Name, Version: fc.Spec.Version,
-		TaskManagerUIDs: []string{"tm-" + fc.Name}, SlotsPerTaskManager: 2,
-	})
+	k := fc.Namespace + "/" + fc.Name
+	if ready && h.down[k] {
+		h.jobManagers[k]++
+	}
+	h.down[k] = !ready
+	h.sim.Observe(h.key(fc), flinksim.SimpleCluster{
+		Version:      fc.Spec.Version,
+		JobManager:   fmt.Sprintf("jm-%s-%s-%d", fc.Namespace, fc.Name, h.jobManagers[k]),
+		TaskManagers: []string{"tm-" + fc.Namespace + "-" + fc.Name},
+		NotReady:     !ready,
+		Settings: map[string]string{
+			"taskmanager.numberOfTaskSlots": "2",
+			"high-availability.type":        "kubernetes", "kubernetes.cluster-id": fc.Name, "kubernetes.namespace": fc.Namespace,
+			"high-availability.storageDir": "s3://health/ha",
+		},
+		Env: map[string]string{"ENABLE_BUILT_IN_PLUGINS": "flink-s3-fs-presto-" + fc.Spec.Version + ".jar"},
+	}.Observation())
 }
+
+// jobStarts is how long a submitted or recovered job takes to run.
+const jobStarts = flinksim.DefaultInitializationDelay + flinksim.DefaultDeployDelay
 
 // submit runs a job in the simulator and records its ID in status.job, as
 // the reconciler does.
@@ -254,6 +279,7 @@ func (h *harness) submit(fc *v1.FlinkCluster) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.clock.Advance(jobStarts)
 	h.refresh(fc)
 	fc.Status.Job = &v1.JobStatus{ID: run.JobID, State: string(flink.JobRunning), SubmittedAt: ptr.To(metav1.Now())}
 	if err := h.k8s.Status().Update(h.ctx, fc); err != nil {
@@ -496,8 +522,9 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 			return len(h.warnings(fc, ReasonJobManagerNotReady)) == 1
 		})
 
-		// The new JobManager restarts the job: level 3 fails once, and
-		// since it had no condition to keep it is Unknown with that reason.
+		// The new JobManager recovers the job, which initializes first:
+		// level 3 fails once, and since it had no condition to keep it is
+		// Unknown with that reason.
 		h.setReady(fc, true)
 		v, notified := h.probe(fc)
 		if !notified || v.Degraded {
@@ -507,7 +534,7 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		if v.Levels[LevelJobs].Reason != ReasonJobNotRunning {
 			t.Errorf("jobs reason = %s", v.Levels[LevelJobs].Reason)
 		}
-		h.clock.Advance(flinksim.DefaultRestartDelay)
+		h.clock.Advance(jobStarts)
 		v, notified = h.probe(fc)
 		if !notified || v.Degraded {
 			t.Errorf("job running again: notified %v, verdict %+v", notified, v)

@@ -44,6 +44,10 @@ type Options struct {
 	// and {name} placeholders used instead of the JobManager Service's DNS
 	// name. The local platform points it at the Flink REST simulator.
 	FlinkRESTOverride string
+	// FlinkRESTPodOverride, when set, is the URL template of one
+	// JobManager pod's REST API, with {namespace}, {name} and {pod}, used
+	// instead of the pod's IP (the simulator serves each pod's).
+	FlinkRESTPodOverride string
 	// StateStorageURI is the platform's shared storage for every cluster's
 	// checkpoints, savepoints and HA metadata, such as s3://bucket/flink:
 	// each cluster uses <uri>/<namespace>/<name>/ unless its spec.storage
@@ -119,6 +123,7 @@ func Defaults() (Options, error) {
 	o.WatchNamespaces = splitList(os.Getenv("WATCH_NAMESPACE"))
 	o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	o.FlinkRESTOverride = os.Getenv("FLINK_REST_OVERRIDE")
+	o.FlinkRESTPodOverride = os.Getenv("FLINK_REST_POD_OVERRIDE")
 	o.StateStorageURI = os.Getenv("STATE_STORAGE_URI")
 	o.StateStorageClaim = os.Getenv("STATE_STORAGE_CLAIM")
 	return o, nil
@@ -143,6 +148,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StateStorageURI, "state-storage-uri", o.StateStorageURI, "Shared storage for every cluster's checkpoints, savepoints and HA metadata, such as s3://bucket/flink; a spec's storage overrides it (env STATE_STORAGE_URI).")
 	fs.StringVar(&o.StateStorageClaim, "state-storage-claim", o.StateStorageClaim, "Instead of --state-storage-uri: a ReadWriteMany PersistentVolumeClaim of this name in each cluster's namespace, mounted into every Flink pod (env STATE_STORAGE_CLAIM).")
 	fs.StringVar(&o.FlinkRESTOverride, "flink-rest-override", o.FlinkRESTOverride, "Base URL template for Flink REST with {namespace} and {name}; for the local platform's simulator (env FLINK_REST_OVERRIDE).")
+	fs.StringVar(&o.FlinkRESTPodOverride, "flink-rest-pod-override", o.FlinkRESTPodOverride, "URL template of one JobManager pod's Flink REST with {namespace}, {name} and {pod}; for the local platform's simulator (env FLINK_REST_POD_OVERRIDE).")
 }
 
 // Validate reports settings that cannot work.

@@ -112,7 +112,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("datapilot"),
 		Metrics:   metrics(),
-		Resolver:  flink.Resolver{Override: o.FlinkRESTOverride},
+		Resolver:  flink.Resolver{Override: o.FlinkRESTOverride, PodOverride: o.FlinkRESTPodOverride},
 		Platform:  o.Platform(),
 		// Per-request timeouts are set by the Flink client; this bounds
 		// jar downloads.

@@ -86,7 +86,9 @@ func run(m *testing.M) int {
 
 	sim, err = flinksim.New(plat.RESTConfig(), flinksim.Options{
 		ListenAddr: "127.0.0.1:0",
-		Engine:     flinksim.EngineOptions{CheckpointInterval: time.Second, SavepointDelay: 500 * time.Millisecond, RestartDelay: 500 * time.Millisecond},
+		// Checkpoint intervals and restart backoff come from each cluster's
+		// rendered configuration, as in Flink.
+		Engine: flinksim.EngineOptions{SavepointDelay: 500 * time.Millisecond},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -118,7 +120,7 @@ func run(m *testing.M) int {
 	webhookPort := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	op = &operatorProcess{bin: filepath.Join(bin, "datapilot"), kubeconfig: plat.KubeconfigPath(),
-		rest: sim.BaseURLTemplate(), logPath: filepath.Join(state, "operator.log"), webhookPort: webhookPort}
+		rest: sim.BaseURLTemplate(), podREST: sim.PodURLTemplate(), logPath: filepath.Join(state, "operator.log"), webhookPort: webhookPort}
 	if err := op.start(); err != nil {
 		fmt.Fprintln(os.Stderr, "start operator:", err)
 		return 1
@@ -137,7 +139,7 @@ func run(m *testing.M) int {
 
 // operatorProcess is bin/datapilot operator as a child process.
 type operatorProcess struct {
-	bin, kubeconfig, rest, logPath string
+	bin, kubeconfig, rest, podREST, logPath string
 	// webhookPort serves the conversion webhook on the loopback interface.
 	webhookPort int
 
@@ -157,7 +159,7 @@ func (o *operatorProcess) start() error {
 		// leader would otherwise hold its lease for 15 seconds.
 		"--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--flink-rest-override", o.rest, "--reconcile-interval=1s", "--log-level=info",
+		"--flink-rest-override", o.rest, "--flink-rest-pod-override", o.podREST, "--reconcile-interval=1s", "--log-level=info",
 		// The local platform's shared storage, as `datapilot local up` sets it.
 		"--state-storage-uri="+platform.StateStorageURI,
 		// The conversion webhook for data.example.com/v1alpha1, as

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 )
 
@@ -45,6 +46,10 @@ type Minor struct {
 	// Aliases maps each deprecated or fallback key to the options that
 	// still read it (one old key can feed several options).
 	Aliases map[string][]Alias
+	// OldKeys lists, per option, the keys it reads when its own key is
+	// unset, in the order its table row names them (deprecated keys, then
+	// fallback keys): Configuration#getRawValueFromOption tries them in turn.
+	OldKeys map[string][]string
 	// DefaultConfName is flink-conf.yaml or config.yaml, the file the
 	// distribution ships in conf/.
 	DefaultConfName string
@@ -54,7 +59,7 @@ type Minor struct {
 
 // Load reads the tables of a minor such as "1.20".
 func Load(minor string) (*Minor, error) {
-	m := &Minor{Name: minor, Options: map[string]Option{}, Aliases: map[string][]Alias{}}
+	m := &Minor{Name: minor, Options: map[string]Option{}, Aliases: map[string][]Alias{}, OldKeys: map[string][]string{}}
 	if err := readTSV(minor+"/options.tsv", 4, func(f []string) {
 		m.Options[f[0]] = Option{Key: f[0], Default: f[1], Type: f[2]}
 	}); err != nil {
@@ -90,6 +95,9 @@ func (m *Minor) addAliases(option, keys string, fallback bool) {
 	for _, k := range strings.Split(keys, ",") {
 		if k == "" || strings.HasPrefix(k, "?") {
 			continue
+		}
+		if !slices.Contains(m.OldKeys[option], k) {
+			m.OldKeys[option] = append(m.OldKeys[option], k)
 		}
 		a := Alias{Option: option, Fallback: fallback}
 		found := false

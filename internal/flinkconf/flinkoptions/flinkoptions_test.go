@@ -57,6 +57,26 @@ func TestKnownFacts(t *testing.T) {
 	}
 }
 
+// TestOldKeys checks the keys each option reads after its own, in order
+// (CheckpointingOptions, HighAvailabilityOptions, RestartStrategyOptions).
+func TestOldKeys(t *testing.T) {
+	for _, tc := range []struct {
+		minor, option string
+		want          []string
+	}{
+		{"1.17", "state.checkpoints.dir", []string{"state.backend.fs.checkpointdir"}},
+		{"1.20", "execution.checkpointing.dir", []string{"state.checkpoints.dir", "state.backend.fs.checkpointdir"}},
+		{"2.0", "execution.checkpointing.savepoint-dir", []string{"state.savepoints.dir", "savepoints.state.backend.fs.dir"}},
+		{"1.17", "high-availability.type", []string{"recovery.mode", "high-availability"}},
+		{"2.2", "restart-strategy.type", []string{"restart-strategy"}},
+		{"2.2", "rest.async.store-duration", nil},
+	} {
+		if got := load(t, tc.minor).OldKeys[tc.option]; !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s reads %v, want %v", tc.minor, tc.option, got, tc.want)
+		}
+	}
+}
+
 func TestEveryMinorLoads(t *testing.T) {
 	for _, minor := range flinkoptions.Minors {
 		m := load(t, minor)

@@ -1,17 +1,19 @@
 // Package flinkschema checks HTTP traffic against the official Flink REST
-// OpenAPI description, embedded from rest_v1_dispatcher.yml. The client and
-// the simulator tests both use it, so both agree with Flink, not just with
-// each other.
+// OpenAPI description of each supported Flink minor, embedded from
+// <minor>/rest_v1_dispatcher.yml. The client tests, the simulator tests and
+// the simulator itself use it, so all agree with Flink, not just with each
+// other.
 package flinkschema
 
 import (
 	"bytes"
 	"context"
-	_ "embed"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -20,35 +22,70 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 )
 
-//go:embed rest_v1_dispatcher.yml
-var spec []byte
+//go:embed */rest_v1_dispatcher.yml
+var files embed.FS
 
-// Schema is the loaded and validated description.
+// dirs maps each Flink minor to the directory holding its schema; minors
+// that ship the same bytes share one (README.md).
+var dirs = map[string]string{
+	"1.17": "1.17", "1.18": "1.18", "1.19": "1.19", "1.20": "1.20",
+	"2.0": "2.0", "2.1": "2.1", "2.2": "2.1",
+}
+
+// Minors are the Flink minors whose schema is embedded, oldest first.
+var Minors = []string{"1.17", "1.18", "1.19", "1.20", "2.0", "2.1", "2.2"}
+
+// Schema is the loaded and validated description of one Flink minor.
 type Schema struct {
-	Doc *openapi3.T
+	// Minor is the Flink minor it describes, such as "1.20".
+	Minor string
+	Doc   *openapi3.T
 }
 
 var (
-	loadOnce sync.Once
-	loaded   *Schema
-	loadErr  error
+	mu     sync.Mutex
+	loaded = map[string]*Schema{}
 )
 
-// Load parses the embedded description once.
-func Load() (*Schema, error) {
-	loadOnce.Do(func() {
-		doc, err := openapi3.NewLoader().LoadFromData(spec)
+// ForMinor parses the embedded description of a Flink minor such as
+// "1.20", once.
+func ForMinor(minor string) (*Schema, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if s := loaded[minor]; s != nil {
+		return s, nil
+	}
+	dir, ok := dirs[minor]
+	if !ok {
+		return nil, fmt.Errorf("no Flink REST schema for Flink %s (have %s)", minor, strings.Join(Minors, ", "))
+	}
+	raw, err := files.ReadFile(dir + "/rest_v1_dispatcher.yml")
+	if err != nil {
+		return nil, err
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	if err != nil {
+		return nil, fmt.Errorf("loading the Flink %s REST schema: %w", minor, err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("validating the Flink %s REST schema: %w", minor, err)
+	}
+	s := &Schema{Minor: minor, Doc: doc}
+	loaded[minor] = s
+	return s, nil
+}
+
+// All loads the schema of every embedded minor, oldest first.
+func All() ([]*Schema, error) {
+	out := make([]*Schema, 0, len(Minors))
+	for _, m := range Minors {
+		s, err := ForMinor(m)
 		if err != nil {
-			loadErr = fmt.Errorf("loading Flink REST schema: %w", err)
-			return
+			return nil, err
 		}
-		if err := doc.Validate(context.Background()); err != nil {
-			loadErr = fmt.Errorf("validating Flink REST schema: %w", err)
-			return
-		}
-		loaded = &Schema{Doc: doc}
-	})
-	return loaded, loadErr
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // Operation finds the schema's operation for a concrete request path (with
@@ -228,4 +265,25 @@ func (s *Schema) Properties(component string) map[string]bool {
 	}
 	walk(s.Doc.Components.Schemas[component])
 	return out
+}
+
+// RequestBody is the component schema name of an operation's JSON request
+// body, such as JarRunRequestBody, and its property names; "" when the
+// operation takes none.
+func (s *Schema) RequestBody(op *openapi3.Operation) (string, []string) {
+	if op == nil || op.RequestBody == nil || op.RequestBody.Value == nil {
+		return "", nil
+	}
+	mt := op.RequestBody.Value.Content.Get("application/json")
+	if mt == nil || mt.Schema == nil || mt.Schema.Ref == "" {
+		return "", nil
+	}
+	name := mt.Schema.Ref[strings.LastIndex(mt.Schema.Ref, "/")+1:]
+	props := s.Properties(name)
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return name, names
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestLoadAndFind(t *testing.T) {
-	s, err := Load()
+	s, err := ForMinor("1.19")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestLoadAndFind(t *testing.T) {
 // The reason for asyncOperationBranch: a literal oneOf check of any
 // savepoint status body fails.
 func TestAsyncOperationOneOfIsUnsatisfiable(t *testing.T) {
-	s, err := Load()
+	s, err := ForMinor("1.20")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,5 +50,50 @@ func TestAsyncOperationOneOfIsUnsatisfiable(t *testing.T) {
 	bad := []byte(`{"status":{"id":"DONE"}}`)
 	if err := s.ValidateResponse(http.MethodGet, "/jobs/0123456789abcdef0123456789abcdef/savepoints/0123456789abcdef0123456789abcdef", 200, bad); err == nil {
 		t.Fatal("status DONE: want an error")
+	}
+}
+
+// What differs between the minors the simulator serves, as their files say.
+func TestMinorsDiffer(t *testing.T) {
+	all, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ForMinor("1.16"); err == nil {
+		t.Error("1.16: want an error, it is not embedded")
+	}
+	for _, s := range all {
+		t.Run(s.Minor, func(t *testing.T) {
+			_, op, _, err := s.Operation(http.MethodPost, "/jars/x.jar/run")
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, props := s.RequestBody(op)
+			has := map[string]bool{}
+			for _, p := range props {
+				has[p] = true
+			}
+			// FLINK-34454 added claimMode (renaming restoreMode) in 1.20;
+			// FLINK-36275 removed the space-separated programArgs in 2.0.
+			wantClaim := s.Minor >= "1.20"
+			wantArgs := s.Minor < "2.0"
+			if name != "JarRunRequestBody" || has["claimMode"] != wantClaim || has["programArgs"] != wantArgs || !has["savepointPath"] {
+				t.Errorf("%s: %v", name, props)
+			}
+			// The checkpoint trigger exists in every embedded minor (1.17+).
+			if _, _, _, err := s.Operation(http.MethodPost, "/jobs/0123456789abcdef0123456789abcdef/checkpoints"); err != nil {
+				t.Error(err)
+			}
+			if _, op, _, _ := s.Operation(http.MethodGet, "/overview"); op == nil {
+				t.Error("no GET /overview")
+			} else if name, _ := s.RequestBody(op); name != "" {
+				t.Errorf("GET /overview takes a body %s", name)
+			}
+		})
+	}
+	a, _ := ForMinor("2.1")
+	b, _ := ForMinor("2.2")
+	if a.Doc != b.Doc && a.Doc.Info.Version != b.Doc.Info.Version {
+		t.Errorf("2.1 and 2.2 should share one file: %s, %s", a.Doc.Info.Version, b.Doc.Info.Version)
 	}
 }

@@ -1,0 +1,303 @@
+package flinksim
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// haConfig is what a JobManager's high-availability services read at
+// start (HighAvailabilityServicesUtils).
+type haConfig struct {
+	// mode is ZOOKEEPER or KUBERNETES.
+	mode string
+	// identity names where the leader election and the pointers live: two
+	// JobManagers with the same identity share one HA store.
+	identity string
+	// storagePath is the cluster's directory in high-availability.
+	// storageDir (<storageDir>/<cluster-id>).
+	storagePath string
+	// jrsPath is where FileSystemJobResultStore writes, and deleteOnCommit
+	// whether it deletes an entry once the job is cleaned up.
+	jrsPath        string
+	deleteOnCommit bool
+	// leaseDuration is how long a crashed leader's leadership lasts:
+	// the Kubernetes lease, or the ZooKeeper session.
+	leaseDuration time.Duration
+}
+
+// readHAConfig follows HighAvailabilityMode#fromConfig and what the
+// ZooKeeper and Kubernetes HA services need at start; nil without high
+// availability.
+func readHAConfig(p *process) (*haConfig, error) {
+	c := p.conf
+	raw, _ := c.value("high-availability.type")
+	mode := strings.ToUpper(raw)
+	switch mode {
+	case "", "NONE", "STANDALONE":
+		// "standalone" is the old default recovery mode, mapped to none.
+		return nil, nil
+	case "ZOOKEEPER", "KUBERNETES":
+	default:
+		// Any other value names a HighAvailabilityServicesFactory class.
+		return nil, fmt.Errorf("org.apache.flink.util.FlinkException: Could not instantiate the HighAvailabilityServicesFactory %s. Caused by: java.lang.ClassNotFoundException: %s", raw, raw)
+	}
+	h := &haConfig{mode: mode}
+	dir, ok := c.raw("high-availability.storageDir")
+	if !ok || strings.TrimSpace(dir) == "" {
+		fallbacks := []string{}
+		for _, k := range c.minor.OldKeys["high-availability.storageDir"] {
+			fallbacks = append(fallbacks, "{key="+k+", isDeprecated=true}")
+		}
+		return nil, fmt.Errorf("org.apache.flink.configuration.IllegalConfigurationException: Configuration is missing the mandatory parameter: Key: 'high-availability.storageDir' , default: null (fallback keys: [%s])", strings.Join(fallbacks, ", "))
+	}
+	if err := p.fileSystemFor(dir); err != nil {
+		// The BlobStore in HA storage is created at start.
+		return nil, err
+	}
+	clusterID, _ := c.value("high-availability.cluster-id")
+	h.storagePath = strings.TrimRight(dir, "/") + "/" + strings.Trim(clusterID, "/")
+	if path, ok := c.raw("job-result-store.storage-path"); ok {
+		h.jrsPath = path
+	} else {
+		// FileSystemJobResultStore#createDefaultJobResultStorePath.
+		h.jrsPath = strings.TrimRight(dir, "/") + "/job-result-store/" + clusterID
+	}
+	var err error
+	if h.deleteOnCommit, err = c.boolean("job-result-store.delete-on-commit"); err != nil {
+		return nil, err
+	}
+	switch mode {
+	case "ZOOKEEPER":
+		quorum, ok := c.raw("high-availability.zookeeper.quorum")
+		if !ok || strings.TrimSpace(quorum) == "" {
+			return nil, fmt.Errorf("org.apache.flink.configuration.IllegalConfigurationException: No ZooKeeper quorum specified in config.")
+		}
+		root, _ := c.value("high-availability.zookeeper.path.root")
+		h.identity = "zookeeper:" + strings.ReplaceAll(quorum, " ", "") + root + "/" + strings.Trim(clusterID, "/")
+		if h.leaseDuration, _, err = c.duration("high-availability.zookeeper.client.session-timeout"); err != nil {
+			return nil, err
+		}
+	case "KUBERNETES":
+		id, ok := c.raw("kubernetes.cluster-id")
+		if !ok {
+			return nil, fmt.Errorf("java.lang.NullPointerException: kubernetes.cluster-id is not set (KubernetesConfigOptions.CLUSTER_ID)")
+		}
+		ns, _ := c.value("kubernetes.namespace")
+		h.identity = "kubernetes:" + ns + "/" + id
+		if h.leaseDuration, _, err = c.duration("high-availability.kubernetes.leader-election.lease-duration"); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// haStore is what high availability keeps outside the JobManager
+// processes: the leader, the job graphs (DefaultJobGraphStore), each job's
+// completed checkpoint pointers (DefaultCompletedCheckpointStore) and
+// checkpoint ID counter, all behind ZooKeeper nodes or ConfigMaps whose
+// state handles point at blobs in high-availability.storageDir.
+type haStore struct {
+	identity    string
+	leader      string
+	vacantUntil time.Time
+	jobs        map[string]*haJob
+	order       []string
+}
+
+type haJob struct {
+	sub         *submission
+	blob        loc
+	checkpoints []haCheckpoint
+	counter     int64
+}
+
+type haCheckpoint struct {
+	snap *snapshot
+	blob loc
+}
+
+func newHAStore(identity string) *haStore {
+	return &haStore{identity: identity, jobs: map[string]*haJob{}}
+}
+
+// dispatcher is a Dispatcher: the jobs of one JobManager process, with
+// their runners and archived results, its job result store and its
+// operation caches, all in the process's memory.
+type dispatcher struct {
+	jm    *process
+	jobs  map[string]*job
+	order []string
+	// jrs is the EmbeddedJobResultStore used without high availability:
+	// it keeps clean entries for the life of the process.
+	jrs map[string]bool
+	// ha is the HA store the Dispatcher leads; nil without high
+	// availability.
+	ha *haStore
+	// savepoints holds savepoint and stop-with-savepoint triggers alike;
+	// checkpoints the checkpoint triggers (DispatcherCachedOperationsHandler).
+	savepoints, checkpoints *opCache
+}
+
+func newDispatcher(p *process) *dispatcher {
+	return &dispatcher{
+		jm: p, jobs: map[string]*job{}, jrs: map[string]bool{},
+		savepoints: newOpCache(p.storeDuration), checkpoints: newOpCache(p.storeDuration),
+	}
+}
+
+// locate resolves a URI as the Dispatcher's JobManager sees it.
+func (d *dispatcher) locate(uri string) (loc, error) { return d.jm.locate(uri) }
+
+// jrsEntry is where FileSystemJobResultStore keeps a job's entry.
+func (d *dispatcher) jrsEntry(id string, dirty bool) (loc, error) {
+	name := id + ".json"
+	if dirty {
+		name = id + "_DIRTY.json"
+	}
+	return d.locate(strings.TrimRight(d.jm.ha.jrsPath, "/") + "/" + name)
+}
+
+// hasResult is JobResultStore#hasJobResultEntry.
+func (d *dispatcher) hasResult(e *Engine, id string) bool {
+	if d.ha == nil {
+		return d.jrs[id]
+	}
+	for _, dirty := range []bool{true, false} {
+		if l, err := d.jrsEntry(id, dirty); err == nil && e.fs.exists(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// recordResult writes the job result as the Dispatcher does when a job
+// reaches a globally terminal state, then marks it clean once the job's
+// resources are cleaned up (at once, here): the embedded store keeps the
+// clean entry; the file store deletes it with job-result-store.
+// delete-on-commit (the default) and renames it otherwise.
+func (d *dispatcher) recordResult(e *Engine, id string) {
+	if d.ha == nil {
+		d.jrs[id] = true
+		return
+	}
+	if !d.jm.ha.deleteOnCommit {
+		if l, err := d.jrsEntry(id, false); err == nil {
+			e.fs.write(l)
+		}
+	}
+	if hj := d.ha.jobs[id]; hj != nil {
+		// Global cleanup: the job graph and the checkpoint pointers go.
+		e.fs.remove(hj.blob)
+		for _, cp := range hj.checkpoints {
+			e.fs.remove(cp.blob)
+		}
+		delete(d.ha.jobs, id)
+		d.ha.order = slices.DeleteFunc(d.ha.order, func(x string) bool { return x == id })
+	}
+}
+
+// recover is SessionDispatcherLeaderProcess#onStart: the new leader reads
+// every job graph of the HA store and runs it again (ExecutionType
+// RECOVERY), restoring from the job's latest completed checkpoint. A job
+// graph whose blob is gone fails the whole leader process.
+func (d *dispatcher) recover(e *Engine, c *cluster, now time.Time, s *haStore) error {
+	d.ha = s
+	for _, id := range s.order {
+		hj := s.jobs[id]
+		if !e.fs.exists(hj.blob) {
+			return fmt.Errorf("org.apache.flink.util.FlinkRuntimeException: Could not recover job with job id %s. Caused by: java.io.FileNotFoundException: %s (No such file or directory): the job graph's state handle points at HA storage that is gone", id, hj.blob)
+		}
+	}
+	for _, id := range s.order {
+		hj := s.jobs[id]
+		j := e.newJob(c, d, hj.sub, now, true)
+		d.add(j)
+		d.jm.logf(now, "INFO Recovered job %s from the job graph store", id)
+	}
+	return nil
+}
+
+func (d *dispatcher) add(j *job) {
+	if _, ok := d.jobs[j.id]; !ok {
+		d.order = append(d.order, j.id)
+	}
+	d.jobs[j.id] = j
+}
+
+// suspend is what a JobManager's shutdown does to its jobs: they stop
+// without reaching a globally terminal state, so with high availability
+// their job graphs and checkpoints stay for the next leader, and without
+// it they are simply gone, as are the archived ones.
+func (d *dispatcher) suspend(now time.Time, c *cluster) {
+	for _, id := range d.order {
+		j := d.jobs[id]
+		if !j.state.Terminal() {
+			j.abortPending(now, "org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint Coordinator is suspending.")
+			j.slots = nil
+		}
+		if h := c.history[j.id]; h.job == j {
+			h.present = false
+		}
+	}
+}
+
+// submission is a job as submitted: what its JobGraph carries.
+type submission struct {
+	id, name    string
+	parallelism int
+	// conf is the job's effective configuration: the cluster's plus the
+	// request's flinkConfiguration (JarRunHandler).
+	conf *conf
+	// restorePath and claimMode are its SavepointRestoreSettings.
+	restorePath string
+	claimMode   string
+}
+
+// submit is Dispatcher#submitJob: a job ID that is running, or known to
+// the job result store as globally terminal, is refused.
+func (d *dispatcher) submit(e *Engine, c *cluster, now time.Time, sub *submission) error {
+	if old := d.jobs[sub.id]; (old != nil && !old.state.Terminal()) || d.hasResult(e, sub.id) {
+		return fmt.Errorf("org.apache.flink.runtime.client.DuplicateJobSubmissionException: Job has already been submitted.")
+	}
+	if d.ha != nil {
+		// DefaultJobGraphStore#putJobGraph, before the job runs.
+		blob, err := d.locate(d.jm.ha.storagePath + "/submittedJobGraph" + randomHex(6))
+		if err != nil {
+			return err
+		}
+		e.fs.write(blob)
+		d.ha.jobs[sub.id] = &haJob{sub: sub, blob: blob}
+		if !slices.Contains(d.ha.order, sub.id) {
+			d.ha.order = append(d.ha.order, sub.id)
+		}
+	}
+	d.add(e.newJob(c, d, sub, now, false))
+	return nil
+}
+
+func (d *dispatcher) lookup(id string) (*job, error) {
+	j := d.jobs[id]
+	if j == nil {
+		return nil, restErr(http.StatusNotFound, "org.apache.flink.runtime.rest.NotFoundException", "Job %s not found\nCaused by: org.apache.flink.runtime.messages.FlinkJobNotFoundException: Could not find Flink job (%s)", id, id)
+	}
+	return j, nil
+}
+
+// gateway is Dispatcher#getJobMasterGateway for operations on a running
+// job: an unknown or finished job has none, nor has one still
+// initializing.
+func (d *dispatcher) gateway(id string) (*job, string) {
+	j := d.jobs[id]
+	switch {
+	case j == nil || j.state.Terminal():
+		return nil, fmt.Sprintf("org.apache.flink.runtime.messages.FlinkJobNotFoundException: Could not find Flink job (%s)", id)
+	case j.state == flink.JobInitializing:
+		return nil, "org.apache.flink.runtime.dispatcher.UnavailableDispatcherOperationException: Unable to get JobMasterGateway for initializing job. The requested operation is not available while the JobManager is initializing."
+	}
+	return j, ""
+}

@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/flinksim"
+)
+
+// Scenarios where Flink behaves as its sources say and the operator must
+// cope: the simulator models these behaviours, it does not invent them.
+
+// TestStopResultExpiredWhileOperatorDown: Flink keeps an operation's
+// result for rest.async.store-duration after it completes
+// (CompletedOperationCache), then answers 404 for its trigger ID. An
+// operator that was down longer than that finds the job FINISHED by its
+// own stop-with-savepoint and no result: the upgrade must still restore
+// from that savepoint, and take no second one.
+func TestStopResultExpiredWhileOperatorDown(t *testing.T) {
+	ns := newNamespace(t)
+	fc := jobCluster(ns, "expired")
+	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"rest.async.store-duration": "2s"}
+	if err := k8s.Create(context.Background(), fc); err != nil {
+		t.Fatal(err)
+	}
+	key := flinksim.ClusterKey{Namespace: ns, Name: "expired"}
+	waitCondition(t, ns, "expired", v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
+	eventually(t, time.Minute, "job running and stable", func() error {
+		fc := getFC(t, ns, "expired")
+		if fc.Status.Job == nil || fc.Status.Job.State != string(flink.JobRunning) || fc.Status.LastStableSpec == nil {
+			return fmt.Errorf("job %+v", fc.Status.Job)
+		}
+		return nil
+	})
+	oldJob := getFC(t, ns, "expired").Status.Job.ID
+	sim.Engine.SetSavepointFault(key, flinksim.FaultStall)
+	patchSpec(t, ns, "expired", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	eventually(t, time.Minute, "the stop-with-savepoint in flight", func() error {
+		fc := getFC(t, ns, "expired")
+		if fc.Status.Upgrade == nil || fc.Status.Upgrade.Phase != v1.UpgradeSavingState || simJob(t, key, oldJob).StopsTriggered != 1 {
+			return fmt.Errorf("upgrade %+v", fc.Status.Upgrade)
+		}
+		return nil
+	})
+	op.kill()
+	sim.Engine.ClearFaults(key)
+	// The stop completes, and its result outlives the store duration.
+	time.Sleep(4 * time.Second)
+	if j := simJob(t, key, oldJob); j.State != flink.JobFinished {
+		t.Fatalf("old job %s", j.State)
+	}
+	if err := op.start(); err != nil {
+		t.Fatal(err)
+	}
+	fc = waitUpgradeResult(t, ns, "expired", "UpgradeSucceeded", 2*time.Minute)
+	old := simJob(t, key, oldJob)
+	if n := savepointsTaken(old); n != 1 {
+		t.Errorf("%d savepoints taken of job %s, want 1", n, oldJob)
+	}
+	nw := simJob(t, key, fc.Status.Job.ID)
+	if nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != old.LatestSavepoint {
+		t.Errorf("new job restored from %+v, want the stop's savepoint %s", nw.RestoredFrom, old.LatestSavepoint)
+	}
+}
+
+// TestJobManagerCrashWithoutHA: without high availability a JobManager
+// process that dies takes its jobs with it (a new process starts empty),
+// while their checkpoints stay on the shared storage. Resubmitting the job
+// must not throw its state away.
+func TestJobManagerCrashWithoutHA(t *testing.T) {
+	ns, key := startJobCluster(t, "jmcrash")
+	jobID := getFC(t, ns, "jmcrash").Status.Job.ID
+	before := simJob(t, key, jobID)
+	if before.LatestCheckpoint == "" {
+		t.Fatalf("no checkpoint before the crash: %+v", before)
+	}
+	if err := sim.Engine.LoseJobManager(key); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the job running again", func() error {
+		fc := getFC(t, ns, "jmcrash")
+		if fc.Status.Job == nil || fc.Status.Job.State != string(flink.JobRunning) {
+			return fmt.Errorf("job %+v", fc.Status.Job)
+		}
+		v, err := sim.Engine.View(key)
+		if err != nil {
+			return err
+		}
+		for _, j := range v.Jobs {
+			if j.Present && j.State == flink.JobRunning {
+				return nil
+			}
+		}
+		return fmt.Errorf("no running job in Flink: %+v", v.Jobs)
+	})
+	v, _ := sim.Engine.View(key)
+	for _, j := range v.Jobs {
+		if j.Present && j.RestoredFrom == nil {
+			t.Errorf("job %s runs again without state; its last checkpoint was %s", j.ID, before.LatestCheckpoint)
+		}
+	}
+}
