@@ -14,9 +14,11 @@ func TestKillLeftoversStopsOnlyOurProcesses(t *testing.T) {
 	stateDir := t.TempDir()
 	// Ours: the executable recorded in the PID file, with the state dir in
 	// its arguments (sh makes it $0).
-	ours := exec.Command("/bin/sh", "-c", "sleep 60", stateDir)
+	// "; :" keeps the shell from exec-ing sleep in its place (dash does
+	// that for a lone command), which would change the executable.
+	ours := exec.Command("/bin/sh", "-c", "sleep 60; :", stateDir)
 	// Not ours: same executable, other arguments.
-	other := exec.Command("/bin/sh", "-c", "sleep 60", "unrelated")
+	other := exec.Command("/bin/sh", "-c", "sleep 60; :", "unrelated")
 	for _, c := range []*exec.Cmd{ours, other} {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
