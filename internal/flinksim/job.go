@@ -227,6 +227,9 @@ func (e *Engine) initialize(c *cluster, j *job, at time.Time) {
 	if err := e.buildJobMaster(c, j, at); err != nil {
 		j.failureCause = "org.apache.flink.runtime.client.JobInitializationException: Could not start the JobMaster.\nCaused by: " + err.Error()
 		j.failedAt = at
+		// ExecutionGraphInfo(ArchivedExecutionGraph): the failure is the
+		// history's one, global entry.
+		j.exceptions = append(j.exceptions, rootException{cause: j.failureCause, at: at})
 		j.d.jm.logf(at, "ERROR Job %s failed to initialize: %s", j.id, err)
 		e.terminate(c, j, at, flink.JobFailed)
 		return

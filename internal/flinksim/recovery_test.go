@@ -326,6 +326,10 @@ func TestRestoreFromPath(t *testing.T) {
 					!strings.Contains(v.FailureCause, "Cannot find checkpoint or savepoint file/directory '"+path+"'") {
 					t.Fatalf("view = %+v", v)
 				}
+				ex, err := e.JobExceptions(key, id)
+				if err != nil || len(ex.ExceptionHistory.Entries) != 1 || ex.ExceptionHistory.Entries[0].ExceptionName != "org.apache.flink.runtime.client.JobInitializationException" {
+					t.Errorf("exceptions = %+v, %v", ex, err)
+				}
 				return
 			}
 			clk.step(time.Second)

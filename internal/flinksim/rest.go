@@ -246,8 +246,7 @@ func (e *Engine) JobExceptions(k ClusterKey, jobID string) (*flink.JobExceptions
 
 // jobExceptions is JobExceptionsHandler: the root exception history,
 // newest first, at most maxExceptions entries; before 2.0 also the
-// deprecated root-exception and all-exceptions. A job whose JobMaster
-// never started has a root exception but no history.
+// deprecated root-exception and all-exceptions.
 func (e *Engine) jobExceptions(t target, jobID string, maxExceptions int) (out map[string]any, err error) {
 	err = e.request(t, "GET /jobs/{jobid}/exceptions", func(c *cluster, jm *process, now time.Time) error {
 		id, err := pathID("jobid", jobID)
