@@ -21,9 +21,6 @@ type loc struct{ volume, path string }
 
 func (l loc) String() string { return l.volume + ":" + l.path }
 
-// podLocal reports whether the bytes vanish with one pod.
-func (l loc) podLocal() bool { return strings.HasPrefix(l.volume, "pod/") }
-
 // under reports whether l is at or below dir.
 func (l loc) under(dir loc) bool {
 	return l.volume == dir.volume && (l.path == dir.path || strings.HasPrefix(l.path, strings.TrimRight(dir.path, "/")+"/"))
