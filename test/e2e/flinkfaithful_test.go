@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,12 +50,19 @@ func TestStopResultExpiredWhileOperatorDown(t *testing.T) {
 		return nil
 	})
 	op.kill()
+	trigger := getFC(t, ns, "expired").Status.Job.PendingSavepoint.TriggerID
 	sim.Engine.ClearFaults(key)
-	// The stop completes, and its result outlives the store duration.
-	time.Sleep(4 * time.Second)
-	if j := simJob(t, key, oldJob); j.State != flink.JobFinished {
-		t.Fatalf("old job %s", j.State)
-	}
+	// The stop completes, and Flink forgets its result after the store
+	// duration: its trigger then answers 404.
+	eventually(t, time.Minute, "the stop's result expired", func() error {
+		if j := simJob(t, key, oldJob); j.State != flink.JobFinished {
+			return fmt.Errorf("old job %s", j.State)
+		}
+		if _, err := sim.Engine.SavepointStatus(key, oldJob, trigger); err == nil || !strings.Contains(err.Error(), "There is no savepoint operation") {
+			return fmt.Errorf("trigger %s still answers: %v", trigger, err)
+		}
+		return nil
+	})
 	if err := op.start(); err != nil {
 		t.Fatal(err)
 	}
