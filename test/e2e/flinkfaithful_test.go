@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/resources"
 )
 
 // Scenarios where Flink behaves as its sources say and the operator must
@@ -77,18 +80,32 @@ func TestStopResultExpiredWhileOperatorDown(t *testing.T) {
 	}
 }
 
-// TestJobManagerCrashWithoutHA: without high availability a JobManager
+// TestJobManagerPodDeletedWithoutHA: without high availability a JobManager
 // process that dies takes its jobs with it (a new process starts empty),
 // while their checkpoints stay on the shared storage. Resubmitting the job
 // must not throw its state away.
-func TestJobManagerCrashWithoutHA(t *testing.T) {
+func TestJobManagerPodDeletedWithoutHA(t *testing.T) {
 	ns, key := startJobCluster(t, "jmcrash")
 	jobID := getFC(t, ns, "jmcrash").Status.Job.ID
 	before := simJob(t, key, jobID)
 	if before.LatestCheckpoint == "" {
 		t.Fatalf("no checkpoint before the crash: %+v", before)
 	}
-	if err := sim.Engine.LoseJobManager(key); err != nil {
+	var recorded *v1.CheckpointInfo
+	eventually(t, time.Minute, "a checkpoint recorded in the status", func() error {
+		if recorded = getFC(t, ns, "jmcrash").Status.Job.LastCheckpoint; recorded == nil {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	// Delete the JobManager pod, as a node failure or an eviction would:
+	// its Deployment starts a new pod, a new Flink process.
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(ns),
+		client.MatchingLabels(resources.SelectorLabels("jmcrash", resources.ComponentJobManager))); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("JobManager pods: %d, %v", len(pods.Items), err)
+	}
+	if err := k8s.Delete(context.Background(), &pods.Items[0]); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "the job running again", func() error {
@@ -112,5 +129,11 @@ func TestJobManagerCrashWithoutHA(t *testing.T) {
 		if j.Present && j.RestoredFrom == nil {
 			t.Errorf("job %s runs again without state; its last checkpoint was %s", j.ID, before.LatestCheckpoint)
 		}
+		if j.Present && j.RestoredFrom != nil && (j.RestoredFrom.IsSavepoint || j.RestoredFrom.ID < recorded.ID) {
+			t.Errorf("job %s restored from %+v, less than the checkpoint %d the operator recorded", j.ID, j.RestoredFrom, recorded.ID)
+		}
+	}
+	if err := hasWarning(t, ns, "JobLost"); err != nil {
+		t.Error(err)
 	}
 }
