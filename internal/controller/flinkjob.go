@@ -233,7 +233,11 @@ func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, deploy *v1.Fl
 		}
 		jm := flink.NewClient(r.Resolver.JobManagerURL(fc.Namespace, fc.Name, pod.Name, pod.Status.PodIP), r.HTTPClient)
 		jm.RequestTimeout = c.RequestTimeout
-		return r.submit(ctx, jm, fc, deploy.Job, job.ID, a.RestorePath)
+		spec := fc.Spec.Job
+		if deploy != nil && deploy.Job != nil {
+			spec = deploy.Job // the last stable job in a rollback
+		}
+		return r.submit(ctx, jm, fc, spec, job.ID, a.RestorePath)
 	}
 	return nil
 }
