@@ -244,7 +244,7 @@ at /artifacts/; edit the example's jarURI if Flink REST is not on %s):
   %s apply -f %s
   %s wait --for=jsonpath='{.status.job.state}'=RUNNING fc/streaming --timeout=120s
   %s patch fc/streaming --type merge -p '{"spec":{"version":"1.18.1"}}'
-  %s wait --for=condition=Upgrading=false fc/streaming --timeout=120s
+  %s wait --for=condition=Upgrading=false fc/streaming --timeout=4m
   %s get fc/streaming -o jsonpath='{.status.job.lastSavepoint}'
 
 Press Ctrl-C to stop everything.
