@@ -133,7 +133,6 @@ func TestJobManagerPodDeletedWithoutHA(t *testing.T) {
 			t.Errorf("job %s restored from %+v, less than the checkpoint %d the operator recorded", j.ID, j.RestoredFrom, recorded.ID)
 		}
 	}
-	if err := hasWarning(t, ns, "JobLost"); err != nil {
-		t.Error(err)
-	}
+	// Events are written asynchronously: wait for it.
+	eventually(t, 30*time.Second, "a JobLost Warning event", func() error { return hasWarning(t, ns, "JobLost") })
 }

@@ -163,9 +163,8 @@ func TestRestoreFromLostSavepointIsReported(t *testing.T) {
 	if !strings.Contains(meta.FindStatusCondition(got.Status.Conditions, v1.ConditionRolledBack).Message, lost) {
 		t.Errorf("RolledBack does not name the lost path %s", lost)
 	}
-	if err := hasWarning(t, ns, "RollbackFailed"); err != nil {
-		t.Error(err)
-	}
+	// Events are written asynchronously: wait for it.
+	eventually(t, 30*time.Second, "a RollbackFailed Warning event", func() error { return hasWarning(t, ns, "RollbackFailed") })
 	if got.Status.LastFailedGeneration != got.Generation {
 		t.Errorf("lastFailedGeneration %d of %d: the generation would be retried", got.Status.LastFailedGeneration, got.Generation)
 	}
@@ -212,9 +211,8 @@ func TestRollbackWhoseJobFails(t *testing.T) {
 	if got.Status.Job.ID != rollbackJob || got.Status.Job.FailureCause == "" {
 		t.Errorf("job %+v, want the failed rollback job %s with its cause", got.Status.Job, rollbackJob)
 	}
-	if err := hasWarning(t, ns, "RollbackFailed"); err != nil {
-		t.Error(err)
-	}
+	// Events are written asynchronously: wait for it.
+	eventually(t, 30*time.Second, "a RollbackFailed Warning event", func() error { return hasWarning(t, ns, "RollbackFailed") })
 	if img := jobManagerImage(t, ns, "rbfail"); img != "flink:1.17.2" {
 		t.Errorf("image %s, want the last stable one", img)
 	}
