@@ -226,18 +226,28 @@ func init() {
 // that a Flink duration can hold: PnDTnHnMn.nS, non-negative.
 var isoDuration = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(?:\.(\d{1,9}))?S)?)?$`)
 
-// parseDuration follows TimeUtils#parseDuration: digits, then an optional
-// unit label (milliseconds without one); from 2.1 also ISO-8601.
-func parseDuration(text string, iso bool) (time.Duration, error) {
-	t := strings.TrimSpace(text)
+// splitNumber is the trimmed text, its leading digits and the lower-case
+// unit after them, as TimeUtils#parseDuration and MemorySize#parseBytes
+// both split their input.
+func splitNumber(text string) (t, number, unit string, err error) {
+	t = strings.TrimSpace(text)
 	if t == "" {
-		return 0, fmt.Errorf("argument is an empty- or whitespace-only string")
+		return "", "", "", fmt.Errorf("argument is an empty- or whitespace-only string")
 	}
 	pos := 0
 	for pos < len(t) && t[pos] >= '0' && t[pos] <= '9' {
 		pos++
 	}
-	number, unit := t[:pos], strings.ToLower(strings.TrimSpace(t[pos:]))
+	return t, t[:pos], strings.ToLower(strings.TrimSpace(t[pos:])), nil
+}
+
+// parseDuration follows TimeUtils#parseDuration: digits, then an optional
+// unit label (milliseconds without one); from 2.1 also ISO-8601.
+func parseDuration(text string, iso bool) (time.Duration, error) {
+	t, number, unit, err := splitNumber(text)
+	if err != nil {
+		return 0, err
+	}
 	if number == "" {
 		if m := isoDuration.FindStringSubmatch(strings.ToUpper(t)); iso && m != nil && len(t) > 1 && t[len(t)-1] != 'T' {
 			var d time.Duration
@@ -285,15 +295,10 @@ var memoryUnits = map[string]int64{
 // parseMemorySize follows MemorySize#parseBytes: digits, then an optional
 // unit (bytes without one).
 func parseMemorySize(text string) (int64, error) {
-	t := strings.TrimSpace(text)
-	if t == "" {
-		return 0, fmt.Errorf("argument is an empty- or whitespace-only string")
+	_, number, unit, err := splitNumber(text)
+	if err != nil {
+		return 0, err
 	}
-	pos := 0
-	for pos < len(t) && t[pos] >= '0' && t[pos] <= '9' {
-		pos++
-	}
-	number, unit := t[:pos], strings.ToLower(strings.TrimSpace(t[pos:]))
 	if number == "" {
 		return 0, fmt.Errorf("text does not start with a number")
 	}

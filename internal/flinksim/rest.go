@@ -145,15 +145,7 @@ func (e *Engine) Job(k ClusterKey, jobID string) (*flink.JobDetailsInfo, error) 
 
 func (e *Engine) job(t target, jobID string) (out *flink.JobDetailsInfo, err error) {
 	err = e.request(t, "GET /jobs/{jobid}", func(c *cluster, jm *process, now time.Time) error {
-		id, err := pathID("jobid", jobID)
-		if err != nil {
-			return err
-		}
-		d, err := c.dispatcherFor(jm)
-		if err != nil {
-			return err
-		}
-		j, err := d.lookup(id)
+		j, err := c.lookupJob(jm, jobID)
 		if err != nil {
 			return err
 		}
@@ -201,15 +193,7 @@ func (e *Engine) Checkpoints(k ClusterKey, jobID string) (*flink.CheckpointingSt
 
 func (e *Engine) checkpoints(t target, jobID string) (out *flink.CheckpointingStatistics, err error) {
 	err = e.request(t, "GET /jobs/{jobid}/checkpoints", func(c *cluster, jm *process, now time.Time) error {
-		id, err := pathID("jobid", jobID)
-		if err != nil {
-			return err
-		}
-		d, err := c.dispatcherFor(jm)
-		if err != nil {
-			return err
-		}
-		j, err := d.lookup(id)
+		j, err := c.lookupJob(jm, jobID)
 		if err != nil {
 			return err
 		}
@@ -249,15 +233,7 @@ func (e *Engine) JobExceptions(k ClusterKey, jobID string) (*flink.JobExceptions
 // deprecated root-exception and all-exceptions.
 func (e *Engine) jobExceptions(t target, jobID string, maxExceptions int) (out map[string]any, err error) {
 	err = e.request(t, "GET /jobs/{jobid}/exceptions", func(c *cluster, jm *process, now time.Time) error {
-		id, err := pathID("jobid", jobID)
-		if err != nil {
-			return err
-		}
-		d, err := c.dispatcherFor(jm)
-		if err != nil {
-			return err
-		}
-		j, err := d.lookup(id)
+		j, err := c.lookupJob(jm, jobID)
 		if err != nil {
 			return err
 		}
