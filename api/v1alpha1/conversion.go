@@ -44,6 +44,8 @@ func (src *FlinkCluster) ConvertTo(dstRaw conversion.Hub) error {
 		Job:                s.Job,
 		UpgradePolicy:      s.UpgradePolicy,
 		Health:             s.Health,
+		Autoscaler:         s.Autoscaler,
+		Healing:            s.Healing,
 		FlinkConfiguration: s.FlinkConfiguration,
 	}
 	if k := s.Kafka; k != nil {
@@ -78,6 +80,8 @@ func (dst *FlinkCluster) ConvertFrom(srcRaw conversion.Hub) error {
 		Job:                s.Job,
 		UpgradePolicy:      s.UpgradePolicy,
 		Health:             s.Health,
+		Autoscaler:         s.Autoscaler,
+		Healing:            s.Healing,
 		FlinkConfiguration: s.FlinkConfiguration,
 	}
 	if k := s.Kafka; k != nil {

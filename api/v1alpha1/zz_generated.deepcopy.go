@@ -108,6 +108,16 @@ func (in *FlinkClusterSpec) DeepCopyInto(out *FlinkClusterSpec) {
 		*out = new(v1.HealthPolicy)
 		**out = **in
 	}
+	if in.Autoscaler != nil {
+		in, out := &in.Autoscaler, &out.Autoscaler
+		*out = new(v1.AutoscalerSpec)
+		**out = **in
+	}
+	if in.Healing != nil {
+		in, out := &in.Healing, &out.Healing
+		*out = new(v1.HealingSpec)
+		**out = **in
+	}
 	if in.FlinkConfiguration != nil {
 		in, out := &in.FlinkConfiguration, &out.FlinkConfiguration
 		*out = make(v1.FlinkConfiguration, len(*in))
