@@ -326,4 +326,8 @@ type HealingStatus struct {
 	// FailedJob is the failed job the last restore replaced.
 	// +optional
 	FailedJob string `json:"failedJob,omitempty"`
+	// Exhausted says why healing gave up; the cluster is Degraded while
+	// it is set.
+	// +optional
+	Exhausted string `json:"exhausted,omitempty"`
 }

@@ -54,6 +54,9 @@ func steady(s *Step) {
 		// Scaling changes the replica count only; Flink reschedules from
 		// its latest checkpoint by itself.
 		s.Deploy = in.Spec
+	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec):
+		startUpgrade(s, ChangeRescale)
+		return
 	case in.Status.LastFailedGeneration == in.Generation:
 		// This generation failed and was rolled back or abandoned:
 		// retrying it would fail the same way. A new spec clears it.
@@ -76,13 +79,16 @@ func runJob(s *Step) {
 	}
 	wasSeen := job.State != "" && job.State != "SUSPENDED" && !flink.JobStatus(job.State).Terminal()
 	s.observe()
+	healed(s)
 	wantRunning := spec.State != v1.JobStateSuspended
 	switch {
 	case wantRunning && !alive(in):
 		switch {
 		case in.Flink.JobFound && in.Flink.JobState == flink.JobFailed:
-			// A failed job stays failed until the user changes something:
-			// resubmitting in a loop would hide the failure.
+			// Past Flink's restart strategy: restored from its latest
+			// state a bounded number of times, then left failed (and the
+			// cluster Degraded) until the user changes something.
+			heal(s)
 			return
 		case !in.Flink.JobFound && neverReached(job):
 			s.resubmit()
@@ -98,6 +104,8 @@ func runJob(s *Step) {
 			return
 		}
 		s.submit(newestState(job, spec), "Submitted")
+	case wantRunning && in.Heal != "" && in.Flink.JobState != flink.JobCancelling:
+		healRunning(s)
 	case !wantRunning && alive(in):
 		s.trigger(v1.SavepointForSuspend, true, false)
 	case !wantRunning:

@@ -57,11 +57,13 @@ type world struct {
 	flink    Flink
 	rolled   bool
 	now      time.Time
+	rescale  bool
+	heal     string
 }
 
 func (w *world) decide() Step {
 	return Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
-		LastStable: w.stable, RolledOut: w.rolled, Flink: w.flink, Now: w.now})
+		LastStable: w.stable, RolledOut: w.rolled, Flink: w.flink, Now: w.now, Rescale: w.rescale, Heal: w.heal})
 }
 
 // commit stores a plan as the controller does: status, deployed spec and,

@@ -29,6 +29,10 @@ type Flink struct {
 	Savepoints []Checkpoint
 	// Pending is the state of status.job.pendingSavepoint in Flink.
 	Pending *Operation
+	// Parallelism is the highest parallelism of the job's vertices.
+	Parallelism int32
+	// EndedAt is when a terminal job ended, by Flink's clock.
+	EndedAt time.Time
 }
 
 // Checkpoint is a completed checkpoint or savepoint as Flink lists it.
@@ -66,6 +70,13 @@ type Input struct {
 	RolledOut bool
 	Flink     Flink
 	Now       time.Time
+	// Rescale: Spec carries the autopilot's parallelism, so a difference
+	// in parallelism alone is the autopilot's rescale.
+	Rescale bool
+	// Heal asks to restart the running job from its latest state, for the
+	// reason given (a restart loop, stalled checkpoints), within the
+	// healing policy's attempts.
+	Heal string
 }
 
 // ActionKind is a side effect for the controller to perform.
@@ -102,6 +113,8 @@ const (
 	SavepointCompleted TransitionKind = "SavepointCompleted"
 	SavepointFailed    TransitionKind = "SavepointFailed"
 	JobLost            TransitionKind = "JobLost"
+	JobRestored        TransitionKind = "JobRestored"
+	HealingExhausted   TransitionKind = "HealingExhausted"
 )
 
 // Transition is one transition a step makes.
@@ -200,7 +213,7 @@ func (s *Step) toPhase(phase v1.UpgradePhase) {
 // endUpgrade closes the upgrade in flight; failed marks its generation so
 // it is not retried until the spec changes.
 func (s *Step) endUpgrade(failed bool) {
-	if failed {
+	if failed && s.Status.Upgrade.Kind != string(ChangeRescale) {
 		s.Status.LastFailedGeneration = s.Status.Upgrade.TargetGeneration
 	}
 	s.Status.Upgrade = nil

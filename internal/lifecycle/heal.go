@@ -1,0 +1,105 @@
+package lifecycle
+
+import (
+	"fmt"
+	"time"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// Defaults of spec.healing, for a cluster without it.
+const (
+	defaultRestoreAttempts = 3
+	defaultHealBackoff     = 30 * time.Second
+)
+
+func healingPolicy(spec *v1.FlinkClusterSpec) (attempts int32, backoff time.Duration) {
+	h := spec.Healing
+	if h == nil {
+		return defaultRestoreAttempts, defaultHealBackoff
+	}
+	return h.RestoreAttempts, parseOr(h.Backoff, defaultHealBackoff)
+}
+
+func (s *Step) healing() *v1.HealingStatus {
+	if s.Status.Healing == nil {
+		s.Status.Healing = &v1.HealingStatus{}
+	}
+	return s.Status.Healing
+}
+
+// heal restores a job that exhausted Flink's restart strategy (FAILED)
+// from the newest state held, its latest completed checkpoint as a rule,
+// after a backoff that doubles with each attempt; past the attempts it
+// stays failed, with the reason, and the cluster is Degraded.
+func heal(s *Step) {
+	in, job := s.in, s.job()
+	attempts, backoff := healingPolicy(in.Spec)
+	if attempts == 0 {
+		return
+	}
+	h := s.healing()
+	cause := job.FailureCause
+	if cause == "" {
+		cause = "no root exception reported"
+	}
+	if h.Restores >= attempts {
+		if h.Exhausted == "" {
+			h.Exhausted = fmt.Sprintf("Job %s failed past its restart strategy after %d restores from its latest checkpoint: %s. Change the spec to try again", job.ID, h.Restores, cause)
+			s.transition(Transition{Kind: HealingExhausted})
+			s.event(true, "HealingExhausted", "%s", h.Exhausted)
+		}
+		return
+	}
+	failedAt := in.Flink.EndedAt
+	if failedAt.IsZero() || failedAt.After(in.Now) {
+		failedAt = in.Now
+	}
+	if due := failedAt.Add(backoff << h.Restores); in.Now.Before(due) {
+		s.requeue(due.Sub(in.Now))
+		return
+	}
+	from := newestState(job, in.Spec.Job)
+	h.Restores++
+	now := s.now()
+	h.LastRestore, h.FailedJob = &now, job.ID
+	s.transition(Transition{Kind: JobRestored})
+	s.event(true, "JobRestored", "Job %s failed past its restart strategy (%s); restoring it from %s, attempt %d of %d", job.ID, cause, orUnknown(from), h.Restores, attempts)
+	s.submit(from, "Restored")
+}
+
+// healRunning cancels a running job the autopilot found unhealthy (a
+// restart loop, stalled checkpoints) so that the next step restores it
+// from the newest state held; it counts against the same attempts.
+func healRunning(s *Step) {
+	in, job := s.in, s.job()
+	attempts, backoff := healingPolicy(in.Spec)
+	h := s.healing()
+	if attempts == 0 || h.Restores >= attempts || !alive(in) {
+		return
+	}
+	if h.LastRestore != nil && in.Now.Before(h.LastRestore.Add(backoff<<h.Restores)) {
+		s.requeue(h.LastRestore.Add(backoff << h.Restores).Sub(in.Now))
+		return
+	}
+	h.Restores++
+	now := s.now()
+	h.LastRestore, h.FailedJob = &now, job.ID
+	s.transition(Transition{Kind: JobRestored})
+	s.event(true, "JobRestored", "Job %s: %s; cancelling it to restore from %s, attempt %d of %d", job.ID, in.Heal, orUnknown(newestState(job, in.Spec.Job)), h.Restores, attempts)
+	s.act(ActCancel, "")
+	s.requeue(Poll)
+}
+
+// healed forgets past restores once the job runs and completes a
+// checkpoint again.
+func healed(s *Step) {
+	h, job := s.Status.Healing, s.job()
+	if h == nil || (h.Restores == 0 && h.Exhausted == "") {
+		return
+	}
+	if s.in.Flink.JobState == flink.JobRunning && job.CheckpointsCompleted > 0 && job.ID != h.FailedJob {
+		h.Restores, h.Exhausted = 0, ""
+	}
+}
