@@ -206,7 +206,7 @@ func TestScaleUpAppliesAndWaitsForTheLifecycle(t *testing.T) {
 		t.Errorf("in flight: %+v", o2)
 	}
 	st := o.Status
-	if ev := Settle(&st, p, t0.Add(2*time.Minute), 9, false, false, ""); ev == nil || st.Pending != nil || st.Decisions[0].Result != ResultSucceeded {
+	if ev := Settle(&st, p, t0.Add(2*time.Minute), 9, false, false, "", 0); ev == nil || st.Pending != nil || st.Decisions[0].Result != ResultSucceeded {
 		t.Errorf("settle: %+v %+v", ev, st)
 	}
 }
@@ -293,7 +293,7 @@ func TestRecommendModeChangesOnlyStatus(t *testing.T) {
 	p := policy()
 	p.Mode = v1.AutoscalerRecommend
 	o := decide(p, v1.AutoscalerStatus{}, up(4, 9, 2000), t0)
-	if o.Apply != 0 || o.Status.Pending != nil || o.Status.Parallelism != 4 || o.Status.Decisions[0].Result != ResultRecommended {
+	if o.Apply != 0 || o.Status.Pending != nil || o.Status.Parallelism != 0 || o.Status.Decisions[0].Result != ResultRecommended {
 		t.Fatalf("%+v", o)
 	}
 	// The same recommendation again is not recorded twice.
@@ -349,7 +349,7 @@ func TestFailedRescaleIsRevertedAndBlocked(t *testing.T) {
 	p := policy()
 	o := decide(p, v1.AutoscalerStatus{}, up(4, 9, 2000), t0)
 	st := o.Status
-	ev := Settle(&st, p, t0.Add(time.Minute), 4, false, true, "the job failed: OutOfMemoryError")
+	ev := Settle(&st, p, t0.Add(time.Minute), 4, false, true, "the job failed: OutOfMemoryError", 4)
 	if ev == nil || !ev.Warning || st.Parallelism != 4 || st.Pending != nil || st.Blocked == nil || st.Decisions[0].Result != ResultFailed {
 		t.Fatalf("%+v %+v", ev, st)
 	}

@@ -95,10 +95,6 @@ func Decide(in Input) Outcome {
 	o := Outcome{Status: *in.Status.DeepCopy()}
 	st, rec, p := &o.Status, in.Rec, in.Policy
 	current := rec.From
-	if st.Parallelism == 0 && current > 0 {
-		// The first decision adopts the job as it runs.
-		st.Parallelism, st.TaskManagers = current, p.TaskManagers(current)
-	}
 	switch {
 	case st.Pending != nil:
 		o.cond(metav1.ConditionTrue, ReasonInFlight, fmt.Sprintf("Rescaling from %d to %d: %s", st.Pending.From, st.Pending.To, st.Pending.Message))
@@ -108,9 +104,13 @@ func Decide(in Input) Outcome {
 		return o
 	}
 	liftBlock(st, rec, in.Now)
+	summary := rec.Summary
+	if summary == "" {
+		summary = rec.Message
+	}
 	switch rec.Kind {
 	case Collecting, NoThroughput:
-		o.cond(metav1.ConditionFalse, string(rec.Kind), rec.Message)
+		o.cond(metav1.ConditionFalse, string(rec.Kind), summary)
 		return o
 	case Keep, Skewed:
 		if st.PendingScaleDown != nil {
@@ -121,7 +121,7 @@ func Decide(in Input) Outcome {
 			o.record(in, rec, string(Skewed), ResultRefused, rec.From, rec.Message)
 			o.event(true, string(Skewed), "%s", rec.Message)
 		}
-		o.cond(metav1.ConditionFalse, string(rec.Kind), rec.Message)
+		o.cond(metav1.ConditionFalse, string(rec.Kind), summary)
 		return o
 	case Up:
 		st.PendingScaleDown = nil
@@ -157,21 +157,21 @@ func Decide(in Input) Outcome {
 		if ps == nil {
 			st.PendingScaleDown = &v1.PendingScaleDown{Since: metav1.NewTime(in.Now.Truncate(time.Second)), Parallelism: rec.To}
 			o.event(false, ReasonPending, "Scale-down from %d to %d recommended; applied after %s if it holds: %s", current, rec.To, p.ScaleDownDelay, rec.Message)
-			o.cond(metav1.ConditionFalse, ReasonPending, fmt.Sprintf("Scale-down to %d waits until %s: %s", rec.To, in.Now.Add(p.ScaleDownDelay).UTC().Format(time.RFC3339), rec.Message))
+			o.cond(metav1.ConditionFalse, ReasonPending, fmt.Sprintf("Scale-down to %d waits until %s: %s", rec.To, in.Now.Add(p.ScaleDownDelay).UTC().Format(time.RFC3339), summary))
 			return o
 		}
 		// Merged: the least reduction recommended during the delay wins.
 		ps.Parallelism = max(ps.Parallelism, rec.To)
 		if in.Now.Sub(ps.Since.Time) < p.ScaleDownDelay {
 			o.cond(metav1.ConditionFalse, ReasonPending, fmt.Sprintf("Scale-down to %d (the highest recommended since %s) waits until %s: %s",
-				ps.Parallelism, ps.Since.UTC().Format(time.RFC3339), ps.Since.Add(p.ScaleDownDelay).UTC().Format(time.RFC3339), rec.Message))
+				ps.Parallelism, ps.Since.UTC().Format(time.RFC3339), ps.Since.Add(p.ScaleDownDelay).UTC().Format(time.RFC3339), summary))
 			return o
 		}
 		to := ps.Parallelism
 		rec.Message = fmt.Sprintf("Recommended for %s (merged to the highest, %d): %s", p.ScaleDownDelay, to, rec.Message)
 		st.PendingScaleDown = nil
 		if to >= current {
-			o.cond(metav1.ConditionFalse, string(Keep), rec.Message)
+			o.cond(metav1.ConditionFalse, string(Keep), summary)
 			return o
 		}
 		o.rescale(in, rec, to)
@@ -187,7 +187,7 @@ func (o *Outcome) rescale(in Input, rec Recommendation, to int32) {
 	st, p := &o.Status, in.Policy
 	reason := string(rec.Kind)
 	if n := appliedSince(st.Decisions, in.Now.Add(-time.Hour)); n >= p.MaxPerHour {
-		msg := fmt.Sprintf("%s to %d recommended, but %d rescales were applied in the last hour (spec.autoscaler.maxRescalesPerHour): %s", reason, to, n, rec.Message)
+		msg := fmt.Sprintf("%s to %d recommended, but %d rescales were applied in the last hour (spec.autoscaler.maxRescalesPerHour): %s", reason, to, n, rec.Summary)
 		o.refuse(in, rec, ReasonCapReached, msg)
 		return
 	}
@@ -196,7 +196,7 @@ func (o *Outcome) rescale(in Input, rec Recommendation, to int32) {
 			o.record(in, rec, reason, ResultRecommended, to, rec.Message)
 			o.event(false, "Recommended", "%s from %d to %d recommended (mode recommend: nothing changes): %s", reason, rec.From, to, rec.Message)
 		}
-		o.cond(metav1.ConditionFalse, "Recommended", fmt.Sprintf("%s from %d to %d recommended: %s", reason, rec.From, to, rec.Message))
+		o.cond(metav1.ConditionFalse, "Recommended", fmt.Sprintf("%s from %d to %d recommended (see status.autoscaler.decisions)", reason, rec.From, to))
 		return
 	}
 	d := o.record(in, rec, reason, ResultApplied, to, rec.Message)
@@ -293,7 +293,10 @@ func liftBlock(st *v1.AutoscalerStatus, rec Recommendation, now time.Time) {
 // Succeeded when the job runs at the new parallelism, Failed (reverted
 // and blocked) when the lifecycle rolled it back or gave up. It returns
 // the event to emit, if any.
-func Settle(st *v1.AutoscalerStatus, p Policy, now time.Time, running int32, upgradeInFlight, failed bool, why string) *Event {
+//
+// revertTo is the parallelism of the spec the rollback returned to (zero
+// when it carried none of the autopilot's).
+func Settle(st *v1.AutoscalerStatus, p Policy, now time.Time, running int32, upgradeInFlight, failed bool, why string, revertTo int32) *Event {
 	pd := st.Pending
 	if pd == nil {
 		return nil
@@ -310,7 +313,10 @@ func Settle(st *v1.AutoscalerStatus, p Policy, now time.Time, running int32, upg
 	case failed:
 		setResult(ResultFailed)
 		st.Pending = nil
-		st.Parallelism, st.TaskManagers = pd.From, p.TaskManagers(pd.From)
+		st.Parallelism, st.TaskManagers = revertTo, 0
+		if revertTo > 0 {
+			st.TaskManagers = p.TaskManagers(revertTo)
+		}
 		st.Blocked = &v1.AutoscalerBlock{Reason: ReasonRescaleFailed, Parallelism: pd.To, SourceRate: pd.Inputs.SourceRate,
 			Message: fmt.Sprintf("the rescale from %d to %d failed and was rolled back (%s)", pd.From, pd.To, why), Until: metav1.NewTime(now.Add(p.blockFor()))}
 		return &Event{Warning: true, Reason: ReasonRescaleFailed, Message: fmt.Sprintf("The rescale from %d to %d failed and was rolled back to %d: %s; it is not repeated until the load changes", pd.From, pd.To, pd.From, why)}

@@ -37,6 +37,10 @@ type Recommendation struct {
 	PerVertex map[string]int32
 	Inputs    v1.DecisionInputs
 	Message   string
+	// Summary is Message without the numbers that move with every
+	// sample, for the condition: a status that changes only when the
+	// decision does costs no writes in between.
+	Summary string
 }
 
 // vertexWindow is one vertex's averages over the window.
@@ -90,7 +94,8 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 	}
 	if need := p.Window - p.Interval; span < need || samples < 3 {
 		return Recommendation{Kind: Collecting, From: current, To: current, Inputs: in,
-			Message: fmt.Sprintf("Collecting metrics: %s of the %s window since %s (%d samples)", span.Round(time.Second), p.Window, since.UTC().Format(time.RFC3339), samples)}
+			Message: fmt.Sprintf("Collecting metrics: %s of the %s window since %s (%d samples)", span.Round(time.Second), p.Window, start.UTC().Format(time.RFC3339), samples),
+			Summary: fmt.Sprintf("Collecting metrics: the %s window from %s is full at %s", p.Window, start.UTC().Format(time.RFC3339), start.Add(p.Window).UTC().Format(time.RFC3339))}
 	}
 	arrival := math.Max(sourceRate+growth, 0)
 	target := arrival + lag/p.CatchUp.Seconds()
@@ -135,10 +140,12 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 		rec.Inputs, rec.Kind = in, Skewed
 		rec.Message = fmt.Sprintf("Vertex %s is skewed: at the %s its hottest subtask would be busy %.0f%% while the average is %.0f%%, within %s; more parallelism would not relieve a hot key",
 			hot.Name, rates, hottest*100, hot.BusyAvg/1000*k*100, band)
+		rec.Summary = fmt.Sprintf("Vertex %s is skewed: its hottest subtask is above %s while the average is within it; more parallelism would not relieve a hot key", hot.Name, band)
 		return rec
 	case worst >= lower && worst <= upper:
 		rec.Kind = Keep
 		rec.Message = fmt.Sprintf("Within %s: at the %s the busiest vertex, %s, would be busy %.0f%% at parallelism %d", band, rates, bottleneck.Name, worst*100, current)
+		rec.Summary = fmt.Sprintf("Within %s at parallelism %d (busiest vertex %s)", band, current, bottleneck.Name)
 		return rec
 	}
 	to := clamp(int32(math.Ceil(float64(bottleneck.Parallelism)*worst/p.Target-1e-9)), p, keyGroups)
@@ -151,8 +158,10 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 	default:
 		rec.Kind = Keep
 		rec.Message = fmt.Sprintf("Outside %s (vertex %s at %.0f%% for the %s), but parallelism %d is already the bound", band, bottleneck.Name, worst*100, rates, current)
+		rec.Summary = fmt.Sprintf("Outside %s, but parallelism %d is already the bound (vertex %s)", band, current, bottleneck.Name)
 		return rec
 	}
+	rec.Summary = fmt.Sprintf("Vertex %s is outside %s at parallelism %d", bottleneck.Name, band, current)
 	rec.Message = fmt.Sprintf("Vertex %s would be busy %.0f%% at parallelism %d for the %s, outside %s: %d subtasks bring it to %.0f%% of the %.0f%% target",
 		bottleneck.Name, worst*100, current, rates, band, to, worst*float64(bottleneck.Parallelism)/float64(to)*100, p.Target*100)
 	return rec

@@ -120,6 +120,16 @@ func (r *Reconciler) observeFlink(ctx context.Context, fc *v1.FlinkCluster, jmRe
 	default:
 		obs.JobFound = true
 		obs.JobState = detail.State
+		obs.Vertices = detail.Vertices
+		for _, v := range detail.Vertices {
+			obs.Parallelism = max(obs.Parallelism, v.Parallelism)
+		}
+		if ts := detail.Timestamps[string(flink.JobRunning)]; ts > 0 {
+			obs.RunningSince = time.UnixMilli(ts)
+		}
+		if detail.State.Terminal() && detail.EndTime > 0 {
+			obs.EndedAt = time.UnixMilli(detail.EndTime)
+		}
 		if cps, err := c.Checkpoints(ctx, job.ID); err == nil {
 			readCheckpoints(&obs, cps)
 		}

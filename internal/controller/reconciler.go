@@ -76,6 +76,8 @@ type Reconciler struct {
 	Platform resources.Platform
 	// haReviews holds the last review of each user-named HA account.
 	haReviews haReviews
+	// autopilot holds each cluster's metric history.
+	autopilot autopilotMemory
 }
 
 // scope is what one reconcile works on.
@@ -99,6 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.NamespacedName)
 			r.haReviews.forget(req.NamespacedName)
+			r.autopilot.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get FlinkCluster %s: %w", req.NamespacedName, err)
@@ -200,20 +203,35 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 			rolledOut = rolledOutTo(s.desired, s.obs)
 		}
 	}
+	now := time.Now()
+	obs := r.observeFlink(ctx, fc, s.obs.jobManagerReady())
+	// The autopilot decides first; its target enters the spec the
+	// lifecycle rolls out, and its status is written with the step.
+	auto := r.runAutopilot(ctx, fc, obs, now)
+	status := fc.Status.DeepCopy()
+	status.Autoscaler = auto.status
+	spec, rescale := effectiveSpec(&v1.FlinkCluster{Spec: fc.Spec, Status: *status})
 	step := lifecycle.Decide(lifecycle.Input{
 		Generation: fc.Generation,
 		UID:        string(fc.UID),
-		Spec:       &fc.Spec,
-		Status:     &fc.Status,
+		Spec:       spec,
+		Status:     status,
 		Deployed:   deployed,
 		LastStable: stable,
 		RolledOut:  rolledOut,
-		Flink:      r.observeFlink(ctx, fc, s.obs.jobManagerReady()),
-		Now:        time.Now(),
+		Flink:      obs,
+		Now:        now,
+		Rescale:    rescale,
+		Heal:       auto.heal,
 	})
+	events := settleAutopilot(fc, auto, &step, obs, stable, now)
+	if auto.requeue > 0 && (step.RequeueAfter == 0 || auto.requeue < step.RequeueAfter) {
+		step.RequeueAfter = auto.requeue
+	}
 	if err := r.recordStep(ctx, fc, step); err != nil {
 		return nil, step, err
 	}
+	r.recordAutopilot(fc, events, step)
 	if err := r.act(ctx, fc, step.Deploy, step.Action); err != nil {
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Lifecycle", "%v", err)
 		// The step is recorded; the next reconcile repeats it.

@@ -29,8 +29,13 @@ type Flink struct {
 	Savepoints []Checkpoint
 	// Pending is the state of status.job.pendingSavepoint in Flink.
 	Pending *Operation
+	// Vertices are the job's vertices as Flink lists them, sources first
+	// (JobDetailsInfo is in topological order).
+	Vertices []flink.JobDetailsVertex
 	// Parallelism is the highest parallelism of the job's vertices.
 	Parallelism int32
+	// RunningSince is when the job last turned RUNNING.
+	RunningSince time.Time
 	// EndedAt is when a terminal job ended, by Flink's clock.
 	EndedAt time.Time
 }
