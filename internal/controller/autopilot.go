@@ -172,9 +172,10 @@ func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs 
 		if scaling {
 			s, n, err := r.sampleVertices(ctx, c, job.ID, obs.Vertices, mem, now)
 			res.took += n
-			if err != nil {
+			switch {
+			case err != nil:
 				log.FromContext(ctx).V(1).Info("Metrics unavailable", "flinkcluster", klog.KObj(fc), "error", err.Error())
-			} else {
+			case len(s.Vertices) > 0:
 				mem.samples = autopilot.Append(mem.samples, s, policy.Window+policy.Stabilization)
 			}
 		}
@@ -351,6 +352,12 @@ func (r *Reconciler) sampleVertices(ctx context.Context, c *flink.Client, jobID 
 		requests++
 		if err != nil {
 			return s, requests, err
+		}
+		if len(ms) == 0 {
+			// The JobManager's MetricFetcher has nothing yet (its first
+			// answer after a start, or a metric not reported yet): no
+			// reading, rather than a reading of zeros.
+			continue
 		}
 		vs := autopilot.VertexSample{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism}
 		for _, m := range ms {
