@@ -227,7 +227,7 @@ func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs 
 func paused(fc *v1.FlinkCluster, running bool) string {
 	st := fc.Status
 	switch {
-	case st.Upgrade != nil && st.Upgrade.Kind != string(lifecycle.ChangeRescale):
+	case st.Upgrade != nil && !lifecycle.IsRescale(st.Upgrade.Kind):
 		return fmt.Sprintf("an upgrade (%s) is in flight", st.Upgrade.Kind)
 	case meta.IsStatusConditionTrue(st.Conditions, v1.ConditionRollingBack):
 		return "a rollback is in flight"
@@ -461,7 +461,7 @@ func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.S
 	if res.status != nil {
 		policy, _ := autopilot.PolicyFor(&fc.Spec)
 		failed, why := false, ""
-		if up := fc.Status.Upgrade; up != nil && up.Kind == string(lifecycle.ChangeRescale) {
+		if up := fc.Status.Upgrade; up != nil && lifecycle.IsRescale(up.Kind) {
 			for _, t := range step.Transitions {
 				switch t.Kind {
 				case lifecycle.RollbackSucceeded, lifecycle.RollbackFailed, lifecycle.UpgradeFailed:
@@ -520,4 +520,30 @@ func (r *Reconciler) recordAutopilot(fc *v1.FlinkCluster, events []autopilot.Eve
 			r.Metrics.Autopilot.Restores.Inc()
 		}
 	}
+}
+
+// inPlace: the spec's Flink rescales a running job in place, through the
+// AdaptiveScheduler's resource requirements (REST from 1.18).
+func inPlace(spec *v1.FlinkClusterSpec) bool {
+	v, err := flink.ParseVersion(spec.Version)
+	return err == nil && v.AtLeast(1, 18) && strings.EqualFold(string(spec.FlinkConfiguration["jobmanager.scheduler"]), "adaptive")
+}
+
+// rescaleInPlace sets every vertex's upper bound to the new parallelism,
+// keeping its lower bound (JobResourceRequirements#validate wants
+// 1 <= lower <= upper), with one GET and one PUT.
+func (r *Reconciler) rescaleInPlace(ctx context.Context, c *flink.Client, jobID string, parallelism int32) error {
+	reqs, err := c.ResourceRequirements(ctx, jobID)
+	if err != nil {
+		return fmt.Errorf("read resource requirements of job %s: %w", jobID, err)
+	}
+	for id, v := range reqs {
+		v.Parallelism.UpperBound = parallelism
+		v.Parallelism.LowerBound = min(max(v.Parallelism.LowerBound, 1), parallelism)
+		reqs[id] = v
+	}
+	if err := c.SetResourceRequirements(ctx, jobID, reqs); err != nil {
+		return fmt.Errorf("rescale job %s to %d in place: %w", jobID, parallelism, err)
+	}
+	return nil
 }

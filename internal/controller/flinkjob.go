@@ -232,6 +232,8 @@ func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, deploy *v1.Fl
 			return fmt.Errorf("trigger %s savepoint %s: %w", sp.Reason, sp.TriggerID, err)
 		}
 		r.Metrics.Savepoints.WithLabelValues(string(sp.Reason), "triggered").Inc()
+	case lifecycle.ActRescale:
+		return r.rescaleInPlace(ctx, c, job.ID, a.Parallelism)
 	case lifecycle.ActCancel:
 		if err := c.CancelJob(ctx, job.ID); err != nil && !flink.IsNotFound(err) {
 			return fmt.Errorf("cancel job %s: %w", job.ID, err)

@@ -222,6 +222,7 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 		Flink:      obs,
 		Now:        now,
 		Rescale:    rescale,
+		InPlace:    inPlace(spec),
 		Heal:       auto.heal,
 	})
 	events := settleAutopilot(fc, auto, &step, obs, stable, now)

@@ -30,7 +30,15 @@ const (
 	// resubmission, gate, rollback); a failed one does not mark the
 	// generation failed, since the autopilot reverts its own target.
 	ChangeRescale Change = "Rescale"
+	// ChangeRescaleInPlace is a Rescale through the adaptive scheduler's
+	// resource requirements: the job keeps running, no savepoint.
+	ChangeRescaleInPlace Change = "RescaleInPlace"
 )
+
+// IsRescale reports whether an upgrade kind is the autopilot's rescale.
+func IsRescale(kind string) bool {
+	return kind == string(ChangeRescale) || kind == string(ChangeRescaleInPlace)
+}
 
 // parallelismOnly reports whether two specs differ in the job's
 // parallelism and the TaskManager count alone.

@@ -54,6 +54,9 @@ func steady(s *Step) {
 		// Scaling changes the replica count only; Flink reschedules from
 		// its latest checkpoint by itself.
 		s.Deploy = in.Spec
+	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec) && in.InPlace && alive(in):
+		startInPlace(s)
+		return
 	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec):
 		startUpgrade(s, ChangeRescale)
 		return
@@ -224,6 +227,10 @@ func savingState(s *Step) {
 // and submits the new job once they run the new spec.
 func deploying(s *Step) {
 	in, up := s.in, s.upgrade()
+	if Change(up.Kind) == ChangeRescaleInPlace {
+		inPlace(s)
+		return
+	}
 	if !specEqual(in.Deployed, in.Spec) {
 		if !s.stopJob() {
 			if timedOut(up.PhaseStartedAt, savepointTimeout(in.Spec), in.Now) {
@@ -265,7 +272,10 @@ func verifying(s *Step) {
 	}
 	s.observe()
 	need := int64(stableCheckpoints(in.Spec))
-	if in.Flink.Reachable && in.Flink.JobFound && in.Flink.JobState == flink.JobRunning &&
+	// A rescale is done when the job runs at the new parallelism, too (the
+	// adaptive scheduler runs each vertex at min(upper bound, slots)).
+	atParallelism := !IsRescale(up.Kind) || in.Spec.Job.Parallelism == 0 || in.Flink.Parallelism == in.Spec.Job.Parallelism
+	if in.Flink.Reachable && in.Flink.JobFound && in.Flink.JobState == flink.JobRunning && atParallelism &&
 		in.Flink.CheckpointsCompleted-up.CheckpointsAtRestore >= need {
 		s.endUpgrade(false)
 		s.Status.LastFailedGeneration = 0

@@ -103,3 +103,32 @@ func healed(s *Step) {
 		h.Restores, h.Exhausted = 0, ""
 	}
 }
+
+// startInPlace begins a rescale through the adaptive scheduler: no
+// savepoint (the job restarts from its latest checkpoint by itself, and
+// keeps its ID); a rollback restores the newest state held now.
+func startInPlace(s *Step) {
+	in := s.in
+	s.Status.Upgrade = &v1.UpgradeStatus{Kind: string(ChangeRescaleInPlace), TargetGeneration: in.Generation, StartedAt: s.now(),
+		RestorePath: newestState(s.job(), in.Spec.Job)}
+	s.transition(Transition{Kind: UpgradeStarted})
+	s.event(false, "UpgradeStarted", "Started an in-place rescale to parallelism %d (adaptive scheduler)", in.Spec.Job.Parallelism)
+	s.toPhase(v1.UpgradeDeploying)
+	inPlace(s)
+}
+
+// inPlace scales the TaskManagers first, then sets the job's resource
+// requirements, then hands over to the stability gate, which also waits
+// for the new parallelism.
+func inPlace(s *Step) {
+	in, up := s.in, s.upgrade()
+	s.Deploy = in.Spec
+	if !specEqual(in.Deployed, in.Spec) || !in.RolledOut {
+		s.requeue(Poll)
+		return
+	}
+	s.Action = Action{Kind: ActRescale, Parallelism: in.Spec.Job.Parallelism}
+	up.CheckpointsAtRestore = in.Flink.CheckpointsCompleted
+	s.toPhase(v1.UpgradeVerifying)
+	s.requeue(Poll)
+}

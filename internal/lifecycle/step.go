@@ -78,6 +78,10 @@ type Input struct {
 	// Rescale: Spec carries the autopilot's parallelism, so a difference
 	// in parallelism alone is the autopilot's rescale.
 	Rescale bool
+	// InPlace: the running Flink rescales a job in place (1.18+ with
+	// jobmanager.scheduler: adaptive), so a Rescale sets the job's
+	// resource requirements instead of resubmitting it.
+	InPlace bool
 	// Heal asks to restart the running job from its latest state, for the
 	// reason given (a restart loop, stalled checkpoints), within the
 	// healing policy's attempts.
@@ -96,6 +100,9 @@ const (
 	ActSubmit ActionKind = "Submit"
 	// ActCancel cancels status.job.id.
 	ActCancel ActionKind = "Cancel"
+	// ActRescale sets status.job.id's resource requirements to
+	// Action.Parallelism (PUT /jobs/{jobid}/resource-requirements).
+	ActRescale ActionKind = "Rescale"
 )
 
 // Action is the one side effect of a step.
@@ -103,6 +110,8 @@ type Action struct {
 	Kind ActionKind
 	// RestorePath is the savepoint or checkpoint ActSubmit restores from.
 	RestorePath string
+	// Parallelism is ActRescale's target.
+	Parallelism int32
 }
 
 // TransitionKind names a lifecycle transition, for metrics.
@@ -218,7 +227,7 @@ func (s *Step) toPhase(phase v1.UpgradePhase) {
 // endUpgrade closes the upgrade in flight; failed marks its generation so
 // it is not retried until the spec changes.
 func (s *Step) endUpgrade(failed bool) {
-	if failed && s.Status.Upgrade.Kind != string(ChangeRescale) {
+	if failed && !IsRescale(s.Status.Upgrade.Kind) {
 		s.Status.LastFailedGeneration = s.Status.Upgrade.TargetGeneration
 	}
 	s.Status.Upgrade = nil

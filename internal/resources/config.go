@@ -82,6 +82,13 @@ func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 	}
 	if j := fc.Spec.Job; j != nil && j.UpgradeMode == v1.UpgradeLastState {
 		s[keys.CheckpointRetention] = "RETAIN_ON_CANCELLATION"
+	} else if _, own := fc.Spec.FlinkConfiguration[keys.CheckpointRetention]; !own && j != nil && fc.Spec.Checkpointing != nil &&
+		(fc.Spec.Healing == nil || fc.Spec.Healing.RestoreAttempts > 0) {
+		// Healing restores a FAILED job from its latest checkpoint, which
+		// Flink discards when the job ends unless it is externalized
+		// (CheckpointProperties: NO_EXTERNALIZED_CHECKPOINTS discards on
+		// failure too); DELETE_ON_CANCELLATION keeps it on failure only.
+		s[keys.CheckpointRetention] = "DELETE_ON_CANCELLATION"
 	}
 	st := StateOf(fc, p)
 	s[keys.CheckpointsDir] = st.Checkpoints
