@@ -33,6 +33,7 @@ build:
 BENCH_N ?= 100
 bench: tools build
 	$(GO) run ./bench -n $(BENCH_N)
+	$(GO) run ./bench/autopilot
 
 ## test-unit: unit tests and the integration tier (envtest: real kube-apiserver and etcd from bin/)
 export KUBEBUILDER_ASSETS := $(BIN)

@@ -328,8 +328,17 @@ func TestJobPastItsRestartStrategyIsRestoredFromItsLatestCheckpoint(t *testing.T
 			if got.Status.Job.ID == id || got.Status.Healing == nil || got.Status.Healing.Restores != int32(attempt) {
 				return fmt.Errorf("job %s, healing %+v", got.Status.Job.ID, got.Status.Healing)
 			}
-			restored = simJob(t, key, got.Status.Job.ID)
-			return nil
+			view, err := sim.Engine.View(key)
+			if err != nil {
+				return err
+			}
+			for _, j := range view.Jobs {
+				if j.ID == got.Status.Job.ID && j.State == flink.JobRunning {
+					restored = j
+					return nil
+				}
+			}
+			return fmt.Errorf("the restored job %s does not run in Flink yet", got.Status.Job.ID)
 		})
 		// Flink's latest checkpoint when it failed, or a later one of
 		// the same job (it checkpoints until it is FAILED).
@@ -358,4 +367,40 @@ func hasEvent(t *testing.T, ns, reason string) error {
 		}
 	}
 	return fmt.Errorf("no %s event among %d", reason, len(list.Items))
+}
+
+// TestAutopilotRescalesInPlaceWithTheAdaptiveScheduler: on 1.19 with
+// jobmanager.scheduler adaptive, the scale-up sets the job's resource
+// requirements: the same job restarts from its checkpoint at the new
+// parallelism, without a savepoint or a resubmission.
+func TestAutopilotRescalesInPlaceWithTheAdaptiveScheduler(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	key := flinksim.ClusterKey{Namespace: ns, Name: "inplace"}
+	if err := sim.Engine.SetWorkload(key, chain(flinksim.RateShape{Kind: "constant", Base: 400})); err != nil {
+		t.Fatal(err)
+	}
+	fc := jobClusterAt(ns, "inplace", "1.19.3")
+	fc.Spec.TaskManager.Replicas = 1
+	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"metrics.fetcher.update-interval": "1000", "jobmanager.scheduler": "adaptive"}
+	fc.Spec.Autoscaler = fastAutoscaler(v1.AutoscalerApply)
+	startCluster(t, fc)
+	first := getFC(t, ns, "inplace").Status.Job.ID
+	var st *v1.AutoscalerStatus
+	eventually(t, 4*time.Minute, "an in-place rescale that succeeded", func() error {
+		var got *v1.FlinkCluster
+		got, st = autoscalerStatus(t, ns, "inplace")
+		if len(st.Decisions) == 0 || st.Decisions[len(st.Decisions)-1].Result != "Succeeded" {
+			return fmt.Errorf("decisions %+v, upgrade %+v", st.Decisions, got.Status.Upgrade)
+		}
+		return nil
+	})
+	fc = getFC(t, ns, "inplace")
+	job := runningJob(t, key, fc)
+	if fc.Status.Job.ID != first || job.Rescales == 0 || job.SavepointsTriggered != 0 || job.Parallelism != int(st.Decisions[len(st.Decisions)-1].To) {
+		t.Errorf("job %s (first %s): %d rescales, %d savepoints, parallelism %d, decisions %+v", fc.Status.Job.ID, first, job.Rescales, job.SavepointsTriggered, job.Parallelism, st.Decisions)
+	}
+	if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionUpgrading); c == nil || c.Reason != "UpgradeSucceeded" {
+		t.Errorf("Upgrading %+v: the in-place rescale passes the same gate", c)
+	}
 }
