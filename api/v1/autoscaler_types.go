@@ -148,8 +148,8 @@ type HealingSpec struct {
 	// RestoreAttempts is how many times a job that exhausted Flink's
 	// restart strategy (FAILED) is restored from its latest completed
 	// checkpoint before the cluster is Degraded; 0 leaves a failed job
-	// failed. The count restarts once a restored job completes a
-	// checkpoint.
+	// failed. The count restarts once a restored job has run and
+	// checkpointed for RestartLoopWindow.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100

@@ -12,6 +12,7 @@ import (
 const (
 	defaultRestoreAttempts = 3
 	defaultHealBackoff     = 30 * time.Second
+	defaultHealWindow      = 10 * time.Minute
 )
 
 func healingPolicy(spec *v1.FlinkClusterSpec) (attempts int32, backoff time.Duration) {
@@ -92,14 +93,21 @@ func healRunning(s *Step) {
 	s.requeue(Poll)
 }
 
-// healed forgets past restores once the job runs and completes a
-// checkpoint again.
+// healed forgets past restores once the restored job has run and
+// checkpointed for the restart-loop window: a job that fails again soon
+// after each restore (a poison record past every checkpoint) still
+// reaches its bound.
 func healed(s *Step) {
 	h, job := s.Status.Healing, s.job()
 	if h == nil || (h.Restores == 0 && h.Exhausted == "") {
 		return
 	}
-	if s.in.Flink.JobState == flink.JobRunning && job.CheckpointsCompleted > 0 && job.ID != h.FailedJob {
+	window := defaultHealWindow
+	if hs := s.in.Spec.Healing; hs != nil {
+		window = parseOr(hs.RestartLoopWindow, defaultHealWindow)
+	}
+	settled := h.LastRestore == nil || !s.in.Now.Before(h.LastRestore.Add(window))
+	if s.in.Flink.JobState == flink.JobRunning && job.CheckpointsCompleted > 0 && job.ID != h.FailedJob && settled {
 		h.Restores, h.Exhausted = 0, ""
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 )
@@ -76,9 +78,14 @@ func TestHealingOffLeavesAFailedJobFailed(t *testing.T) {
 func TestRestoresAreForgottenOnceTheJobCheckpoints(t *testing.T) {
 	w := steadyWorld(flink.JobRunning)
 	w.status.Job.ID = "job-2"
-	w.status.Healing = &v1.HealingStatus{Restores: 2, FailedJob: "job-1"}
-	p := w.decide()
-	if p.Status.Healing.Restores != 0 {
+	last := metav1.NewTime(t0.Add(-5 * time.Minute))
+	w.status.Healing = &v1.HealingStatus{Restores: 2, FailedJob: "job-1", LastRestore: &last}
+	// Five minutes after the restore: not yet the 10m window.
+	if p := w.decide(); p.Status.Healing.Restores != 2 {
+		t.Fatalf("forgotten too soon: %+v", p.Status.Healing)
+	}
+	w.now = t0.Add(5 * time.Minute)
+	if p := w.decide(); p.Status.Healing.Restores != 0 {
 		t.Fatalf("%+v", p.Status.Healing)
 	}
 }
