@@ -72,7 +72,9 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 	store := obs.storage.sharedStorage()
 	set(v1.ConditionSharedStorage, store.status, store.reason, store.message)
 	avail, prog, deg := availability(fc, obs), progress(fc, obs), degradation(obs)
-	if h := fc.Status.Healing; h != nil && h.Exhausted != "" && deg.status != metav1.ConditionTrue {
+	if h := fc.Status.Healing; h != nil && h.Exhausted != "" && obs.statusErr == nil && obs.applyErr == nil {
+		// The reason the job is not running, before the health check's
+		// "not RUNNING".
 		deg = verdict{metav1.ConditionTrue, "HealingExhausted", h.Exhausted}
 	}
 	if obs.storage.blocked() {

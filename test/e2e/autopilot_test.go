@@ -347,10 +347,14 @@ func TestJobPastItsRestartStrategyIsRestoredFromItsLatestCheckpoint(t *testing.T
 		}
 	}
 	failed()
-	got := waitCondition(t, ns, "heal", v1.ConditionDegraded, metav1.ConditionTrue, time.Minute)
-	if c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDegraded); c.Reason != "HealingExhausted" {
-		t.Errorf("Degraded %+v", c)
-	}
+	eventually(t, time.Minute, "Degraded: HealingExhausted", func() error {
+		got := getFC(t, ns, "heal")
+		c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDegraded)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "HealingExhausted" || got.Status.Healing.Restores != 2 {
+			return fmt.Errorf("Degraded %+v, healing %+v", c, got.Status.Healing)
+		}
+		return nil
+	})
 	eventually(t, 30*time.Second, "a JobRestored Warning", func() error { return hasWarning(t, ns, "JobRestored") })
 	eventually(t, 30*time.Second, "a HealingExhausted Warning", func() error { return hasWarning(t, ns, "HealingExhausted") })
 }
