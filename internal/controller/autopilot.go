@@ -75,6 +75,12 @@ func (a *autopilotMemory) forget(key types.NamespacedName) {
 	delete(a.m, key)
 }
 
+// forgetAutopilot drops a deleted cluster's history and gauge.
+func (r *Reconciler) forgetAutopilot(key types.NamespacedName) {
+	r.autopilot.forget(key)
+	r.Metrics.Autopilot.Parallelism.DeleteLabelValues(key.Namespace, key.Name)
+}
+
 // autopilotMetrics are the autopilot's Prometheus metrics.
 type autopilotMetrics struct {
 	Decisions    *prometheus.CounterVec
