@@ -116,6 +116,7 @@ func TestAutopilotRampScalesUpAndDrainsTheLag(t *testing.T) {
 	})
 	applied := 0
 	for _, d := range st.Decisions {
+		t.Logf("decision %s %s %d→%d: %s", d.Reason, d.Result, d.From, d.To, d.Message)
 		if d.Reason == "ScaleUp" && (d.Result == "Succeeded" || d.Result == "Applied") {
 			applied++
 			if d.Inputs.Bottleneck != "Enrich" || d.Inputs.Samples < 3 || d.Message == "" {
