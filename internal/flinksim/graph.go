@@ -58,14 +58,25 @@ func buildGraph(jobID string, parallelism int, w *workload, cf *conf) ([]*vertex
 		default:
 			v.maxParallelism = defaultMaxParallelism(parallelism)
 		}
-		if parallelism > v.maxParallelism {
-			// StreamGraphGenerator refuses it.
-			return nil, fmt.Errorf("java.lang.IllegalArgumentException: The parallelism of an operator must not be larger than its max parallelism (%d > %d)", parallelism, v.maxParallelism)
-		}
+		// A parallelism above the maximum is accepted here: the JobMaster
+		// refuses it (checkParallelism).
 		v.parallelism, v.lower, v.upper = parallelism, 1, parallelism
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// checkParallelism is ExecutionJobVertex's constructor, which the
+// DefaultScheduler runs when the JobMaster builds the ExecutionGraph:
+// a vertex whose parallelism is above its max parallelism fails the job's
+// initialization.
+func (j *job) checkParallelism() error {
+	for _, v := range j.vertices {
+		if v.parallelism > v.maxParallelism {
+			return fmt.Errorf("org.apache.flink.runtime.JobException: Vertex %s's parallelism (%d) is higher than the max parallelism (%d). Please lower the parallelism or increase the max parallelism.", v.name, v.parallelism, v.maxParallelism)
+		}
+	}
+	return nil
 }
 
 // defaultMaxParallelism is KeyGroupRangeAssignment#

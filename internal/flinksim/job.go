@@ -307,6 +307,11 @@ func (e *Engine) buildJobMaster(c *cluster, j *job, at time.Time) error {
 	if j.adaptive, err = readAdaptive(cf, j.interval); err != nil {
 		return err
 	}
+	if j.adaptive == nil {
+		if err := j.checkParallelism(); err != nil {
+			return err
+		}
+	}
 	dirKey := "state.checkpoints.dir"
 	if cf.version.AtLeast(1, 20) {
 		dirKey = "execution.checkpointing.dir"

@@ -1,0 +1,149 @@
+package flinksim
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// TestMetricFetcherInterval: metrics.fetcher.update-interval is read when
+// the JobManager starts (DefaultDispatcherResourceManagerComponentFactory
+// #create): a Long of milliseconds before 1.20, so "10 s" does not start a
+// 1.19 JobManager; a negative interval fails MetricFetcherImpl's
+// precondition; 0 is the VoidMetricFetcher, which never has a metric.
+func TestMetricFetcherInterval(t *testing.T) {
+	for _, tc := range []struct {
+		version, value, down string
+	}{
+		{"1.19.1", "10 s", "Could not parse value '10 s' for key 'metrics.fetcher.update-interval'"},
+		{"1.19.1", "-1", "The update interval must be larger than 0."},
+		{"1.20.1", "10 s", ""},
+	} {
+		t.Run(tc.version+" "+tc.value, func(t *testing.T) {
+			e, _ := newTestEngine(t)
+			sc := simple(tms(1), map[string]string{"metrics.fetcher.update-interval": tc.value})
+			sc.Version, sc.Env = tc.version, s3Plugin(tc.version)
+			e.Observe(key, sc.Observation())
+			v, err := e.View(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.JobManagers[0].Down; tc.down == "" && got != "" || !strings.Contains(got, tc.down) {
+				t.Errorf("JobManager down = %q, want %q", got, tc.down)
+			}
+		})
+	}
+	e, clk, _, _, srv := newHTTPTest(t, "1.19")
+	e.Observe(key, simple(tms(1), map[string]string{"metrics.fetcher.update-interval": "0"}).Observation())
+	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 1})
+	for range 3 {
+		var jm []metricValue
+		restGet(t, srv, "/jobs/"+id+"/metrics?get=numRestarts", &jm)
+		if len(jm) != 0 {
+			t.Fatalf("VoidMetricFetcher: %+v, want []", jm)
+		}
+		clk.step(20 * time.Second)
+	}
+}
+
+// TestBusyTimeFromLongGauges: idle and back-pressured time are TimerGauge
+// longs (integer division); busy time is 1000.0 minus their sum, so the
+// three add up to 1000 and busy time is a whole number.
+func TestBusyTimeFromLongGauges(t *testing.T) {
+	e, clk := newTestEngine(t)
+	e.Observe(key, simple(tms(1), nil).Observation())
+	w := pipeline(RateShape{Kind: "constant", Base: 1500})
+	w.Vertices[1].Skew = 0.5
+	if err := e.SetWorkload(key, w); err != nil {
+		t.Fatal(err)
+	}
+	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 2})
+	clk.step(100 * time.Second)
+	if _, err := e.View(key); err != nil { // steps the workload
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	c := e.clusters[key]
+	s := e.dumpMetrics(c, c.jms[0], clk.now())
+	e.mu.Unlock()
+	for vid, subs := range s.jobs[id].tasks {
+		for i, m := range subs {
+			busy, err := strconv.ParseFloat(m["busyTimeMsPerSecond"], 64)
+			idle, err2 := strconv.ParseInt(m["idleTimeMsPerSecond"], 10, 64)
+			bp, err3 := strconv.ParseInt(m["backPressuredTimeMsPerSecond"], 10, 64)
+			if err != nil || err2 != nil || err3 != nil {
+				t.Fatalf("%s/%d: %v", vid, i, m)
+			}
+			if busy != float64(int64(busy)) || int64(busy)+idle+bp != 1000 {
+				t.Errorf("%s/%d: busy %v + idle %d + back-pressured %d", vid, i, busy, idle, bp)
+			}
+		}
+	}
+}
+
+// TestAggregationSkipsNonNumeric: AbstractAggregatingMetricsHandler
+// leaves out a metric it cannot parse and keeps the others.
+func TestAggregationSkipsNonNumeric(t *testing.T) {
+	e, clk, _, _, srv := newHTTPTest(t, "1.19")
+	e.Observe(key, simple(tms(1), nil).Observation())
+	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 1})
+	vid := jobDetails(t, e, id).Vertices[0].ID
+	e.mu.Lock()
+	jm := e.clusters[key].jms[0]
+	jm.metricsFetched = clk.now()
+	jm.metrics = &metricStore{jobs: map[string]*jobMetricStore{id: {
+		tasks: map[string][]map[string]string{vid: {{"a": "1.0", "name": "x"}}},
+	}}}
+	e.mu.Unlock()
+	var got aggregated
+	restGet(t, srv, "/jobs/"+id+"/vertices/"+vid+"/subtasks/metrics?get=name,a", &got)
+	if len(got) != 1 || got[0].ID != "a" {
+		t.Errorf("got %+v, want only a", got)
+	}
+}
+
+// TestResourceRequirementsReview: the Dispatcher joins validation errors
+// by line; the DefaultScheduler answers GET with SchedulerNG's
+// UnsupportedOperationException, as it does PUT.
+func TestResourceRequirementsReview(t *testing.T) {
+	e, clk, _, _, srv := newHTTPTest(t, "1.19")
+	sc := adaptive("1.19.1", 1)
+	e.Observe(key, sc.Observation())
+	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 2})
+	j := jobDetails(t, e, id)
+	var er flink.ErrorResponse
+	body := fmt.Sprintf(`{%q: {"parallelism": {"lowerBound": 300, "upperBound": 200}}}`, j.Vertices[0].ID)
+	if code := restDo(t, srv, "PUT", "/jobs/"+id+"/resource-requirements", body, &er); code != 400 || len(er.Errors) == 0 {
+		t.Fatalf("PUT: HTTP %d %v", code, er)
+	}
+	msg := er.Errors[0]
+	if !strings.Contains(msg, "is higher than the upper bound [200].\nThe newly requested parallelism 200") {
+		t.Errorf("errors not joined by line: %q", msg)
+	}
+
+	e2, clk2, _, _, srv2 := newHTTPTest(t, "1.19")
+	e2.Observe(key, simple(tms(1), nil).Observation())
+	id2 := running(t, e2, clk2, flink.JarRunRequest{Parallelism: 1})
+	var er2 flink.ErrorResponse
+	if code := restDo(t, srv2, "GET", "/jobs/"+id2+"/resource-requirements", "", &er2); code != 500 || len(er2.Errors) == 0 {
+		t.Fatalf("GET on the DefaultScheduler: HTTP %d %v, want 500", code, er2)
+	}
+}
+
+// TestParallelismAboveMaxFailsInitialization: the submission is accepted;
+// the JobMaster's ExecutionJobVertex refuses the parallelism, failing the
+// job at initialization without a restart.
+func TestParallelismAboveMaxFailsInitialization(t *testing.T) {
+	e, clk := newTestEngine(t)
+	e.Observe(key, simple(tms(2), map[string]string{"pipeline.max-parallelism": "2"}).Observation())
+	id := submit(t, e, flink.JarRunRequest{Parallelism: 4})
+	clk.step(2 * time.Second)
+	v := view(t, e, id)
+	if v.State != flink.JobFailed || !strings.Contains(v.FailureCause, "parallelism (4) is higher than the max parallelism (2)") {
+		t.Errorf("job %s: %q", v.State, v.FailureCause)
+	}
+}
