@@ -214,17 +214,23 @@ func readAdaptive(cf *conf, interval time.Duration) (*adaptiveSettings, error) {
 // is CREATED until enough slots are free.
 func (j *job) waitForResources(at time.Time) {
 	j.setState(flink.JobCreated, at)
-	j.waiting, j.stabilized = true, false
+	j.waiting, j.waitExpired, j.sufficientAt = true, false, time.Time{}
 	j.tasks = "CREATED"
 	j.scheduledAt = at
 	j.slots = nil
 	j.resetMetrics()
 }
 
-// scheduleAdaptive runs a waiting job once its desired slots are free, or
-// once sufficient ones (every vertex's lower bound) have stayed free for
-// the stabilization timeout: each vertex gets min(upper bound, free
-// slots) subtasks (SlotSharingSlotAllocator#determineParallelism).
+// scheduleAdaptive is WaitingForResources#checkDesiredOrSufficient-
+// ResourcesAvailable (1.x; the DefaultStateTransitionManager's Idling and
+// Stabilizing phases on 2.x): a waiting job runs once its desired slots
+// are free, or once sufficient ones (every vertex's lower bound) have
+// stayed free for the stabilization timeout, counted from when they
+// became sufficient and cleared when they stop being so. At the resource
+// wait timeout it goes to CreatingExecutionGraph with what there is,
+// which fails the job when that is not sufficient. Each vertex gets
+// min(upper bound, free slots) subtasks (SlotSharingSlotAllocator#
+// determineParallelism).
 func (e *Engine) scheduleAdaptive(c *cluster, j *job, free map[string]int, tms []*process, now time.Time) {
 	total := 0
 	for _, t := range tms {
@@ -234,8 +240,27 @@ func (e *Engine) scheduleAdaptive(c *cluster, j *job, free map[string]int, tms [
 	for _, v := range j.vertices {
 		desired, lower = max(desired, v.upper), max(lower, v.lower)
 	}
-	if total < desired && (total < lower || !j.stabilized) {
+	switch {
+	case total >= desired:
+	case total < lower:
+		j.sufficientAt = time.Time{}
+		if j.waitExpired {
+			// AdaptiveScheduler#determineParallelism in CreatingExecutionGraph.
+			cause := "org.apache.flink.runtime.jobmanager.scheduler.NoResourceAvailableException: Not enough resources available for scheduling."
+			j.failureCause, j.failedAt = cause, now
+			j.exceptions = append(j.exceptions, rootException{cause: cause, at: now})
+			j.waiting = false
+			e.terminate(c, j, now, flink.JobFailed)
+		}
 		return
+	case j.waitExpired:
+	default:
+		if j.sufficientAt.IsZero() {
+			j.sufficientAt = now
+		}
+		if now.Before(j.sufficientAt.Add(j.adaptive.stabilization)) {
+			return
+		}
 	}
 	for _, v := range j.vertices {
 		v.parallelism = min(v.upper, total)
@@ -356,22 +381,20 @@ func (e *Engine) rescale(c *cluster, j *job, at time.Time) {
 
 func (j *job) cf() *conf { return j.sub.conf }
 
-// waitingEvent is WaitingForResources' timers: after the stabilization
-// timeout sufficient slots are enough; after the resource wait timeout
-// without them the job fails (AdaptiveScheduler: "Could not acquire the
-// minimum required resources"), without a restart.
+// waitingEvent is WaitingForResources' timers: the end of the
+// stabilization timeout once sufficient slots are free (scheduleAdaptive
+// re-evaluates after every event), and the resource wait timeout from
+// entering the state (none when negative).
 func (e *Engine) waitingEvent(c *cluster, j *job) (time.Time, func(time.Time)) {
-	if !j.stabilized {
-		return j.scheduledAt.Add(j.adaptive.stabilization), func(time.Time) { j.stabilized = true }
+	var at time.Time
+	var fn func(time.Time)
+	if !j.sufficientAt.IsZero() {
+		at, fn = j.sufficientAt.Add(j.adaptive.stabilization), func(time.Time) {}
 	}
-	if j.adaptive.wait <= 0 {
-		return time.Time{}, nil
+	if j.adaptive.wait >= 0 && !j.waitExpired {
+		if t := j.scheduledAt.Add(j.adaptive.wait); fn == nil || t.Before(at) {
+			at, fn = t, func(time.Time) { j.waitExpired = true }
+		}
 	}
-	return j.scheduledAt.Add(j.adaptive.wait), func(at time.Time) {
-		cause := "org.apache.flink.runtime.jobmanager.scheduler.NoResourceAvailableException: Could not acquire the minimum required resources."
-		j.failureCause, j.failedAt = cause, at
-		j.exceptions = append(j.exceptions, rootException{cause: cause, at: at})
-		j.waiting = false
-		e.terminate(c, j, at, flink.JobFailed)
-	}
+	return at, fn
 }

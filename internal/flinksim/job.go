@@ -75,16 +75,18 @@ type job struct {
 	// count (the widest vertex).
 	vertices []*vertex
 	// adaptive is set when jobmanager.scheduler is adaptive; then waiting
-	// is WaitingForResources, stabilized that its stabilization timeout
-	// has passed, and the rest track a rescale in Executing.
-	adaptive            *adaptiveSettings
-	waiting, stabilized bool
-	requirementsChanged bool
-	executingSince      time.Time
-	rescaleWanted       time.Time
-	rescaleAt           time.Time
-	sufficientSince     time.Time
-	lastCompletedAt     time.Time
+	// is WaitingForResources, sufficientAt when its free slots became
+	// sufficient, waitExpired that its resource wait timeout passed, and
+	// the rest track a rescale in Executing.
+	adaptive             *adaptiveSettings
+	waiting, waitExpired bool
+	sufficientAt         time.Time
+	requirementsChanged  bool
+	executingSince       time.Time
+	rescaleWanted        time.Time
+	rescaleAt            time.Time
+	sufficientSince      time.Time
+	lastCompletedAt      time.Time
 	// numRestarts is the job's numRestarts metric: restarts and rescales.
 	numRestarts int
 }

@@ -147,3 +147,47 @@ func TestParallelismAboveMaxFailsInitialization(t *testing.T) {
 		t.Errorf("job %s: %q", v.State, v.FailureCause)
 	}
 }
+
+// TestAdaptiveStabilizationFromSufficient: WaitingForResources starts the
+// stabilization timeout when the free slots become sufficient, not when
+// the job starts waiting; the resource wait timeout runs the job with
+// sufficient slots even inside the stabilization timeout, and fails it
+// without them ("Not enough resources available for scheduling.").
+func TestAdaptiveStabilizationFromSufficient(t *testing.T) {
+	for _, version := range []string{"1.19.1", "2.0.0"} {
+		t.Run(version, func(t *testing.T) {
+			e, clk := newTestEngine(t)
+			e.Observe(key, adaptive(version, 0).Observation())
+			id := submit(t, e, flink.JarRunRequest{Parallelism: 4})
+			clk.step(20 * time.Second)
+			e.Observe(key, adaptive(version, 1).Observation()) // 2 of 4 slots: sufficient
+			clk.step(5 * time.Second)
+			if s := jobState(t, e, id); s != flink.JobCreated {
+				t.Fatalf("5 s after sufficient slots: %s, want CREATED", s)
+			}
+			clk.step(6 * time.Second)
+			if j := jobDetails(t, e, id); j.State != flink.JobRunning || fmt.Sprint(parallelisms(j)) != "[2]" {
+				t.Fatalf("11 s after sufficient slots: %s %v", j.State, parallelisms(j))
+			}
+		})
+	}
+	t.Run("wait timeout", func(t *testing.T) {
+		e, clk := newTestEngine(t)
+		sc := adaptive("1.19.1", 1)
+		sc.Settings["jobmanager.adaptive-scheduler.resource-stabilization-timeout"] = "60s"
+		sc.Settings["jobmanager.adaptive-scheduler.resource-wait-timeout"] = "30s"
+		e.Observe(key, sc.Observation())
+		id := submit(t, e, flink.JarRunRequest{Parallelism: 4})
+		clk.step(33 * time.Second)
+		if j := jobDetails(t, e, id); j.State != flink.JobRunning || fmt.Sprint(parallelisms(j)) != "[2]" {
+			t.Fatalf("after the wait timeout with sufficient slots: %s %v", j.State, parallelisms(j))
+		}
+		e2, clk2 := newTestEngine(t)
+		e2.Observe(key, adaptive("1.19.1", 0).Observation())
+		id2 := submit(t, e2, flink.JarRunRequest{Parallelism: 4})
+		clk2.step(5*time.Minute + 2*time.Second)
+		if v := view(t, e2, id2); v.State != flink.JobFailed || !strings.Contains(v.FailureCause, "Not enough resources available for scheduling.") {
+			t.Fatalf("after the wait timeout without slots: %s %q", v.State, v.FailureCause)
+		}
+	})
+}
