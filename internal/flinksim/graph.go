@@ -305,11 +305,16 @@ func (j *job) adaptiveTarget(freeTotal int) []int {
 // DefaultStateTransitionManager (2.0+): a running job whose target
 // parallelism differs from its own restarts at once (Restarting with no
 // backoff), restoring its latest checkpoint with the new parallelism.
-// New requirements force it; new slots alone need min-parallelism-
-// increase (1.x) or, short of the desired slots, the executing
-// stabilization timeout (2.0+). Not within the cooldown after the last
-// rescale; from 2.0, with checkpointing, only on a completed checkpoint
-// or after the trigger's max delay.
+// On 1.x new slots and new requirements alike go through
+// EnforceMinimalIncreaseRescalingController (a vertex that shrinks, or
+// one that grows by min-parallelism-increase; scaling-interval.max is not
+// modelled), and within scaling-interval.min of the last rescale (1.19,
+// 1.20) Executing#rescaleWhenCooldownPeriodIsOver looks again
+// scaling-interval.min after the event. On 2.x new requirements force
+// it; new slots short of the desired ones wait the executing
+// stabilization timeout; not within the cooldown after the last rescale,
+// and with checkpointing only on a completed checkpoint or after the
+// trigger's max delay.
 func (e *Engine) maybeRescale(c *cluster, j *job, freeTotal int, now time.Time) {
 	a := j.adaptive
 	target := j.adaptiveTarget(freeTotal)
@@ -317,17 +322,23 @@ func (e *Engine) maybeRescale(c *cluster, j *job, freeTotal int, now time.Time) 
 		j.rescaleWanted, j.rescaleAt = time.Time{}, time.Time{}
 		return
 	}
-	if !j.requirementsChanged {
-		up := 0
-		desired := true
+	v2 := j.cf().version.AtLeast(2, 0)
+	if !v2 {
+		should := false
 		for i, v := range j.vertices {
-			up = max(up, target[i]-v.parallelism)
-			desired = desired && target[i] == v.upper
+			if d := target[i] - v.parallelism; d < 0 || d >= a.minIncrease {
+				should = true
+			}
 		}
-		if !j.cf().version.AtLeast(2, 0) && up < a.minIncrease {
+		if !should {
 			return
 		}
-		if j.cf().version.AtLeast(2, 0) && !desired {
+	} else if !j.requirementsChanged {
+		desired := true
+		for i, v := range j.vertices {
+			desired = desired && target[i] == v.upper
+		}
+		if !desired {
 			if j.sufficientSince.IsZero() {
 				j.sufficientSince = now
 			}
@@ -341,6 +352,9 @@ func (e *Engine) maybeRescale(c *cluster, j *job, freeTotal int, now time.Time) 
 		j.rescaleWanted = now
 	}
 	due := j.executingSince.Add(a.cooldown)
+	if !v2 && j.rescaleWanted.Sub(j.executingSince) <= a.cooldown {
+		due = j.rescaleWanted.Add(a.cooldown)
+	}
 	if a.checkpointTrigger && !j.checkpointSince(j.rescaleWanted) {
 		// Wait for a completed checkpoint (which re-evaluates this), at
 		// most max-delay after the change was seen.

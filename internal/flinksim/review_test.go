@@ -191,3 +191,53 @@ func TestAdaptiveStabilizationFromSufficient(t *testing.T) {
 		}
 	})
 }
+
+// TestAdaptiveRescaleController1x: on 1.x new requirements are not forced
+// (Executing#maybeRescale asks EnforceMinimalIncreaseRescalingController,
+// as for new slots), and within scaling-interval.min (1.19, 1.20) the
+// rescale is looked at again scaling-interval.min after the event, not at
+// the end of the interval.
+func TestAdaptiveRescaleController1x(t *testing.T) {
+	t.Run("min-parallelism-increase", func(t *testing.T) {
+		e, clk, _, _, srv := newHTTPTest(t, "1.18")
+		sc := adaptive("1.18.1", 2)
+		sc.Settings["jobmanager.adaptive-scheduler.min-parallelism-increase"] = "3"
+		e.Observe(key, sc.Observation())
+		id := running(t, e, clk, flink.JarRunRequest{Parallelism: 2})
+		var er flink.ErrorResponse
+		if code := restDo(t, srv, "PUT", "/jobs/"+id+"/resource-requirements", requirements(jobDetails(t, e, id), 1, 4), &er); code != 200 {
+			t.Fatalf("PUT: %d %v", code, er)
+		}
+		clk.step(60 * time.Second)
+		if got := view(t, e, id).Rescales; got != 0 {
+			t.Errorf("an increase of 2 with min-parallelism-increase 3 rescaled %d times", got)
+		}
+		// A decrease always rescales.
+		if code := restDo(t, srv, "PUT", "/jobs/"+id+"/resource-requirements", requirements(jobDetails(t, e, id), 1, 1), &er); code != 200 {
+			t.Fatalf("PUT: %d %v", code, er)
+		}
+		clk.step(3 * time.Second)
+		if j := jobDetails(t, e, id); view(t, e, id).Rescales != 1 || fmt.Sprint(parallelisms(j)) != "[1]" {
+			t.Errorf("decrease: %v, %d rescales", parallelisms(j), view(t, e, id).Rescales)
+		}
+	})
+	t.Run("scaling-interval.min from the event", func(t *testing.T) {
+		e, clk := newTestEngine(t)
+		e.Observe(key, adaptive("1.19.1", 1).Observation())
+		id := submit(t, e, flink.JarRunRequest{Parallelism: 4})
+		clk.step(12 * time.Second) // runs with 2 after the stabilization timeout
+		if j := jobDetails(t, e, id); j.State != flink.JobRunning {
+			t.Fatalf("job %s", j.State)
+		}
+		clk.step(20 * time.Second)
+		e.Observe(key, adaptive("1.19.1", 2).Observation()) // ~20 s into Executing
+		clk.step(15 * time.Second)                           // past executing + 30 s
+		if got := view(t, e, id).Rescales; got != 0 {
+			t.Fatalf("rescaled %d times 15 s after the event", got)
+		}
+		clk.step(17 * time.Second)
+		if got := view(t, e, id).Rescales; got != 1 {
+			t.Fatalf("not rescaled 32 s after the event: %d", got)
+		}
+	})
+}
