@@ -378,7 +378,7 @@ func (e *Engine) aggregatedSubtaskMetrics(t target, jobID, vertexID string, q ma
 }
 
 // aggregate is the DoubleAccumulators; skew is DoubleDataSkew, the mean
-// absolute deviation as a percentage of the mean.
+// absolute deviation as a percentage of the mean, at most 100.
 func aggregate(name string, values []float64, modes []string) aggregatedMetric {
 	minV, maxV, sum := values[0], values[0], 0.0
 	for _, v := range values {
@@ -391,7 +391,7 @@ func aggregate(name string, values []float64, modes []string) aggregatedMetric {
 		for _, v := range values {
 			dev += math.Abs(avg - v)
 		}
-		skew = dev / float64(len(values)) / avg * 100
+		skew = math.Min(dev/float64(len(values))/avg*100, 100)
 	}
 	out := aggregatedMetric{ID: name}
 	for _, m := range modes {

@@ -241,3 +241,15 @@ func TestAdaptiveRescaleController1x(t *testing.T) {
 		}
 	})
 }
+
+// TestSkewCapped: DoubleDataSkew#getValue is min(avgDev / avg × 100, 100).
+func TestSkewCapped(t *testing.T) {
+	m := aggregate("x", []float64{0, 0, 0, 10}, []string{"SKEW"})
+	if m.Skew == nil || *m.Skew != 100 {
+		t.Errorf("skew = %v, want 100", m.Skew)
+	}
+	m = aggregate("x", []float64{1, 3}, []string{"SKEW"})
+	if m.Skew == nil || *m.Skew != 50 {
+		t.Errorf("skew = %v, want 50", m.Skew)
+	}
+}
