@@ -67,4 +67,12 @@ kustomize-check:
 		echo "kubectl kustomize $$d"; $(BIN)/kubectl kustomize $$d >/dev/null || exit 1; \
 	done
 
-test: tools verify-generated build chart-lint kustomize-check test-unit test-e2e
+.PHONY: flink-charts-check
+
+## flink-charts-check: the Flink environment charts (charts/flink-*): vendored copies in step, helm dependency
+## list at the pinned versions, version/appVersion/image tag/spec.version one Flink version (lint, goldens: test/flinkcharts)
+flink-charts-check:
+	@test -x $(BIN)/helm || { echo "bin/helm is missing: run 'make tools'"; exit 1; }
+	$(GO) run ./hack/flinkcharts check
+
+test: tools verify-generated build chart-lint flink-charts-check kustomize-check test-unit test-e2e

@@ -344,6 +344,9 @@ type process struct {
 	// fetched.
 	metrics        *metricStore
 	metricsFetched time.Time
+	// metricsInterval is metrics.fetcher.update-interval as the process
+	// read it at start; 0 is the VoidMetricFetcher.
+	metricsInterval time.Duration
 }
 
 func (p *process) id() string { return fmt.Sprintf("%s#%d", p.pod.UID, p.generation) }
@@ -399,6 +402,16 @@ func (e *Engine) start(c *cluster, now time.Time, pod Pod, jobManager bool, gene
 	}
 	if p.storeDuration, _, err = p.conf.duration("rest.async.store-duration"); err != nil {
 		return fail(err)
+	}
+	// DefaultDispatcherResourceManagerComponentFactory#create reads
+	// metrics.fetcher.update-interval (a Long of milliseconds before 1.20,
+	// a Duration from 1.20): 0 is the VoidMetricFetcher, and
+	// MetricFetcherImpl's constructor refuses a negative one.
+	if p.metricsInterval, _, err = p.conf.duration("metrics.fetcher.update-interval"); err != nil {
+		return fail(err)
+	}
+	if p.metricsInterval < 0 {
+		return fail(fmt.Errorf("java.lang.IllegalArgumentException: The update interval must be larger than 0."))
 	}
 	if p.ha, err = readHAConfig(p); err != nil {
 		return fail(err)

@@ -58,14 +58,25 @@ func buildGraph(jobID string, parallelism int, w *workload, cf *conf) ([]*vertex
 		default:
 			v.maxParallelism = defaultMaxParallelism(parallelism)
 		}
-		if parallelism > v.maxParallelism {
-			// StreamGraphGenerator refuses it.
-			return nil, fmt.Errorf("java.lang.IllegalArgumentException: The parallelism of an operator must not be larger than its max parallelism (%d > %d)", parallelism, v.maxParallelism)
-		}
+		// A parallelism above the maximum is accepted here: the JobMaster
+		// refuses it (checkParallelism).
 		v.parallelism, v.lower, v.upper = parallelism, 1, parallelism
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// checkParallelism is ExecutionJobVertex's constructor, which the
+// DefaultScheduler runs when the JobMaster builds the ExecutionGraph:
+// a vertex whose parallelism is above its max parallelism fails the job's
+// initialization.
+func (j *job) checkParallelism() error {
+	for _, v := range j.vertices {
+		if v.parallelism > v.maxParallelism {
+			return fmt.Errorf("org.apache.flink.runtime.JobException: Vertex %s's parallelism (%d) is higher than the max parallelism (%d). Please lower the parallelism or increase the max parallelism.", v.name, v.parallelism, v.maxParallelism)
+		}
+	}
+	return nil
 }
 
 // defaultMaxParallelism is KeyGroupRangeAssignment#
@@ -203,17 +214,23 @@ func readAdaptive(cf *conf, interval time.Duration) (*adaptiveSettings, error) {
 // is CREATED until enough slots are free.
 func (j *job) waitForResources(at time.Time) {
 	j.setState(flink.JobCreated, at)
-	j.waiting, j.stabilized = true, false
+	j.waiting, j.waitExpired, j.sufficientAt = true, false, time.Time{}
 	j.tasks = "CREATED"
 	j.scheduledAt = at
 	j.slots = nil
 	j.resetMetrics()
 }
 
-// scheduleAdaptive runs a waiting job once its desired slots are free, or
-// once sufficient ones (every vertex's lower bound) have stayed free for
-// the stabilization timeout: each vertex gets min(upper bound, free
-// slots) subtasks (SlotSharingSlotAllocator#determineParallelism).
+// scheduleAdaptive is WaitingForResources#checkDesiredOrSufficient-
+// ResourcesAvailable (1.x; the DefaultStateTransitionManager's Idling and
+// Stabilizing phases on 2.x): a waiting job runs once its desired slots
+// are free, or once sufficient ones (every vertex's lower bound) have
+// stayed free for the stabilization timeout, counted from when they
+// became sufficient and cleared when they stop being so. At the resource
+// wait timeout it goes to CreatingExecutionGraph with what there is,
+// which fails the job when that is not sufficient. Each vertex gets
+// min(upper bound, free slots) subtasks (SlotSharingSlotAllocator#
+// determineParallelism).
 func (e *Engine) scheduleAdaptive(c *cluster, j *job, free map[string]int, tms []*process, now time.Time) {
 	total := 0
 	for _, t := range tms {
@@ -223,8 +240,27 @@ func (e *Engine) scheduleAdaptive(c *cluster, j *job, free map[string]int, tms [
 	for _, v := range j.vertices {
 		desired, lower = max(desired, v.upper), max(lower, v.lower)
 	}
-	if total < desired && (total < lower || !j.stabilized) {
+	switch {
+	case total >= desired:
+	case total < lower:
+		j.sufficientAt = time.Time{}
+		if j.waitExpired {
+			// AdaptiveScheduler#determineParallelism in CreatingExecutionGraph.
+			cause := "org.apache.flink.runtime.jobmanager.scheduler.NoResourceAvailableException: Not enough resources available for scheduling."
+			j.failureCause, j.failedAt = cause, now
+			j.exceptions = append(j.exceptions, rootException{cause: cause, at: now})
+			j.waiting = false
+			e.terminate(c, j, now, flink.JobFailed)
+		}
 		return
+	case j.waitExpired:
+	default:
+		if j.sufficientAt.IsZero() {
+			j.sufficientAt = now
+		}
+		if now.Before(j.sufficientAt.Add(j.adaptive.stabilization)) {
+			return
+		}
 	}
 	for _, v := range j.vertices {
 		v.parallelism = min(v.upper, total)
@@ -269,11 +305,16 @@ func (j *job) adaptiveTarget(freeTotal int) []int {
 // DefaultStateTransitionManager (2.0+): a running job whose target
 // parallelism differs from its own restarts at once (Restarting with no
 // backoff), restoring its latest checkpoint with the new parallelism.
-// New requirements force it; new slots alone need min-parallelism-
-// increase (1.x) or, short of the desired slots, the executing
-// stabilization timeout (2.0+). Not within the cooldown after the last
-// rescale; from 2.0, with checkpointing, only on a completed checkpoint
-// or after the trigger's max delay.
+// On 1.x new slots and new requirements alike go through
+// EnforceMinimalIncreaseRescalingController (a vertex that shrinks, or
+// one that grows by min-parallelism-increase; scaling-interval.max is not
+// modelled), and within scaling-interval.min of the last rescale (1.19,
+// 1.20) Executing#rescaleWhenCooldownPeriodIsOver looks again
+// scaling-interval.min after the event. On 2.x new requirements force
+// it; new slots short of the desired ones wait the executing
+// stabilization timeout; not within the cooldown after the last rescale,
+// and with checkpointing only on a completed checkpoint or after the
+// trigger's max delay.
 func (e *Engine) maybeRescale(c *cluster, j *job, freeTotal int, now time.Time) {
 	a := j.adaptive
 	target := j.adaptiveTarget(freeTotal)
@@ -281,17 +322,23 @@ func (e *Engine) maybeRescale(c *cluster, j *job, freeTotal int, now time.Time) 
 		j.rescaleWanted, j.rescaleAt = time.Time{}, time.Time{}
 		return
 	}
-	if !j.requirementsChanged {
-		up := 0
-		desired := true
+	v2 := j.cf().version.AtLeast(2, 0)
+	if !v2 {
+		should := false
 		for i, v := range j.vertices {
-			up = max(up, target[i]-v.parallelism)
-			desired = desired && target[i] == v.upper
+			if d := target[i] - v.parallelism; d < 0 || d >= a.minIncrease {
+				should = true
+			}
 		}
-		if !j.cf().version.AtLeast(2, 0) && up < a.minIncrease {
+		if !should {
 			return
 		}
-		if j.cf().version.AtLeast(2, 0) && !desired {
+	} else if !j.requirementsChanged {
+		desired := true
+		for i, v := range j.vertices {
+			desired = desired && target[i] == v.upper
+		}
+		if !desired {
 			if j.sufficientSince.IsZero() {
 				j.sufficientSince = now
 			}
@@ -305,6 +352,9 @@ func (e *Engine) maybeRescale(c *cluster, j *job, freeTotal int, now time.Time) 
 		j.rescaleWanted = now
 	}
 	due := j.executingSince.Add(a.cooldown)
+	if !v2 && j.rescaleWanted.Sub(j.executingSince) <= a.cooldown {
+		due = j.rescaleWanted.Add(a.cooldown)
+	}
 	if a.checkpointTrigger && !j.checkpointSince(j.rescaleWanted) {
 		// Wait for a completed checkpoint (which re-evaluates this), at
 		// most max-delay after the change was seen.
@@ -345,22 +395,20 @@ func (e *Engine) rescale(c *cluster, j *job, at time.Time) {
 
 func (j *job) cf() *conf { return j.sub.conf }
 
-// waitingEvent is WaitingForResources' timers: after the stabilization
-// timeout sufficient slots are enough; after the resource wait timeout
-// without them the job fails (AdaptiveScheduler: "Could not acquire the
-// minimum required resources"), without a restart.
+// waitingEvent is WaitingForResources' timers: the end of the
+// stabilization timeout once sufficient slots are free (scheduleAdaptive
+// re-evaluates after every event), and the resource wait timeout from
+// entering the state (none when negative).
 func (e *Engine) waitingEvent(c *cluster, j *job) (time.Time, func(time.Time)) {
-	if !j.stabilized {
-		return j.scheduledAt.Add(j.adaptive.stabilization), func(time.Time) { j.stabilized = true }
+	var at time.Time
+	var fn func(time.Time)
+	if !j.sufficientAt.IsZero() {
+		at, fn = j.sufficientAt.Add(j.adaptive.stabilization), func(time.Time) {}
 	}
-	if j.adaptive.wait <= 0 {
-		return time.Time{}, nil
+	if j.adaptive.wait >= 0 && !j.waitExpired {
+		if t := j.scheduledAt.Add(j.adaptive.wait); fn == nil || t.Before(at) {
+			at, fn = t, func(time.Time) { j.waitExpired = true }
+		}
 	}
-	return j.scheduledAt.Add(j.adaptive.wait), func(at time.Time) {
-		cause := "org.apache.flink.runtime.jobmanager.scheduler.NoResourceAvailableException: Could not acquire the minimum required resources."
-		j.failureCause, j.failedAt = cause, at
-		j.exceptions = append(j.exceptions, rootException{cause: cause, at: at})
-		j.waiting = false
-		e.terminate(c, j, at, flink.JobFailed)
-	}
+	return at, fn
 }

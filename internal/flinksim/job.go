@@ -75,16 +75,18 @@ type job struct {
 	// count (the widest vertex).
 	vertices []*vertex
 	// adaptive is set when jobmanager.scheduler is adaptive; then waiting
-	// is WaitingForResources, stabilized that its stabilization timeout
-	// has passed, and the rest track a rescale in Executing.
-	adaptive            *adaptiveSettings
-	waiting, stabilized bool
-	requirementsChanged bool
-	executingSince      time.Time
-	rescaleWanted       time.Time
-	rescaleAt           time.Time
-	sufficientSince     time.Time
-	lastCompletedAt     time.Time
+	// is WaitingForResources, sufficientAt when its free slots became
+	// sufficient, waitExpired that its resource wait timeout passed, and
+	// the rest track a rescale in Executing.
+	adaptive             *adaptiveSettings
+	waiting, waitExpired bool
+	sufficientAt         time.Time
+	requirementsChanged  bool
+	executingSince       time.Time
+	rescaleWanted        time.Time
+	rescaleAt            time.Time
+	sufficientSince      time.Time
+	lastCompletedAt      time.Time
 	// numRestarts is the job's numRestarts metric: restarts and rescales.
 	numRestarts int
 }
@@ -306,6 +308,11 @@ func (e *Engine) buildJobMaster(c *cluster, j *job, at time.Time) error {
 	}
 	if j.adaptive, err = readAdaptive(cf, j.interval); err != nil {
 		return err
+	}
+	if j.adaptive == nil {
+		if err := j.checkParallelism(); err != nil {
+			return err
+		}
 	}
 	dirKey := "state.checkpoints.dir"
 	if cf.version.AtLeast(1, 20) {

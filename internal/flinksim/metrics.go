@@ -32,14 +32,15 @@ type jobMetricStore struct {
 }
 
 // fetchedStore is MetricFetcherImpl#update on the receiving JobManager:
-// the store as it is, refreshed afterwards when older than the interval.
+// the store as it is, refreshed afterwards when older than the interval
+// (currentTime - lastUpdateTime > updateInterval). An interval of 0 is
+// the VoidMetricFetcher, whose store stays empty.
 func (e *Engine) fetchedStore(c *cluster, jm *process, now time.Time) *metricStore {
 	old := jm.metrics
-	interval := 10 * time.Second
-	if d, set, err := jm.conf.duration("metrics.fetcher.update-interval"); err == nil && set {
-		interval = d
+	if jm.metricsInterval == 0 {
+		return &metricStore{jobs: map[string]*jobMetricStore{}}
 	}
-	if jm.metricsFetched.IsZero() || now.Sub(jm.metricsFetched) > interval {
+	if jm.metricsFetched.IsZero() || now.Sub(jm.metricsFetched) > jm.metricsInterval {
 		jm.metricsFetched = now
 		jm.metrics = e.dumpMetrics(c, jm, now)
 	}
@@ -92,21 +93,26 @@ func (e *Engine) dumpMetrics(c *cluster, jm *process, now time.Time) *metricStor
 				if s > 0 {
 					share, busyMs, bpMs = (1-hot)/float64(max(1, v.parallelism-1)), w.busyOther, w.bpOther
 				}
-				idle := 1000 - busyMs - bpMs
+				// TimerGauge#getValue is a long, the window's total time
+				// divided by its span in integer arithmetic; busy time is
+				// TaskIOMetricGroup#getBusyTimePerSecond, the double
+				// 1000.0 - min(idle + back-pressured, 1000.0).
+				idle, bp := int64(math.Max(0, 1000-busyMs-bpMs)), int64(bpMs)
 				switch {
 				case !measured:
 					// No traffic at all: the tasks wait for input.
-					busyMs, bpMs, idle = 0, 0, 1000
+					idle, bp = 1000, 0
 				case !ok:
-					// TimerGauges not yet updated read 0, so busy time,
-					// 1000 - idle - back-pressured, reads 1000.
-					busyMs, bpMs, idle = 1000, 0, 0
+					// TimerGauges not yet updated read 0, so busy time
+					// reads 1000.
+					idle, bp = 0, 0
 				}
+				busyTime := 1000 - math.Min(float64(idle+bp), 1000)
 				in, outRate := w.in*share, w.out*share
 				m := map[string]string{
-					"busyTimeMsPerSecond":            javaDouble(busyMs),
-					"idleTimeMsPerSecond":            strconv.FormatInt(int64(math.Round(idle)), 10),
-					"backPressuredTimeMsPerSecond":   strconv.FormatInt(int64(math.Round(bpMs)), 10),
+					"busyTimeMsPerSecond":            javaDouble(busyTime),
+					"idleTimeMsPerSecond":            strconv.FormatInt(idle, 10),
+					"backPressuredTimeMsPerSecond":   strconv.FormatInt(bp, 10),
 					"numRecordsInPerSecond":          javaDouble(in),
 					"numRecordsOutPerSecond":         javaDouble(outRate),
 					head + ".numRecordsInPerSecond":  javaDouble(in),
@@ -344,15 +350,21 @@ func (e *Engine) aggregatedSubtaskMetrics(t target, jobID, vertexID string, q ma
 		for _, name := range strings.Split(get, ",") {
 			name = strings.TrimSpace(name)
 			var values []float64
+			numeric := true
 			for _, s := range stores {
 				if v, ok := s[name]; ok {
 					f, err := strconv.ParseFloat(v, 64)
 					if err != nil {
-						values = nil
+						numeric = false
 						break
 					}
 					values = append(values, f)
 				}
+			}
+			if !numeric {
+				// Not numeric, so it cannot be aggregated: left out
+				// (NumberFormatException → continue), the others kept.
+				continue
 			}
 			if len(values) == 0 {
 				out = []aggregatedMetric{}
@@ -366,7 +378,7 @@ func (e *Engine) aggregatedSubtaskMetrics(t target, jobID, vertexID string, q ma
 }
 
 // aggregate is the DoubleAccumulators; skew is DoubleDataSkew, the mean
-// absolute deviation as a percentage of the mean.
+// absolute deviation as a percentage of the mean, at most 100.
 func aggregate(name string, values []float64, modes []string) aggregatedMetric {
 	minV, maxV, sum := values[0], values[0], 0.0
 	for _, v := range values {
@@ -379,7 +391,7 @@ func aggregate(name string, values []float64, modes []string) aggregatedMetric {
 		for _, v := range values {
 			dev += math.Abs(avg - v)
 		}
-		skew = dev / float64(len(values)) / avg * 100
+		skew = math.Min(dev/float64(len(values))/avg*100, 100)
 	}
 	out := aggregatedMetric{ID: name}
 	for _, m := range modes {
@@ -431,22 +443,23 @@ type resourceRequirements map[string]struct {
 }
 
 // jobResourceRequirements answers GET /jobs/{jobid}/resource-requirements
-// (Flink 1.18+): the AdaptiveScheduler's bounds; the DefaultScheduler
-// (SchedulerBase#requestJobResourceRequirements) reports each vertex's
-// parallelism as both.
+// (Flink 1.18+): the AdaptiveScheduler's bounds (AdaptiveScheduler#
+// requestJobResourceRequirements: each vertex's min parallelism and
+// parallelism). The DefaultScheduler does not override SchedulerNG's
+// default, which throws UnsupportedOperationException: a 500.
 func (e *Engine) jobResourceRequirements(t target, jobID string) (out resourceRequirements, err error) {
 	err = e.request(t, "GET /jobs/{jobid}/resource-requirements", func(c *cluster, jm *process, now time.Time) error {
 		j, err := e.gatewayJob(c, jm, jobID)
 		if err != nil {
 			return err
 		}
+		if j.adaptive == nil {
+			return errDefaultScheduler
+		}
 		out = resourceRequirements{}
 		for _, v := range j.vertices {
 			r := out[v.id]
-			r.Parallelism.LowerBound, r.Parallelism.UpperBound = v.parallelism, v.parallelism
-			if j.adaptive != nil {
-				r.Parallelism.LowerBound, r.Parallelism.UpperBound = v.lower, v.upper
-			}
+			r.Parallelism.LowerBound, r.Parallelism.UpperBound = v.lower, v.upper
 			out[v.id] = r
 		}
 		return nil
@@ -497,10 +510,11 @@ func (e *Engine) updateJobResourceRequirements(t target, jobID string, req resou
 			}
 		}
 		if len(errs) > 0 {
-			return handlerErr(http.StatusBadRequest, "%s", "["+strings.Join(errs, ", ")+"]")
+			// Dispatcher#validateMaxParallelism joins them by line.
+			return handlerErr(http.StatusBadRequest, "%s", strings.Join(errs, "\n"))
 		}
 		if j.adaptive == nil {
-			return restErr(http.StatusInternalServerError, "java.lang.UnsupportedOperationException", "The DefaultScheduler does not support changing the parallelism without a job restart. This feature is currently only expected to work with the AdaptiveScheduler.")
+			return errDefaultScheduler
 		}
 		changed := false
 		for vid, r := range req {
@@ -522,6 +536,10 @@ func (e *Engine) updateJobResourceRequirements(t target, jobID string, req resou
 		return nil
 	})
 }
+
+// errDefaultScheduler is SchedulerNG's default requestJobResourceRequirements
+// and updateJobResourceRequirements, which the DefaultScheduler keeps.
+var errDefaultScheduler = restErr(http.StatusInternalServerError, "java.lang.UnsupportedOperationException", "The DefaultScheduler does not support changing the parallelism without a job restart. This feature is currently only expected to work with the AdaptiveScheduler.")
 
 // gatewayJob is the running job a JobMaster operation addresses.
 func (e *Engine) gatewayJob(c *cluster, jm *process, jobID string) (*job, error) {

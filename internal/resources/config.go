@@ -17,11 +17,13 @@ import (
 
 // Paths inside the Flink containers.
 const (
-	FlinkHome     = "/opt/flink"
-	ConfDir       = FlinkHome + "/conf"
-	DataDir       = "/flink-data"
-	KafkaTLSDir   = FlinkHome + "/secrets/kafka-tls"
-	KafkaSASLDir  = FlinkHome + "/secrets/kafka-sasl"
+	FlinkHome = "/opt/flink"
+	ConfDir   = FlinkHome + "/conf"
+	DataDir   = "/flink-data"
+	// The Kafka secrets sit where the reference design's charts mount them
+	// (section 3.4), outside the image's own tree.
+	KafkaTLSDir   = "/etc/flink/kafka-tls"
+	KafkaSASLDir  = "/etc/flink/kafka-sasl"
 	log4jFileName = "log4j-console.properties"
 )
 
