@@ -348,40 +348,16 @@ func (r *Reconciler) sampleVertices(ctx context.Context, c *flink.Client, jobID 
 	if len(others) > 0 {
 		mem.cursor = (mem.cursor + turn) % len(others)
 	}
-	base := []string{flink.MetricBusyTime, flink.MetricBackPressuredTime, flink.MetricRecordsIn, flink.MetricRecordsOut}
 	for _, v := range pick {
-		names := base
-		if id := mem.pending[v.ID]; id != "" {
-			names = append(append([]string{}, base...), id)
-		}
-		ms, err := c.SubtaskMetrics(ctx, jobID, v.ID, names, []string{flink.AggMax, flink.AggAvg, flink.AggSum})
+		pending := mem.pending[v.ID]
+		ms, err := c.SubtaskMetrics(ctx, jobID, v.ID, autopilot.MetricNames(pending), autopilot.Aggregations)
 		requests++
 		if err != nil {
 			return s, requests, err
 		}
-		if len(ms) == 0 {
-			// The JobManager's MetricFetcher has nothing yet (its first
-			// answer after a start, or a metric not reported yet): no
-			// reading, rather than a reading of zeros.
-			continue
+		if vs, ok := autopilot.VertexFromMetrics(v, ms, pending); ok {
+			s.Vertices = append(s.Vertices, vs)
 		}
-		vs := autopilot.VertexSample{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism}
-		for _, m := range ms {
-			switch {
-			case m.ID == flink.MetricBusyTime:
-				vs.BusyAvg, vs.BusyMax = val(m.Avg), val(m.Max)
-			case m.ID == flink.MetricBackPressuredTime:
-				vs.BackPressured = val(m.Avg)
-			case m.ID == flink.MetricRecordsIn:
-				vs.RecordsIn = val(m.Sum)
-			case m.ID == flink.MetricRecordsOut:
-				vs.RecordsOut = val(m.Sum)
-			case m.ID == mem.pending[v.ID]:
-				vs.Source, vs.Lag = true, val(m.Sum)
-			}
-		}
-		vs.Source = vs.Source || mem.pending[v.ID] != ""
-		s.Vertices = append(s.Vertices, vs)
 	}
 	return s, requests, nil
 }
@@ -400,13 +376,6 @@ func sourceCandidates(vs []flink.JobDetailsVertex) []flink.JobDetailsVertex {
 		out = vs[:1]
 	}
 	return out
-}
-
-func val(f *float64) float64 {
-	if f == nil {
-		return 0
-	}
-	return *f
 }
 
 // taskManagerCapacity counts the TaskManager pods the nodes can take
