@@ -31,6 +31,16 @@ import (
 // helmRun runs bin/helm against the platform, with caches of its own.
 func helmRun(t *testing.T, args ...string) string {
 	t.Helper()
+	out, err := helmTry(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// helmTry runs bin/helm and returns its output and how it failed.
+func helmTry(t *testing.T, args ...string) (string, error) {
+	t.Helper()
 	home := t.TempDir()
 	cmd := exec.Command(filepath.Join(root, "bin", "helm"), append(args, "--kubeconfig", plat.KubeconfigPath())...)
 	cmd.Dir = root
@@ -39,9 +49,9 @@ func helmRun(t *testing.T, args ...string) string {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out.String())
 	}
-	return out.String()
+	return out.String(), nil
 }
 
 var externalSecretsCRD sync.Once
@@ -164,6 +174,23 @@ func TestFlinkChartDesignCommand(t *testing.T) {
 	// operator checks: the rights are complete.
 	waitCondition(t, ns, "flink-prod", v1.ConditionHighAvailabilityPermissions, metav1.ConditionTrue, time.Minute)
 	uninstallLeavesNothing(t, ns, "flink-prod")
+}
+
+// TestFlinkChartRefusedAtAdmission: values helm can render but that make a
+// cluster Flink cannot run safely (three JobManagers without high
+// availability) are refused by the API server, and helm says why.
+func TestFlinkChartRefusedAtAdmission(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	out, err := helmTry(t, "install", "flink-bad", "./charts/flink-jobmanager", "--namespace", ns,
+		"--set", "jobmanager.replicas=3", "--set", "highAvailability.mode=none")
+	if err == nil {
+		t.Fatalf("helm installed three JobManagers without high availability:\n%s", out)
+	}
+	if !strings.Contains(err.Error(), "spec.jobManager.replicas greater than 1 requires spec.highAvailability.mode") {
+		t.Fatalf("helm install failed without the API server's reason: %v", err)
+	}
+	uninstallLeavesNothing(t, ns, "flink-bad")
 }
 
 // TestFlinkChartProd installs the prod environment: the ExternalSecret is
