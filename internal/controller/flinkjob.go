@@ -83,6 +83,33 @@ func rolledOutTo(want *resources.Desired, obs observed) bool {
 		tm.Status.ReadyReplicas == *want.TaskManager.Spec.Replicas && tm.Status.UpdatedReplicas == *want.TaskManager.Spec.Replicas
 }
 
+// renderingDrift reports whether the JobManager or TaskManagers run a pod
+// template other than the one built for the same spec: the operator (or a
+// platform setting) changed how it renders, and applying that rolls the
+// pods. Replica counts are not drift. Objects written before the
+// template hash was recorded are compared by their whole spec hash when
+// the replica counts agree, which errs on the side of saving state.
+func renderingDrift(want *resources.Desired, obs observed) bool {
+	jm, tm := obs.jobManager, obs.taskManager
+	if jm == nil || tm == nil {
+		return false
+	}
+	differs := func(have map[string]string, wantMeta map[string]string, sameReplicas bool) bool {
+		if h, ok := have[resources.AnnotationTemplateHash]; ok {
+			return h != wantMeta[resources.AnnotationTemplateHash]
+		}
+		return sameReplicas && have[resources.AnnotationSpecHash] != wantMeta[resources.AnnotationSpecHash]
+	}
+	return differs(jm.Annotations, want.JobManager.Annotations, !replicasDiffer(jm.Spec.Replicas, *want.JobManager.Spec.Replicas)) ||
+		differs(tm.Annotations, want.TaskManager.Annotations, !replicasDiffer(tm.Spec.Replicas, *want.TaskManager.Spec.Replicas))
+}
+
+// rollsPods: applying a changed child of this kind restarts Flink
+// processes (the ConfigMap, through the config hash of the templates).
+func rollsPods(kind string) bool {
+	return kind == "Deployment" || kind == "StatefulSet" || kind == "ConfigMap"
+}
+
 func withSpec(fc *v1.FlinkCluster, spec *v1.FlinkClusterSpec) *v1.FlinkCluster {
 	c := fc.DeepCopy()
 	c.Spec = *spec.DeepCopy()

@@ -49,6 +49,12 @@ func steady(s *Step) {
 	in := s.in
 	change := Classify(in.Deployed, in.Spec)
 	switch {
+	case change == ChangeNone && in.Drift && in.Status.LastFailedGeneration != in.Generation:
+		// The same spec, rendered differently: the pods must roll, so the
+		// job's state is made safe first, as for a configuration change.
+		s.event(false, "RenderingChanged", "The operator renders this cluster differently from what its pods run (an operator upgrade or a platform setting); rolling them through the state-safe upgrade path")
+		startUpgrade(s, ChangeConfigRoll)
+		return
 	case change == ChangeNone:
 	case change == ChangeScale:
 		// Scaling changes the replica count only; Flink reschedules from

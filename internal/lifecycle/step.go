@@ -64,8 +64,12 @@ type Input struct {
 	// RolledOut: the children match Deployed, every pod is ready and the
 	// REST API answers.
 	RolledOut bool
-	Flink     Flink
-	Now       time.Time
+	// Drift: the pods run another rendering of Deployed than this
+	// operator builds (an operator upgrade or a platform setting changed
+	// how the cluster renders); applying it rolls the pods.
+	Drift bool
+	Flink Flink
+	Now   time.Time
 }
 
 // ActionKind is a side effect for the controller to perform.
