@@ -14,6 +14,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,6 +32,16 @@ import (
 // helmRun runs bin/helm against the platform, with caches of its own.
 func helmRun(t *testing.T, args ...string) string {
 	t.Helper()
+	out, err := helmTry(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// helmTry runs bin/helm and returns its output and how it failed.
+func helmTry(t *testing.T, args ...string) (string, error) {
+	t.Helper()
 	home := t.TempDir()
 	cmd := exec.Command(filepath.Join(root, "bin", "helm"), append(args, "--kubeconfig", plat.KubeconfigPath())...)
 	cmd.Dir = root
@@ -39,9 +50,9 @@ func helmRun(t *testing.T, args ...string) string {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out.String())
 	}
-	return out.String()
+	return out.String(), nil
 }
 
 var externalSecretsCRD sync.Once
@@ -166,6 +177,23 @@ func TestFlinkChartDesignCommand(t *testing.T) {
 	uninstallLeavesNothing(t, ns, "flink-prod")
 }
 
+// TestFlinkChartRefusedAtAdmission: values helm can render but that make a
+// cluster Flink cannot run safely (three JobManagers without high
+// availability) are refused by the API server, and helm says why.
+func TestFlinkChartRefusedAtAdmission(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	out, err := helmTry(t, "install", "flink-bad", "./charts/flink-jobmanager", "--namespace", ns,
+		"--set", "jobmanager.replicas=3", "--set", "highAvailability.mode=none")
+	if err == nil {
+		t.Fatalf("helm installed three JobManagers without high availability:\n%s", out)
+	}
+	if !strings.Contains(err.Error(), "spec.jobManager.replicas greater than 1 requires spec.highAvailability.mode") {
+		t.Fatalf("helm install failed without the API server's reason: %v", err)
+	}
+	uninstallLeavesNothing(t, ns, "flink-bad")
+}
+
 // TestFlinkChartProd installs the prod environment: the ExternalSecret is
 // admitted by the External Secrets CRD and its Secret (made as ESO would)
 // is mounted at /etc/flink/kafka-tls in every Flink pod; helm upgrade takes
@@ -227,6 +255,42 @@ func TestFlinkChartProd(t *testing.T) {
 	}
 	if after := revisions(t, ns); after != before {
 		t.Errorf("ControllerRevisions went from %d to %d on scaling 12 → 15", before, after)
+	}
+	uninstallLeavesNothing(t, ns, release)
+}
+
+// TestFlinkChartAutoscaler: the flink-taskmanager chart's
+// HorizontalPodAutoscaler scales the TaskManagers through the FlinkCluster's
+// scale subresource (kube-controller-manager's HPA controller raises a
+// count below minReplicas without metrics, which this platform lacks), and
+// helm upgrade leaves the count the HPA chose.
+func TestFlinkChartAutoscaler(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	const release = "flink-hpa"
+	explainOnFailure(t, ns, release)
+	helmRun(t, "install", release, "./charts/flink-jobmanager", "--namespace", ns,
+		"--set", "taskmanager.autoscaling.enabled=true", "--set", "taskmanager.autoscaling.minReplicas=3")
+	ready3 := func() error {
+		fc := getFC(t, ns, release)
+		if fc.Spec.TaskManager.Replicas != 3 || fc.Status.TaskManager.Ready != "3/3" {
+			return fmt.Errorf("spec.taskManager.replicas %d, ready %s", fc.Spec.TaskManager.Replicas, fc.Status.TaskManager.Ready)
+		}
+		return nil
+	}
+	eventually(t, 2*time.Minute, "the HPA scales the TaskManagers to its minimum, 3", ready3)
+	generation := getFC(t, ns, release).Generation
+	helmRun(t, "upgrade", release, "./charts/flink-jobmanager", "--namespace", ns, "--reuse-values",
+		"--set", "taskmanager.autoscaling.maxReplicas=8")
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: release + "-taskmanager"}, hpa); err != nil {
+		t.Fatal(err)
+	}
+	if hpa.Spec.MaxReplicas != 8 {
+		t.Fatalf("the upgrade left the HPA's maxReplicas at %d, want 8", hpa.Spec.MaxReplicas)
+	}
+	if fc := getFC(t, ns, release); fc.Generation != generation || fc.Spec.TaskManager.Replicas != 3 {
+		t.Fatalf("helm upgrade changed the FlinkCluster (generation %d → %d, replicas %d): it must leave the HPA's count", generation, fc.Generation, fc.Spec.TaskManager.Replicas)
 	}
 	uninstallLeavesNothing(t, ns, release)
 }

@@ -90,6 +90,13 @@ func TestLint(t *testing.T) {
 			}
 		}
 	}
+	// The vendored dependencies, alone: kafka takes its version from
+	// flink-base through the parent, so it is given here.
+	for dep, vals := range map[string][]string{"zookeeper": nil, "kafka": {"--set", "version=3.7.0"}} {
+		if out, err := h.Run(append([]string{"lint", "--strict", filepath.Join(chart("flink-jobmanager"), "charts", dep)}, vals...)...); err != nil {
+			t.Errorf("helm lint --strict %s: %v\n%s", dep, err, out)
+		}
+	}
 }
 
 // renders are the goldens: each chart that renders (flink-base is a
@@ -344,5 +351,41 @@ func TestTemplatesOnlySwitch(t *testing.T) {
 	}
 	if checked < 8 {
 		t.Fatalf("checked only %d templates", checked)
+	}
+}
+
+// TestBadValuesRefused: values the charts cannot render into a valid
+// environment fail helm itself, saying which value; what only the API
+// server can judge (three JobManagers without high availability) is
+// refused by the CRD, end to end (test/e2e).
+func TestBadValuesRefused(t *testing.T) {
+	h := helm(t)
+	jm := chart("flink-jobmanager")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"an unknown HA mode", []string{"--set", "highAvailability.mode=etcd"}, "highAvailability.mode"},
+		{"a port that is not a number", []string{"--set", "kafka.service.port=nine"}, "kafka.service.port"},
+		{"zero slots", []string{"--set", "taskmanager.slots=0"}, "slots"},
+		{"an unknown spread", []string{"--set", "jobmanager.spread=everywhere"}, "jobmanager.spread"},
+		{"a fuzzy Flink version", []string{"--set", "flink.version=latest"}, "flink.version"},
+		{"an ExternalSecret without a store", []string{"--set", "kafka.tls.enabled=true", "--set", "kafka.tls.externalSecret.enabled=true"},
+			"kafka.tls.externalSecret.store.name names the SecretStore or ClusterSecretStore"},
+		{"an unknown store kind", []string{"--set", "kafka.tls.enabled=true", "--set", "kafka.tls.externalSecret.enabled=true",
+			"--set", "kafka.tls.externalSecret.store.name=vault", "--set", "kafka.tls.externalSecret.store.kind=Vault"}, "store.kind"},
+		{"TLS to the vendored Kafka", []string{"--set", "kafka.enabled=true", "--set", "kafka.tls.enabled=true"},
+			"the vendored kafka chart serves plaintext only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := h.Run(append([]string{"template", "flink", jm}, tc.args...)...)
+			if err == nil {
+				t.Fatalf("helm template %v rendered:\n%s", tc.args, out)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("helm template %v failed without naming %q: %v", tc.args, tc.want, err)
+			}
+		})
 	}
 }

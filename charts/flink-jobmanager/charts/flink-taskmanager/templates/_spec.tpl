@@ -1,10 +1,13 @@
 {{/*
 spec.taskManager of the FlinkCluster, from this chart's values. Called with
 the values of the TaskManager tier, so flink-jobmanager renders it from
-.Values.taskmanager.
+.Values.taskmanager. With autoscaling the HorizontalPodAutoscaler owns
+the replica count: the field is left out, so helm upgrade never resets it.
 */}}
 {{- define "flink-taskmanager.spec" -}}
+{{- if not .autoscaling.enabled -}}
 replicas: {{ .replicas }}
+{{ end -}}
 slots: {{ .slots }}
 spread: {{ .spread }}
 {{- with .resources }}
