@@ -26,8 +26,14 @@ manifests: generate
 verify-generated: generate
 	@git diff --exit-code -- api config/crd/bases config/rbac/role.yaml charts/datapilot/crds charts/datapilot/files/role.yaml || { echo "Generated files are stale: run 'make generate' and commit the result."; exit 1; }
 
+## build: bin/datapilot (the production binary the image ships) and bin/datapilot-local
+## (the development binary: local platform and Flink REST simulator), version-stamped
+VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/datapilot/Chart.yaml)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/datapilot/datapilot/internal/buildinfo.version=$(VERSION) -X github.com/datapilot/datapilot/internal/buildinfo.revision=$(REVISION)
 build:
-	$(GO) build -o $(BIN)/datapilot ./cmd/datapilot
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/datapilot ./cmd/datapilot
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/datapilot-local ./cmd/datapilot-local
 
 ## bench: the scale benchmark (not part of make test); N=1000 with `make bench BENCH_N=1000`
 BENCH_N ?= 100
@@ -45,7 +51,7 @@ test-e2e: build
 
 ## run: the embedded local platform with Datapilot in it (Ctrl-C stops everything)
 run: tools build
-	$(BIN)/datapilot local up
+	$(BIN)/datapilot-local up
 
 .PHONY: chart-lint kustomize-check
 

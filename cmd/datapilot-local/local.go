@@ -22,16 +22,7 @@ import (
 	"github.com/datapilot/datapilot/internal/platform"
 )
 
-func newLocalCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "local",
-		Short: "Run Datapilot on an embedded local control plane (no Docker needed)",
-	}
-	cmd.AddCommand(newLocalUpCommand())
-	return cmd
-}
-
-// localUpFlags are the settings of `datapilot local up`.
+// localUpFlags are the settings of `datapilot-local up`.
 type localUpFlags struct {
 	platform platform.Options
 	operator operator.Options
