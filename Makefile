@@ -12,6 +12,7 @@ all: build
 ## tools: build the pinned control plane and generators into bin/ (skips what is up to date)
 tools:
 	@hack/tools/build.sh
+	@hack/tools/crd-ref-docs/build.sh
 
 ## generate: deepcopy and CRD/RBAC manifests from the API markers
 generate: tools
@@ -19,12 +20,13 @@ generate: tools
 	$(BIN)/controller-gen crd rbac:roleName=datapilot-manager paths=./api/... paths=./internal/... output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	$(GO) run ./hack/crdtrim config/crd/bases/data.example.com_flinkclusters.yaml
 	hack/sync-chart.sh
+	hack/api-docs/generate.sh
 
 manifests: generate
 
 ## verify-generated: fail when generated files are stale
 verify-generated: generate
-	@git diff --exit-code -- api config/crd/bases config/rbac/role.yaml charts/datapilot/crds charts/datapilot/files/role.yaml || { echo "Generated files are stale: run 'make generate' and commit the result."; exit 1; }
+	@git diff --exit-code -- api config/crd/bases config/rbac/role.yaml charts/datapilot/crds charts/datapilot/files/role.yaml docs/api.md docs/api-v1alpha1.md || { echo "Generated files are stale: run 'make generate' and commit the result."; exit 1; }
 
 ## build: bin/datapilot (the production binary the image ships) and bin/datapilot-local
 ## (the development binary: local platform and Flink REST simulator), version-stamped
