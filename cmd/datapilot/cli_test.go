@@ -336,3 +336,35 @@ func typedJSON(t *testing.T, obj any) string {
 	}
 	return string(out)
 }
+
+// TestRenderRefusesBadInput: an unknown field (a typo, or the v1alpha1
+// kafka.bootstrapServers in a v1 object) and a file without a FlinkCluster
+// are errors naming the problem, not an empty or partial rendering.
+func TestRenderRefusesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, manifest, want string
+	}{
+		{"unknown field", "apiVersion: data.example.com/v1\nkind: FlinkCluster\nmetadata: {name: typo}\nspec: {version: 1.20.1, taskManger: {replicas: 2}}\n", `unknown field "taskManger"`},
+		{"v1alpha1 field in v1", "apiVersion: data.example.com/v1\nkind: FlinkCluster\nmetadata: {name: old}\nspec: {version: 1.20.1, kafka: {bootstrapServers: k:9092}}\n", `unknown field "bootstrapServers"`},
+		{"no FlinkCluster", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", "no FlinkCluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
+			if err := os.WriteFile(p, []byte(tc.manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			root := newRootCommand()
+			var out bytes.Buffer
+			root.SetArgs([]string{"render", "-f", p})
+			root.SetOut(&out)
+			err := root.Execute()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+			if out.Len() != 0 {
+				t.Errorf("an error, yet render printed:\n%s", out.String())
+			}
+		})
+	}
+}
