@@ -62,6 +62,7 @@ test-image:
 BENCH_N ?= 100
 bench: tools build
 	$(GO) run ./bench -n $(BENCH_N)
+	$(GO) run ./bench/autopilot
 
 ## test-unit: unit tests and the integration tier (envtest: real kube-apiserver and etcd from bin/)
 export KUBEBUILDER_ASSETS := $(BIN)
@@ -95,4 +96,12 @@ kustomize-check:
 		echo "kubectl kustomize $$d"; $(BIN)/kubectl kustomize $$d >/dev/null || exit 1; \
 	done
 
-test: tools verify-generated build chart-lint kustomize-check test-unit test-image test-e2e
+.PHONY: flink-charts-check
+
+## flink-charts-check: the Flink environment charts (charts/flink-*): vendored copies in step, helm dependency
+## list at the pinned versions, version/appVersion/image tag/spec.version one Flink version (lint, goldens: test/flinkcharts)
+flink-charts-check:
+	@test -x $(BIN)/helm || { echo "bin/helm is missing: run 'make tools'"; exit 1; }
+	$(GO) run ./hack/flinkcharts check
+
+test: tools verify-generated build chart-lint flink-charts-check kustomize-check test-unit test-image test-e2e

@@ -16,6 +16,10 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.job) || !has(self.job.upgradeMode) || self.job.upgradeMode != 'last-state' || has(self.checkpointing)",message="spec.job.upgradeMode last-state restores from checkpoints and requires spec.checkpointing"
 // +kubebuilder:validation:XValidation:rule="!has(self.flinkConfiguration) || !has(self.job) || !has(self.job.upgradeMode) || self.job.upgradeMode != 'last-state' || !('execution.checkpointing.externalized-checkpoint-retention' in self.flinkConfiguration)",message="spec.flinkConfiguration must not set execution.checkpointing.externalized-checkpoint-retention when spec.job.upgradeMode is last-state: the operator sets RETAIN_ON_CANCELLATION, so the checkpoint a last-state upgrade restores from survives the cancel"
 // +kubebuilder:validation:XValidation:rule="!has(self.flinkConfiguration) || !self.version.matches('^(1[.](17|18))[.]') || !self.flinkConfiguration.exists(k, size(self.flinkConfiguration[k]) == 0 || self.flinkConfiguration[k].contains('#') || self.flinkConfiguration[k].startsWith(' ') || self.flinkConfiguration[k].endsWith(' '))",messageExpression="'spec.flinkConfiguration: Flink ' + self.version + ' reads flink-conf.yaml, which cannot carry an empty value, a value with #, or one that starts or ends with a space; refused: ' + self.flinkConfiguration.filter(k, size(self.flinkConfiguration[k]) == 0 || self.flinkConfiguration[k].contains('#') || self.flinkConfiguration[k].startsWith(' ') || self.flinkConfiguration[k].endsWith(' '))[0]"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaler) || has(self.job)",message="spec.autoscaler requires spec.job: the autopilot sizes a job from its own metrics"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaler) || !has(self.job) || self.autoscaler.mode != 'apply' || !has(self.job.upgradeMode) || self.job.upgradeMode != 'stateless'",message="spec.autoscaler.mode apply rescales by restarting the job from a savepoint or checkpoint; with spec.job.upgradeMode stateless each rescale would restart it without its state: use savepoint or last-state, or mode recommend"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaler) || !has(self.autoscaler.minParallelism) || !has(self.autoscaler.maxTaskManagers) || self.autoscaler.minParallelism <= self.autoscaler.maxTaskManagers * (has(self.taskManager.slots) ? self.taskManager.slots : 1)",message="spec.autoscaler.minParallelism needs more slots than spec.autoscaler.maxTaskManagers TaskManagers of spec.taskManager.slots slots hold"
+// +kubebuilder:validation:XValidation:rule="!has(self.healing) || has(self.job)",message="spec.healing requires spec.job"
 type FlinkClusterSpec struct {
 	// Version is the exact Flink version, such as 1.20.1, of a supported
 	// minor: 1.17, 1.18, 1.19, 1.20, 2.0, 2.1 or 2.2. Fuzzy versions
@@ -91,6 +95,17 @@ type FlinkClusterSpec struct {
 	// Health tunes the three-level health checks.
 	// +optional
 	Health *HealthPolicy `json:"health,omitempty"`
+
+	// Autoscaler turns the autopilot on: parallelism and TaskManagers
+	// sized from the job's own Flink metrics (spec.job required).
+	// +optional
+	Autoscaler *AutoscalerSpec `json:"autoscaler,omitempty"`
+
+	// Healing says how a failed, restart-looping or stalled job is
+	// healed. Without it a FAILED job is restored up to 3 times, 30s
+	// apart and doubling, and loops and stalls are reported.
+	// +optional
+	Healing *HealingSpec `json:"healing,omitempty"`
 
 	// FlinkConfiguration holds extra Flink settings rendered into the
 	// cluster's configuration file, each value read by Flink exactly as
@@ -456,6 +471,14 @@ type FlinkClusterStatus struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	LastStableSpec *runtime.RawExtension `json:"lastStableSpec,omitempty"`
+
+	// Autoscaler is the autopilot's state and its last decisions.
+	// +optional
+	Autoscaler *AutoscalerStatus `json:"autoscaler,omitempty"`
+
+	// Healing is what the operator did to heal the job.
+	// +optional
+	Healing *HealingStatus `json:"healing,omitempty"`
 
 	// LastFailedGeneration is the generation whose upgrade failed or was
 	// rolled back; it is not retried until the spec changes again.

@@ -36,8 +36,8 @@ type Spec struct {
 	Binary string
 	// Rootfs holds the files the image carries besides the binary
 	// (etc/passwd, etc/group), shared with the Dockerfile.
-	Rootfs string
-	Platform v1.Platform
+	Rootfs                    string
+	Platform                  v1.Platform
 	Version, Revision, Source string
 	// Created is the image's creation time and every file's mtime: the
 	// commit's time makes the build reproducible (same inputs, same digest).

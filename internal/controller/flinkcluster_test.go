@@ -277,6 +277,40 @@ func TestBadInputsAreRejectedAtAdmission(t *testing.T) {
 		{"checkpoints dir without a scheme", func(s map[string]any) {
 			sub(s, "checkpointing")["checkpointsDir"] = "/data/checkpoints"
 		}, "spec.checkpointing.checkpointsDir"},
+		{"autoscaler on a session cluster", func(s map[string]any) {
+			s["autoscaler"] = map[string]any{"mode": "apply"}
+		}, "spec.autoscaler requires spec.job"},
+		{"autoscaler applying to a stateless job", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "upgradeMode": "stateless"}
+			s["autoscaler"] = map[string]any{"mode": "apply"}
+		}, "would restart it without its state"},
+		{"autoscaler bounds crossed", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar"}
+			s["autoscaler"] = map[string]any{"minParallelism": 8, "maxParallelism": 4}
+		}, "spec.autoscaler.minParallelism must not exceed spec.autoscaler.maxParallelism"},
+		{"autoscaler minimum beyond its TaskManagers", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar"}
+			s["autoscaler"] = map[string]any{"minParallelism": 20, "maxTaskManagers": 4}
+		}, "spec.autoscaler.minParallelism needs more slots"},
+		{"autoscaler window of two samples", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar"}
+			s["autoscaler"] = map[string]any{"interval": "30s", "metricWindow": "1m"}
+		}, "spec.autoscaler.metricWindow must hold at least three samples"},
+		{"autoscaler target out of range", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar"}
+			s["autoscaler"] = map[string]any{"targetUtilizationPercent": 100}
+		}, "spec.autoscaler.targetUtilizationPercent"},
+		{"autoscaler unknown mode", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar"}
+			s["autoscaler"] = map[string]any{"mode": "auto"}
+		}, "spec.autoscaler.mode"},
+		{"healing on a session cluster", func(s map[string]any) {
+			s["healing"] = map[string]any{"restoreAttempts": 2}
+		}, "spec.healing requires spec.job"},
+		{"healing with an unknown action", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar"}
+			s["healing"] = map[string]any{"onRestartLoop": "delete"}
+		}, "spec.healing.onRestartLoop"},
 		{"three JobManagers without HA and no taskManager block", func(s map[string]any) {
 			delete(s, "highAvailability")
 			delete(s, "taskManager")

@@ -83,6 +83,33 @@ func rolledOutTo(want *resources.Desired, obs observed) bool {
 		tm.Status.ReadyReplicas == *want.TaskManager.Spec.Replicas && tm.Status.UpdatedReplicas == *want.TaskManager.Spec.Replicas
 }
 
+// renderingDrift reports whether the JobManager or TaskManagers run a pod
+// template other than the one built for the same spec: the operator (or a
+// platform setting) changed how it renders, and applying that rolls the
+// pods. Replica counts are not drift. Objects written before the
+// template hash was recorded are compared by their whole spec hash when
+// the replica counts agree, which errs on the side of saving state.
+func renderingDrift(want *resources.Desired, obs observed) bool {
+	jm, tm := obs.jobManager, obs.taskManager
+	if jm == nil || tm == nil {
+		return false
+	}
+	differs := func(have map[string]string, wantMeta map[string]string, sameReplicas bool) bool {
+		if h, ok := have[resources.AnnotationTemplateHash]; ok {
+			return h != wantMeta[resources.AnnotationTemplateHash]
+		}
+		return sameReplicas && have[resources.AnnotationSpecHash] != wantMeta[resources.AnnotationSpecHash]
+	}
+	return differs(jm.Annotations, want.JobManager.Annotations, !replicasDiffer(jm.Spec.Replicas, *want.JobManager.Spec.Replicas)) ||
+		differs(tm.Annotations, want.TaskManager.Annotations, !replicasDiffer(tm.Spec.Replicas, *want.TaskManager.Spec.Replicas))
+}
+
+// rollsPods: applying a changed child of this kind restarts Flink
+// processes (the ConfigMap, through the config hash of the templates).
+func rollsPods(kind string) bool {
+	return kind == "Deployment" || kind == "StatefulSet" || kind == "ConfigMap"
+}
+
 func withSpec(fc *v1.FlinkCluster, spec *v1.FlinkClusterSpec) *v1.FlinkCluster {
 	c := fc.DeepCopy()
 	c.Spec = *spec.DeepCopy()
@@ -120,6 +147,16 @@ func (r *Reconciler) observeFlink(ctx context.Context, fc *v1.FlinkCluster, jmRe
 	default:
 		obs.JobFound = true
 		obs.JobState = detail.State
+		obs.Vertices = detail.Vertices
+		for _, v := range detail.Vertices {
+			obs.Parallelism = max(obs.Parallelism, v.Parallelism)
+		}
+		if ts := detail.Timestamps[string(flink.JobRunning)]; ts > 0 {
+			obs.RunningSince = time.UnixMilli(ts)
+		}
+		if detail.State.Terminal() && detail.EndTime > 0 {
+			obs.EndedAt = time.UnixMilli(detail.EndTime)
+		}
 		if cps, err := c.Checkpoints(ctx, job.ID); err == nil {
 			readCheckpoints(&obs, cps)
 		}
@@ -222,6 +259,8 @@ func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, deploy *v1.Fl
 			return fmt.Errorf("trigger %s savepoint %s: %w", sp.Reason, sp.TriggerID, err)
 		}
 		r.Metrics.Savepoints.WithLabelValues(string(sp.Reason), "triggered").Inc()
+	case lifecycle.ActRescale:
+		return r.rescaleInPlace(ctx, c, job.ID, a.Parallelism)
 	case lifecycle.ActCancel:
 		if err := c.CancelJob(ctx, job.ID); err != nil && !flink.IsNotFound(err) {
 			return fmt.Errorf("cancel job %s: %w", job.ID, err)

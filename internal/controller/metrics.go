@@ -23,6 +23,7 @@ type Metrics struct {
 	Upgrades     *prometheus.CounterVec
 	Rollbacks    *prometheus.CounterVec
 	JobsLost     prometheus.Counter
+	Autopilot    *autopilotMetrics
 
 	mu     sync.Mutex
 	phases map[types.NamespacedName]v1.Phase
@@ -70,6 +71,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		phases: map[types.NamespacedName]v1.Phase{},
 	}
+	m.Autopilot = newAutopilotMetrics(reg)
 	reg.MustRegister(m.Clusters, m.Applies, m.StatusWrites, m.Savepoints, m.SavepointAge, m.Submissions, m.Upgrades, m.Rollbacks, m.JobsLost)
 	for _, p := range []v1.Phase{v1.PhasePending, v1.PhaseRunning, v1.PhaseScaling, v1.PhaseUpdating, v1.PhaseDegraded, v1.PhaseTerminating} {
 		m.Clusters.WithLabelValues(string(p)).Set(0)

@@ -76,6 +76,8 @@ type Reconciler struct {
 	Platform resources.Platform
 	// haReviews holds the last review of each user-named HA account.
 	haReviews haReviews
+	// autopilot holds each cluster's metric history.
+	autopilot autopilotMemory
 }
 
 // scope is what one reconcile works on.
@@ -87,6 +89,9 @@ type scope struct {
 	obs        observed
 	// events to record after the reconcile, so one reconcile emits each once.
 	created []string
+	// hold keeps the running pods' rendering while the job's state is
+	// being saved: only missing children are created.
+	hold bool
 }
 
 // Reconcile moves one FlinkCluster towards its spec.
@@ -99,6 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.NamespacedName)
 			r.haReviews.forget(req.NamespacedName)
+			r.forgetAutopilot(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get FlinkCluster %s: %w", req.NamespacedName, err)
@@ -193,27 +199,48 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 	if err != nil {
 		return nil, lifecycle.Step{}, err
 	}
-	rolledOut := false
+	rolledOut, drift := false, false
 	if deployed != nil {
 		if s.desired, err = resources.Build(withSpec(fc, deployed), r.Platform); err == nil {
 			s.desiredFor = deployed
 			rolledOut = rolledOutTo(s.desired, s.obs)
+			drift = renderingDrift(s.desired, s.obs)
 		}
 	}
+	now := time.Now()
+	obs := r.observeFlink(ctx, fc, s.obs.jobManagerReady())
+	// The autopilot decides first; its target enters the spec the
+	// lifecycle rolls out, and its status is written with the step.
+	auto := r.runAutopilot(ctx, fc, obs, now)
+	status := fc.Status.DeepCopy()
+	status.Autoscaler = auto.status
+	spec, rescale := effectiveSpec(&v1.FlinkCluster{Spec: fc.Spec, Status: *status})
 	step := lifecycle.Decide(lifecycle.Input{
 		Generation: fc.Generation,
 		UID:        string(fc.UID),
-		Spec:       &fc.Spec,
-		Status:     &fc.Status,
+		Spec:       spec,
+		Status:     status,
 		Deployed:   deployed,
 		LastStable: stable,
 		RolledOut:  rolledOut,
-		Flink:      r.observeFlink(ctx, fc, s.obs.jobManagerReady()),
-		Now:        time.Now(),
+		Drift:      drift,
+		Flink:      obs,
+		Now:        now,
+		Rescale:    rescale,
+		InPlace:    inPlace(spec),
+		Heal:       auto.heal,
 	})
+	events := settleAutopilot(fc, auto, &step, obs, stable, now)
+	if auto.requeue > 0 && (step.RequeueAfter == 0 || auto.requeue < step.RequeueAfter) {
+		step.RequeueAfter = auto.requeue
+	}
 	if err := r.recordStep(ctx, fc, step); err != nil {
 		return nil, step, err
 	}
+	r.recordAutopilot(fc, events, step)
+	// While state is saved the pods keep what they run, even where this
+	// operator would render them differently (Input.Drift).
+	s.hold = fc.Status.Upgrade != nil && fc.Status.Upgrade.Phase == v1.UpgradeSavingState
 	if err := r.act(ctx, fc, step.Deploy, step.Action); err != nil {
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Lifecycle", "%v", err)
 		// The step is recorded; the next reconcile repeats it.
@@ -299,13 +326,15 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		{kind: "Service", name: *d.JobManagerService.Name, hash: specHash(d.JobManagerService.Annotations), cached: &corev1.Service{}, desired: d.JobManagerService},
 		{kind: "Deployment", name: *d.JobManager.Name, hash: specHash(d.JobManager.Annotations), cached: jm, desired: d.JobManager,
 			drifted: func(o client.Object) bool {
-				return replicasDiffer(o.(*appsv1.Deployment).Spec.Replicas, *d.JobManager.Spec.Replicas)
+				return replicasDiffer(o.(*appsv1.Deployment).Spec.Replicas, *d.JobManager.Spec.Replicas) ||
+					templateHash(o.GetAnnotations()) != templateHash(d.JobManager.Annotations)
 			}},
 		{kind: "Service", name: *d.TaskManagerService.Name, hash: specHash(d.TaskManagerService.Annotations), cached: &corev1.Service{}, desired: d.TaskManagerService},
 		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: &policyv1.PodDisruptionBudget{}, desired: d.TaskManagerBudget},
 		{kind: "StatefulSet", name: *d.TaskManager.Name, hash: specHash(d.TaskManager.Annotations), cached: tm, desired: d.TaskManager,
 			drifted: func(o client.Object) bool {
-				return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas)
+				return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas) ||
+					templateHash(o.GetAnnotations()) != templateHash(d.TaskManager.Annotations)
 			}},
 	}
 	children = append(children, r.haChildren(ctx, s)...)
@@ -325,6 +354,10 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			continue
 		}
 		if actions[i] = decide(err == nil, c.hash, c.cached, c.drifted); actions[i] == actionNone {
+			continue
+		}
+		if s.hold && actions[i] != actionCreate && rollsPods(c.kind) {
+			actions[i] = actionNone
 			continue
 		}
 		wg.Add(1)
@@ -397,6 +430,11 @@ func (o observed) jobManagerReady() bool {
 }
 
 func specHash(annotations map[string]string) string { return annotations[resources.AnnotationSpecHash] }
+
+// templateHash is the pod template hash recorded in annotations.
+func templateHash(annotations map[string]string) string {
+	return annotations[resources.AnnotationTemplateHash]
+}
 
 func replicasDiffer(actual *int32, want int32) bool { return actual == nil || *actual != want }
 

@@ -41,7 +41,7 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 	st.ConfigHash = obs.configHash
 
 	jmDesired := max(fc.Spec.JobManager.Replicas, 1)
-	tmDesired := fc.Spec.TaskManager.Replicas
+	tmDesired := desiredTaskManagers(fc)
 	st.JobManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", jmDesired)}
 	st.TaskManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", tmDesired)}
 	if d := obs.jobManager; d != nil {
@@ -72,6 +72,11 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 	store := obs.storage.sharedStorage()
 	set(v1.ConditionSharedStorage, store.status, store.reason, store.message)
 	avail, prog, deg := availability(fc, obs), progress(fc, obs), degradation(obs)
+	if h := fc.Status.Healing; h != nil && h.Exhausted != "" && obs.statusErr == nil && obs.applyErr == nil {
+		// The reason the job is not running, before the health check's
+		// "not RUNNING".
+		deg = verdict{metav1.ConditionTrue, "HealingExhausted", h.Exhausted}
+	}
 	if obs.storage.blocked() {
 		// Nothing was deployed; the cluster waits for the user or the
 		// platform team, so it is not progressing but failed.
@@ -97,7 +102,7 @@ type verdict struct {
 }
 
 func availability(fc *v1.FlinkCluster, obs observed) verdict {
-	tmDesired := fc.Spec.TaskManager.Replicas
+	tmDesired := desiredTaskManagers(fc)
 	switch {
 	case !resources.JobManagerReady(obs.jobManager):
 		return verdict{metav1.ConditionFalse, "JobManagerNotReady", "No JobManager pod is ready"}
@@ -126,14 +131,14 @@ func progress(fc *v1.FlinkCluster, obs observed) verdict {
 	case d == nil || s == nil:
 		return verdict{metav1.ConditionTrue, "Creating", "Creating the JobManager and TaskManagers"}
 	case s.Status.UpdateRevision != "" && s.Status.CurrentRevision != s.Status.UpdateRevision:
-		return verdict{metav1.ConditionTrue, "RollingUpdate", fmt.Sprintf("%d of %d TaskManagers run the new revision", s.Status.UpdatedReplicas, fc.Spec.TaskManager.Replicas)}
+		return verdict{metav1.ConditionTrue, "RollingUpdate", fmt.Sprintf("%d of %d TaskManagers run the new revision", s.Status.UpdatedReplicas, desiredTaskManagers(fc))}
 	case d.Status.UpdatedReplicas < d.Status.Replicas:
 		return verdict{metav1.ConditionTrue, "RollingUpdate", "Replacing the JobManager"}
-	case s.Status.Replicas != fc.Spec.TaskManager.Replicas:
-		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", s.Status.Replicas, fc.Spec.TaskManager.Replicas)}
+	case s.Status.Replicas != desiredTaskManagers(fc):
+		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", s.Status.Replicas, desiredTaskManagers(fc))}
 	case d.Status.ObservedGeneration < d.Generation || s.Status.ObservedGeneration < s.Generation:
 		return verdict{metav1.ConditionTrue, "Applying", "Waiting for the workload controllers to observe the change"}
-	case !resources.JobManagerReady(d) || s.Status.ReadyReplicas < fc.Spec.TaskManager.Replicas:
+	case !resources.JobManagerReady(d) || s.Status.ReadyReplicas < desiredTaskManagers(fc):
 		return verdict{metav1.ConditionTrue, "WaitingForPods", "Waiting for pods to become ready"}
 	}
 	return verdict{metav1.ConditionFalse, "AllTaskManagersRegistered", "The cluster matches its spec"}

@@ -41,6 +41,8 @@ type ClusterView struct {
 	Jobs []JobView `json:"jobs"`
 	// Events is the simulated log of process starts, refusals and stops.
 	Events []string `json:"events"`
+	// Workload is what the cluster's workload last did; nil without one.
+	Workload *WorkloadView `json:"workload,omitempty"`
 }
 
 // ProcessView is one JobManager or TaskManager process.
@@ -81,6 +83,11 @@ type JobView struct {
 	CheckpointsCompleted int `json:"checkpointsCompleted"`
 	CheckpointsFailed    int `json:"checkpointsFailed"`
 	Restarts             int `json:"restarts"`
+	// Rescales counts the AdaptiveScheduler's restarts to change the
+	// job's parallelism (Flink's numRestarts counts them too).
+	Rescales int `json:"rescales"`
+	// Vertices are the job graph's vertices with their parallelism now.
+	Vertices []VertexView `json:"vertices"`
 	// RestoredFrom is what the current run restored from; nil when it
 	// started without state.
 	RestoredFrom     *flink.RestoredCheckpointStatistics `json:"restoredFrom,omitempty"`
@@ -89,13 +96,21 @@ type JobView struct {
 	FailureCause     string                              `json:"failureCause,omitempty"`
 }
 
+// VertexView is one job vertex.
+type VertexView struct {
+	ID             string `json:"id"`
+	Name           string `json:"name"`
+	Parallelism    int    `json:"parallelism"`
+	MaxParallelism int    `json:"maxParallelism"`
+}
+
 // jobHistory is what the view keeps of a job ID across JobManager
 // processes.
 type jobHistory struct {
 	job     *job
 	present bool
 
-	savepointsTriggered, stopsTriggered, checkpointsTriggered, restarts int
+	savepointsTriggered, stopsTriggered, checkpointsTriggered, restarts, rescales int
 }
 
 // View returns the simulator's view of a cluster, after applying what the
@@ -114,6 +129,7 @@ func (e *Engine) View(k ClusterKey) (ClusterView, error) {
 		UnavailableRemaining: c.unavailable,
 		SavepointFault:       c.savepointFault, CheckpointFault: c.checkpointFault,
 		Requests: maps.Clone(c.requests), Totals: c.totals, Jobs: []JobView{}, Events: append([]string{}, c.events...),
+		Workload: c.workload.view(),
 	}
 	lead := c.resourceManager()
 	for _, p := range c.jms {
@@ -137,7 +153,10 @@ func (e *Engine) View(k ClusterKey) (ClusterView, error) {
 			SavepointsTriggered: h.savepointsTriggered, StopsTriggered: h.stopsTriggered,
 			CheckpointsTriggered: h.checkpointsTriggered,
 			CheckpointsCompleted: int(j.completedCount), CheckpointsFailed: int(j.failedCount),
-			Restarts: h.restarts, FailureCause: j.failureCause,
+			Restarts: h.restarts, Rescales: h.rescales, FailureCause: j.failureCause, Vertices: []VertexView{},
+		}
+		for _, vx := range j.vertices {
+			jv.Vertices = append(jv.Vertices, VertexView{ID: vx.id, Name: vx.name, Parallelism: vx.parallelism, MaxParallelism: vx.maxParallelism})
 		}
 		if j.restored != nil {
 			r := *j.restored

@@ -256,6 +256,8 @@ type submission struct {
 	// restorePath and claimMode are its SavepointRestoreSettings.
 	restorePath string
 	claimMode   string
+	// graph is the JobGraph's vertices as the program built them.
+	graph []*vertex
 }
 
 // submit is Dispatcher#submitJob: a job ID that is running, or known to

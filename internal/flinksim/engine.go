@@ -196,6 +196,7 @@ type cluster struct {
 	history         map[string]*jobHistory
 	historyOrder    []string
 	events          []string // what happened to processes, newest last
+	workload        *workload
 }
 
 func (e *Engine) get(k ClusterKey) *cluster {
@@ -338,6 +339,14 @@ type process struct {
 
 	// A TaskManager's slots (taskmanager.numberOfTaskSlots).
 	slots int
+
+	// A JobManager's MetricFetcher: its MetricStore and when it last
+	// fetched.
+	metrics        *metricStore
+	metricsFetched time.Time
+	// metricsInterval is metrics.fetcher.update-interval as the process
+	// read it at start; 0 is the VoidMetricFetcher.
+	metricsInterval time.Duration
 }
 
 func (p *process) id() string { return fmt.Sprintf("%s#%d", p.pod.UID, p.generation) }
@@ -393,6 +402,16 @@ func (e *Engine) start(c *cluster, now time.Time, pod Pod, jobManager bool, gene
 	}
 	if p.storeDuration, _, err = p.conf.duration("rest.async.store-duration"); err != nil {
 		return fail(err)
+	}
+	// DefaultDispatcherResourceManagerComponentFactory#create reads
+	// metrics.fetcher.update-interval (a Long of milliseconds before 1.20,
+	// a Duration from 1.20): 0 is the VoidMetricFetcher, and
+	// MetricFetcherImpl's constructor refuses a negative one.
+	if p.metricsInterval, _, err = p.conf.duration("metrics.fetcher.update-interval"); err != nil {
+		return fail(err)
+	}
+	if p.metricsInterval < 0 {
+		return fail(fmt.Errorf("java.lang.IllegalArgumentException: The update interval must be larger than 0."))
 	}
 	if p.ha, err = readHAConfig(p); err != nil {
 		return fail(err)
@@ -577,10 +596,12 @@ func (e *Engine) advance(c *cluster, now time.Time) {
 		if fn == nil || at.After(now) {
 			break
 		}
+		e.stepWorkload(c, at)
 		fn(at)
 		e.elect(c, at)
 		e.schedule(c, at)
 	}
+	e.stepWorkload(c, now)
 	e.elect(c, now)
 	e.schedule(c, now)
 	for _, p := range c.jms {
@@ -630,6 +651,18 @@ func (e *Engine) schedule(c *cluster, now time.Time) {
 	tms := c.registered()
 	for _, id := range rm.d.order {
 		j := rm.d.jobs[id]
+		if j.adaptive != nil {
+			if j.waiting {
+				e.scheduleAdaptive(c, j, free, tms, now)
+			} else if j.state == flink.JobRunning {
+				total := 0
+				for _, t := range tms {
+					total += max(0, free[t.id()])
+				}
+				e.maybeRescale(c, j, total, now)
+			}
+			continue
+		}
 		if j.state != flink.JobRunning || j.tasks != "SCHEDULED" {
 			continue
 		}

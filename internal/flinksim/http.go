@@ -142,6 +142,10 @@ func (h *handler) body(r *http.Request, schema *flinkschema.Schema, op *openapi3
 	if err := dec.Decode(&m); err != nil || m == nil {
 		return nil, handlerErr(http.StatusBadRequest, "Request did not match expected format %s.", name)
 	}
+	if schema.OpenMap(name) {
+		// A map body (JobResourceRequirementsBody): its keys are data.
+		return m, nil
+	}
 	if !v.AtLeast(1, 20) {
 		for k := range m {
 			if !slices.Contains(props, k) {
@@ -238,6 +242,28 @@ func (h *handler) call(r *http.Request, t target, opID string, params map[string
 		return out, http.StatusOK, err
 	case "deleteJar":
 		return struct{}{}, http.StatusOK, e.deleteJar(t, params["jarid"])
+	case "getJobMetrics":
+		out, err := e.jobMetricsREST(t, params["jobid"], r.URL.Query().Get("get"))
+		return out, http.StatusOK, err
+	case "getJobVertexMetrics":
+		out, err := e.vertexMetricsREST(t, params["jobid"], params["vertexid"], r.URL.Query().Get("get"))
+		return out, http.StatusOK, err
+	case "getAggregatedSubtaskMetrics":
+		q := map[string]string{}
+		for _, k := range []string{"get", "agg", "subtasks"} {
+			q[k] = r.URL.Query().Get(k)
+		}
+		out, err := e.aggregatedSubtaskMetrics(t, params["jobid"], params["vertexid"], q)
+		return out, http.StatusOK, err
+	case "getJobResourceRequirements":
+		out, err := e.jobResourceRequirements(t, params["jobid"])
+		return out, http.StatusOK, err
+	case "updateJobResourceRequirements":
+		var req resourceRequirements
+		if err := into(body, "JobResourceRequirementsBody", &req); err != nil {
+			return nil, 0, err
+		}
+		return struct{}{}, http.StatusOK, e.updateJobResourceRequirements(t, params["jobid"], req)
 	case "submitJobFromJar":
 		var req flink.JarRunRequest
 		if err := into(body, "JarRunRequestBody", &req); err != nil {
@@ -420,6 +446,13 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 		h.log.Info("Flink REST simulator: cleared faults", "cluster", k.String())
 	case route == "jobmanager/lose" && m == http.MethodPost:
 		err = h.e.LoseJobManager(k)
+	case route == "workload" && m == http.MethodPost:
+		// A Workload: the job graph, the source's rate and its backlog.
+		var w Workload
+		if err = decode(r, &w); err == nil {
+			err = h.e.SetWorkload(k, w)
+			h.log.Info("Flink REST simulator: workload set", "cluster", k.String(), "rate", w.Rate.Kind)
+		}
 	case route == "operations/expire" && m == http.MethodPost:
 		out = map[string]int{"expired": h.e.ExpireOperations(k)}
 	case route == "paths/lose" && m == http.MethodPost:

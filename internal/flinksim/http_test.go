@@ -296,10 +296,10 @@ func TestPathsPerMinor(t *testing.T) {
 		minor, method, path string
 		want                int
 	}{
-		// /jobs/{jobid}/resource-requirements came in 1.18; the simulator
-		// does not serve it.
+		// /jobs/{jobid}/resource-requirements came in 1.18.
 		{"1.17", "GET", "/jobs/0123456789abcdef0123456789abcdef/resource-requirements", http.StatusNotFound},
-		{"1.18", "GET", "/jobs/0123456789abcdef0123456789abcdef/resource-requirements", http.StatusNotImplemented},
+		// Flink serves a vertex's details; the simulator does not.
+		{"1.18", "GET", "/jobs/0123456789abcdef0123456789abcdef/vertices/0123456789abcdef0123456789abcdef", http.StatusNotImplemented},
 		{"1.19", "GET", "/v1/overview", http.StatusOK},
 		{"1.19", "PUT", "/overview", http.StatusNotFound},
 		{"1.19", "GET", "/nope", http.StatusNotFound},

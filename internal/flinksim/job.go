@@ -70,6 +70,25 @@ type job struct {
 	// failure a restart archives once it restarts the tasks.
 	exceptions     []rootException
 	pendingFailure *rootException
+
+	// vertices is the job's ExecutionGraph; parallelism above is its slot
+	// count (the widest vertex).
+	vertices []*vertex
+	// adaptive is set when jobmanager.scheduler is adaptive; then waiting
+	// is WaitingForResources, sufficientAt when its free slots became
+	// sufficient, waitExpired that its resource wait timeout passed, and
+	// the rest track a rescale in Executing.
+	adaptive             *adaptiveSettings
+	waiting, waitExpired bool
+	sufficientAt         time.Time
+	requirementsChanged  bool
+	executingSince       time.Time
+	rescaleWanted        time.Time
+	rescaleAt            time.Time
+	sufficientSince      time.Time
+	lastCompletedAt      time.Time
+	// numRestarts is the job's numRestarts metric: restarts and rescales.
+	numRestarts int
 }
 
 // rootException is a RootExceptionHistoryEntry.
@@ -133,6 +152,16 @@ func (e *Engine) newJob(c *cluster, d *dispatcher, sub *submission, now time.Tim
 		d: d, sub: sub, id: sub.id, name: sub.name, parallelism: sub.parallelism, recovered: recovered,
 		start: now, timestamps: map[flink.JobStatus]time.Time{}, nextID: 1, tasks: "CREATED",
 	}
+	for _, v := range sub.graph {
+		cp := *v
+		j.vertices = append(j.vertices, &cp)
+	}
+	if len(j.vertices) == 0 {
+		// A job recovered from HA storage written before graphs existed,
+		// or built in a test without a program.
+		j.vertices, _ = buildGraph(j.id, max(1, sub.parallelism), nil, sub.conf)
+	}
+	j.parallelism = j.slotsNeeded()
 	j.setState(flink.JobInitializing, now)
 	j.until = now.Add(e.opts.InitializationDelay)
 	h := c.history[j.id]
@@ -162,6 +191,9 @@ func (e *Engine) jobEvent(c *cluster, j *job) (time.Time, func(time.Time)) {
 	case flink.JobInitializing:
 		return j.until, func(at time.Time) { e.initialize(c, j, at) }
 	case flink.JobCreated:
+		if j.waiting {
+			return e.waitingEvent(c, j)
+		}
 		return j.until, func(at time.Time) { e.startScheduling(c, j, at) }
 	case flink.JobRestarting:
 		return j.until, func(at time.Time) { e.restartTasks(c, j, at) }
@@ -206,6 +238,10 @@ func (e *Engine) jobEvent(c *cluster, j *job) (time.Time, func(time.Time)) {
 	}
 	if !j.nextPeriodic.IsZero() {
 		consider(j.nextPeriodic, func(at time.Time) { e.triggerPeriodic(c, j, at) })
+	}
+	if !j.rescaleAt.IsZero() {
+		// schedule re-evaluates the rescale after every event.
+		consider(j.rescaleAt, func(time.Time) { j.rescaleAt = time.Time{} })
 	}
 	return best, fn
 }
@@ -269,6 +305,14 @@ func (e *Engine) buildJobMaster(c *cluster, j *job, at time.Time) error {
 	}
 	if j.strategy, err = newRestartStrategy(cf, j.interval > 0); err != nil {
 		return err
+	}
+	if j.adaptive, err = readAdaptive(cf, j.interval); err != nil {
+		return err
+	}
+	if j.adaptive == nil {
+		if err := j.checkParallelism(); err != nil {
+			return err
+		}
 	}
 	dirKey := "state.checkpoints.dir"
 	if cf.version.AtLeast(1, 20) {
@@ -349,6 +393,13 @@ func (j *job) restore(s *snapshot, at time.Time) {
 // startScheduling is DefaultScheduler#startSchedulingInternal: the job is
 // RUNNING at once and its tasks wait for slots.
 func (e *Engine) startScheduling(c *cluster, j *job, at time.Time) {
+	if j.adaptive != nil {
+		j.waitForResources(at)
+		if j.cancelAfterInit {
+			e.cancel(c, j, at)
+		}
+		return
+	}
 	j.setState(flink.JobRunning, at)
 	j.tasks = "SCHEDULED"
 	j.scheduledAt = at
@@ -458,6 +509,7 @@ func (e *Engine) completePending(c *cluster, j *job, p *pending, at time.Time) {
 		j.latestSavepoint = &st
 	} else {
 		j.latestCompleted = &st
+		j.lastCompletedAt = at
 		j.failedInARow = 0
 		j.addToStore(e, snap)
 	}
@@ -614,7 +666,7 @@ func (e *Engine) failJob(c *cluster, j *job, at time.Time, cause string, global 
 	j.failureCause, j.failedAt = cause, at
 	failure := rootException{cause: cause, at: at}
 	if !global {
-		failure.task = "Source: simulated -> Sink: simulated (1/" + fmt.Sprint(j.parallelism) + ")#0"
+		failure.task = fmt.Sprintf("%s (1/%d)#0", j.vertices[0].name, j.vertices[0].parallelism)
 		failure.location = j.d.jm.pod.Name
 		if len(j.slots) > 0 {
 			failure.location = j.slots[0]
@@ -635,6 +687,7 @@ func (e *Engine) failJob(c *cluster, j *job, at time.Time, cause string, global 
 		j.setState(flink.JobRestarting, at)
 		j.until = at.Add(j.strategy.backoff(at))
 		c.history[j.id].restarts++
+		j.numRestarts++
 		c.totals.Restarts++
 		return
 	}
@@ -658,10 +711,15 @@ func (e *Engine) restartTasks(c *cluster, j *job, at time.Time) {
 		j.exceptions = append(j.exceptions, *j.pendingFailure)
 		j.pendingFailure = nil
 	}
-	j.setState(flink.JobRunning, at)
 	if n := len(j.store); n > 0 {
 		j.restore(j.store[n-1], at)
 	}
+	j.resetMetrics()
+	if j.adaptive != nil {
+		j.waitForResources(at)
+		return
+	}
+	j.setState(flink.JobRunning, at)
 	j.tasks = "SCHEDULED"
 	j.scheduledAt = at
 }

@@ -113,11 +113,11 @@ func (e *Engine) jobsOverview(t target) (out *flink.MultipleJobsDetails, err err
 		out = &flink.MultipleJobsDetails{Jobs: []flink.JobDetails{}}
 		for _, id := range d.order {
 			j := d.jobs[id]
-			tasks := map[string]int32{"total": int32(j.parallelism)}
+			tasks := map[string]int32{"total": int32(j.subtasks())}
 			for _, s := range executionStates {
 				tasks[strings.ToLower(s)] = 0
 			}
-			tasks[strings.ToLower(j.tasks)] = int32(j.parallelism)
+			tasks[strings.ToLower(j.tasks)] = int32(j.subtasks())
 			out.Jobs = append(out.Jobs, flink.JobDetails{
 				JID: j.id, Name: j.name, State: j.state, StartTime: ms(j.start), EndTime: ms(j.end),
 				Duration: duration(j, now), LastModification: ms(j.timestamps[j.state]), Tasks: tasks,
@@ -169,17 +169,19 @@ func (e *Engine) job(t target, jobID string) (out *flink.JobDetailsInfo, err err
 		if !j.hasGraph() {
 			return nil
 		}
-		tasks := map[string]int32{}
-		for _, s := range executionStates {
-			tasks[s] = 0
+		out.StatusCounts[j.tasks] = int32(len(j.vertices))
+		for _, v := range j.vertices {
+			tasks := map[string]int32{}
+			for _, s := range executionStates {
+				tasks[s] = 0
+			}
+			tasks[j.tasks] = int32(v.parallelism)
+			out.Vertices = append(out.Vertices, flink.JobDetailsVertex{
+				ID: v.id, Name: v.name, MaxParallelism: int32(v.maxParallelism),
+				Parallelism: int32(v.parallelism), Status: j.tasks,
+				StartTime: ms(j.start), EndTime: ms(j.end), Duration: duration(j, now), Tasks: tasks,
+			})
 		}
-		tasks[j.tasks] = int32(j.parallelism)
-		out.StatusCounts[j.tasks] = 1
-		out.Vertices = []flink.JobDetailsVertex{{
-			ID: vertexID(j.id), Name: "Source: simulated -> Sink: simulated", MaxParallelism: 128,
-			Parallelism: int32(j.parallelism), Status: j.tasks,
-			StartTime: ms(j.start), EndTime: ms(j.end), Duration: duration(j, now), Tasks: tasks,
-		}}
 		return nil
 	})
 	return out, err
@@ -633,6 +635,9 @@ func (e *Engine) runJar(t target, jarID string, req flink.JarRunRequest, claimMo
 			return err
 		}
 		sub, err := e.program(jm, jarID, req, claimMode)
+		if err == nil {
+			sub.graph, err = buildGraph(sub.id, sub.parallelism, c.workload, sub.conf)
+		}
 		if err == nil {
 			err = d.submit(e, c, now, sub)
 		}

@@ -25,7 +25,32 @@ const (
 	ChangeConfigRoll Change = "ConfigRoll"
 	// ChangeUpgrade: the Flink version or image.
 	ChangeUpgrade Change = "Upgrade"
+	// ChangeRescale: the autopilot's new job parallelism (and the
+	// TaskManagers it needs). It takes the upgrade path (savepoint,
+	// resubmission, gate, rollback); a failed one does not mark the
+	// generation failed, since the autopilot reverts its own target.
+	ChangeRescale Change = "Rescale"
+	// ChangeRescaleInPlace is a Rescale through the adaptive scheduler's
+	// resource requirements: the job keeps running, no savepoint.
+	ChangeRescaleInPlace Change = "RescaleInPlace"
 )
+
+// IsRescale reports whether an upgrade kind is the autopilot's rescale.
+func IsRescale(kind string) bool {
+	return kind == string(ChangeRescale) || kind == string(ChangeRescaleInPlace)
+}
+
+// parallelismOnly reports whether two specs differ in the job's
+// parallelism and the TaskManager count alone.
+func parallelismOnly(a, b *v1.FlinkClusterSpec) bool {
+	if a == nil || b == nil || a.Job == nil || b.Job == nil {
+		return false
+	}
+	x, y := a.DeepCopy(), b.DeepCopy()
+	x.Job.Parallelism, y.Job.Parallelism = 0, 0
+	x.TaskManager.Replicas, y.TaskManager.Replicas = 0, 0
+	return Classify(x, y) == ChangeNone
+}
 
 // Classify names the change from deployed to desired. Settings that steer
 // the operator (job state, savepoint schedule, policies) are not changes of
@@ -80,7 +105,7 @@ func needsState(change Change, mode v1.UpgradeMode, running string) (savepoint, 
 		return false, false
 	case mode == v1.UpgradeStateless:
 		return false, false
-	case change == ChangeUpgrade || change == ChangeJob || mode == v1.UpgradeSavepoint:
+	case change == ChangeUpgrade || change == ChangeJob || change == ChangeRescale || mode == v1.UpgradeSavepoint:
 		return true, false
 	}
 	if v, err := flink.ParseVersion(running); err != nil || !v.AtLeast(1, 17) {

@@ -49,11 +49,23 @@ func steady(s *Step) {
 	in := s.in
 	change := Classify(in.Deployed, in.Spec)
 	switch {
+	case change == ChangeNone && in.Drift && in.Status.LastFailedGeneration != in.Generation:
+		// The same spec, rendered differently: the pods must roll, so the
+		// job's state is made safe first, as for a configuration change.
+		s.event(false, "RenderingChanged", "The operator renders this cluster differently from what its pods run (an operator upgrade or a platform setting); rolling them through the state-safe upgrade path")
+		startUpgrade(s, ChangeConfigRoll)
+		return
 	case change == ChangeNone:
 	case change == ChangeScale:
 		// Scaling changes the replica count only; Flink reschedules from
 		// its latest checkpoint by itself.
 		s.Deploy = in.Spec
+	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec) && in.InPlace && alive(in):
+		startInPlace(s)
+		return
+	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec):
+		startUpgrade(s, ChangeRescale)
+		return
 	case in.Status.LastFailedGeneration == in.Generation:
 		// This generation failed and was rolled back or abandoned:
 		// retrying it would fail the same way. A new spec clears it.
@@ -76,13 +88,16 @@ func runJob(s *Step) {
 	}
 	wasSeen := job.State != "" && job.State != "SUSPENDED" && !flink.JobStatus(job.State).Terminal()
 	s.observe()
+	healed(s)
 	wantRunning := spec.State != v1.JobStateSuspended
 	switch {
 	case wantRunning && !alive(in):
 		switch {
 		case in.Flink.JobFound && in.Flink.JobState == flink.JobFailed:
-			// A failed job stays failed until the user changes something:
-			// resubmitting in a loop would hide the failure.
+			// Past Flink's restart strategy: restored from its latest
+			// state a bounded number of times, then left failed (and the
+			// cluster Degraded) until the user changes something.
+			heal(s)
 			return
 		case !in.Flink.JobFound && neverReached(job):
 			s.resubmit()
@@ -98,6 +113,8 @@ func runJob(s *Step) {
 			return
 		}
 		s.submit(newestState(job, spec), "Submitted")
+	case wantRunning && in.Heal != "" && in.Flink.JobState != flink.JobCancelling:
+		healRunning(s)
 	case !wantRunning && alive(in):
 		s.trigger(v1.SavepointForSuspend, true, false)
 	case !wantRunning:
@@ -216,6 +233,10 @@ func savingState(s *Step) {
 // and submits the new job once they run the new spec.
 func deploying(s *Step) {
 	in, up := s.in, s.upgrade()
+	if Change(up.Kind) == ChangeRescaleInPlace {
+		inPlace(s)
+		return
+	}
 	if !specEqual(in.Deployed, in.Spec) {
 		if !s.stopJob() {
 			if timedOut(up.PhaseStartedAt, savepointTimeout(in.Spec), in.Now) {
@@ -257,7 +278,10 @@ func verifying(s *Step) {
 	}
 	s.observe()
 	need := int64(stableCheckpoints(in.Spec))
-	if in.Flink.Reachable && in.Flink.JobFound && in.Flink.JobState == flink.JobRunning &&
+	// A rescale is done when the job runs at the new parallelism, too (the
+	// adaptive scheduler runs each vertex at min(upper bound, slots)).
+	atParallelism := !IsRescale(up.Kind) || in.Spec.Job.Parallelism == 0 || in.Flink.Parallelism == in.Spec.Job.Parallelism
+	if in.Flink.Reachable && in.Flink.JobFound && in.Flink.JobState == flink.JobRunning && atParallelism &&
 		in.Flink.CheckpointsCompleted-up.CheckpointsAtRestore >= need {
 		s.endUpgrade(false)
 		s.Status.LastFailedGeneration = 0

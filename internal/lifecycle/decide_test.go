@@ -56,12 +56,15 @@ type world struct {
 	stable   *v1.FlinkClusterSpec
 	flink    Flink
 	rolled   bool
+	drift    bool
 	now      time.Time
+	rescale  bool
+	heal     string
 }
 
 func (w *world) decide() Step {
 	return Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
-		LastStable: w.stable, RolledOut: w.rolled, Flink: w.flink, Now: w.now})
+		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Rescale: w.rescale, Heal: w.heal})
 }
 
 // commit stores a plan as the controller does: status, deployed spec and,
@@ -449,5 +452,41 @@ func TestFailingSubmissionRetriesWithoutWrites(t *testing.T) {
 		if p.RequeueAfter != want {
 			t.Errorf("after %s: requeue %s, want %s", after, p.RequeueAfter, want)
 		}
+	}
+}
+
+// TestRenderingDriftTakesTheStateSafePath: the same spec rendered
+// differently (an operator upgrade) rolls the pods, so it is an upgrade:
+// state first, then the new rendering, then the gate. Without drift a
+// steady cluster does nothing; a generation that failed is not retried.
+func TestRenderingDriftTakesTheStateSafePath(t *testing.T) {
+	w := stableWorld()
+	if p := w.decide(); p.Status.Upgrade != nil || p.Action.Kind == ActTrigger {
+		t.Fatalf("steady without drift: upgrade %+v action %s", p.Status.Upgrade, p.Action.Kind)
+	}
+	w.drift, w.rolled = true, false
+	p := w.decide()
+	up := p.Status.Upgrade
+	if up == nil || up.Kind != string(ChangeConfigRoll) || up.Phase != v1.UpgradeSavingState || p.Action.Kind != ActTrigger {
+		t.Fatalf("drift: upgrade %+v action %s", up, p.Action.Kind)
+	}
+	if sp := p.Status.Job.PendingSavepoint; sp == nil || sp.Reason != v1.SavepointForUpgrade {
+		t.Fatalf("pending = %+v, want the upgrade's savepoint (mode savepoint)", sp)
+	}
+	if !equality.Semantic.DeepEqual(p.Deploy, w.deployed) {
+		t.Fatalf("the deployed spec changed: %+v", p.Deploy)
+	}
+	found := false
+	for _, e := range p.Events {
+		found = found || e.Reason == "RenderingChanged"
+	}
+	if !found {
+		t.Errorf("no RenderingChanged event in %+v", p.Events)
+	}
+
+	w = stableWorld()
+	w.drift, w.status.LastFailedGeneration = true, w.gen
+	if p := w.decide(); p.Status.Upgrade != nil {
+		t.Fatalf("a failed generation retried on drift: %+v", p.Status.Upgrade)
 	}
 }

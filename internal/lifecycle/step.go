@@ -29,6 +29,15 @@ type Flink struct {
 	Savepoints []Checkpoint
 	// Pending is the state of status.job.pendingSavepoint in Flink.
 	Pending *Operation
+	// Vertices are the job's vertices as Flink lists them, sources first
+	// (JobDetailsInfo is in topological order).
+	Vertices []flink.JobDetailsVertex
+	// Parallelism is the highest parallelism of the job's vertices.
+	Parallelism int32
+	// RunningSince is when the job last turned RUNNING.
+	RunningSince time.Time
+	// EndedAt is when a terminal job ended, by Flink's clock.
+	EndedAt time.Time
 }
 
 // Checkpoint is a completed checkpoint or savepoint as Flink lists it.
@@ -64,8 +73,23 @@ type Input struct {
 	// RolledOut: the children match Deployed, every pod is ready and the
 	// REST API answers.
 	RolledOut bool
-	Flink     Flink
-	Now       time.Time
+	// Drift: the pods run another rendering of Deployed than this
+	// operator builds (an operator upgrade or a platform setting changed
+	// how the cluster renders); applying it rolls the pods.
+	Drift bool
+	Flink Flink
+	Now   time.Time
+	// Rescale: Spec carries the autopilot's parallelism, so a difference
+	// in parallelism alone is the autopilot's rescale.
+	Rescale bool
+	// InPlace: the running Flink rescales a job in place (1.18+ with
+	// jobmanager.scheduler: adaptive), so a Rescale sets the job's
+	// resource requirements instead of resubmitting it.
+	InPlace bool
+	// Heal asks to restart the running job from its latest state, for the
+	// reason given (a restart loop, stalled checkpoints), within the
+	// healing policy's attempts.
+	Heal string
 }
 
 // ActionKind is a side effect for the controller to perform.
@@ -80,6 +104,9 @@ const (
 	ActSubmit ActionKind = "Submit"
 	// ActCancel cancels status.job.id.
 	ActCancel ActionKind = "Cancel"
+	// ActRescale sets status.job.id's resource requirements to
+	// Action.Parallelism (PUT /jobs/{jobid}/resource-requirements).
+	ActRescale ActionKind = "Rescale"
 )
 
 // Action is the one side effect of a step.
@@ -87,6 +114,8 @@ type Action struct {
 	Kind ActionKind
 	// RestorePath is the savepoint or checkpoint ActSubmit restores from.
 	RestorePath string
+	// Parallelism is ActRescale's target.
+	Parallelism int32
 }
 
 // TransitionKind names a lifecycle transition, for metrics.
@@ -102,6 +131,8 @@ const (
 	SavepointCompleted TransitionKind = "SavepointCompleted"
 	SavepointFailed    TransitionKind = "SavepointFailed"
 	JobLost            TransitionKind = "JobLost"
+	JobRestored        TransitionKind = "JobRestored"
+	HealingExhausted   TransitionKind = "HealingExhausted"
 )
 
 // Transition is one transition a step makes.
@@ -200,7 +231,7 @@ func (s *Step) toPhase(phase v1.UpgradePhase) {
 // endUpgrade closes the upgrade in flight; failed marks its generation so
 // it is not retried until the spec changes.
 func (s *Step) endUpgrade(failed bool) {
-	if failed {
+	if failed && !IsRescale(s.Status.Upgrade.Kind) {
 		s.Status.LastFailedGeneration = s.Status.Upgrade.TargetGeneration
 	}
 	s.Status.Upgrade = nil

@@ -58,6 +58,11 @@ func Build(fc *v1.FlinkCluster, p Platform) (*Desired, error) {
 		TaskManagerBudget:  taskManagerBudget(fc),
 		HAAccess:           haAccess(fc),
 	}
+	// The template hash says which rendering the pods run, apart from the
+	// replica count: a reconcile that finds another one for the same spec
+	// knows the operator itself changed how it renders.
+	stampHash(d.JobManager.Spec.Template, d.JobManager.ObjectMetaApplyConfiguration, AnnotationTemplateHash)
+	stampHash(d.TaskManager.Spec.Template, d.TaskManager.ObjectMetaApplyConfiguration, AnnotationTemplateHash)
 	// The spec hash covers everything the operator sets on a child, so a
 	// cached child carrying the same hash needs no write.
 	stampSpecHash(d.ConfigMap, d.ConfigMap.ObjectMetaApplyConfiguration)
@@ -70,13 +75,17 @@ func Build(fc *v1.FlinkCluster, p Platform) (*Desired, error) {
 }
 
 func stampSpecHash(obj any, meta *metaac.ObjectMetaApplyConfiguration) {
+	stampHash(obj, meta, AnnotationSpecHash)
+}
+
+func stampHash(obj any, meta *metaac.ObjectMetaApplyConfiguration, annotation string) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		// Apply configurations are plain structs; marshalling cannot fail.
 		panic(fmt.Sprintf("marshal apply configuration: %v", err))
 	}
 	sum := sha256.Sum256(raw)
-	meta.WithAnnotations(map[string]string{AnnotationSpecHash: hex.EncodeToString(sum[:8])})
+	meta.WithAnnotations(map[string]string{annotation: hex.EncodeToString(sum[:8])})
 }
 
 func ownerRef(fc *v1.FlinkCluster) *metaac.OwnerReferenceApplyConfiguration {

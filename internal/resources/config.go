@@ -17,11 +17,13 @@ import (
 
 // Paths inside the Flink containers.
 const (
-	FlinkHome     = "/opt/flink"
-	ConfDir       = FlinkHome + "/conf"
-	DataDir       = "/flink-data"
-	KafkaTLSDir   = FlinkHome + "/secrets/kafka-tls"
-	KafkaSASLDir  = FlinkHome + "/secrets/kafka-sasl"
+	FlinkHome = "/opt/flink"
+	ConfDir   = FlinkHome + "/conf"
+	DataDir   = "/flink-data"
+	// The Kafka secrets sit where the reference design's charts mount them
+	// (section 3.4), outside the image's own tree.
+	KafkaTLSDir   = "/etc/flink/kafka-tls"
+	KafkaSASLDir  = "/etc/flink/kafka-sasl"
 	log4jFileName = "log4j-console.properties"
 )
 
@@ -82,6 +84,13 @@ func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 	}
 	if j := fc.Spec.Job; j != nil && j.UpgradeMode == v1.UpgradeLastState {
 		s[keys.CheckpointRetention] = "RETAIN_ON_CANCELLATION"
+	} else if _, own := fc.Spec.FlinkConfiguration[keys.CheckpointRetention]; !own && j != nil && fc.Spec.Checkpointing != nil &&
+		(fc.Spec.Healing == nil || fc.Spec.Healing.RestoreAttempts > 0) {
+		// Healing restores a FAILED job from its latest checkpoint, which
+		// Flink discards when the job ends unless it is externalized
+		// (CheckpointProperties: NO_EXTERNALIZED_CHECKPOINTS discards on
+		// failure too); DELETE_ON_CANCELLATION keeps it on failure only.
+		s[keys.CheckpointRetention] = "DELETE_ON_CANCELLATION"
 	}
 	st := StateOf(fc, p)
 	s[keys.CheckpointsDir] = st.Checkpoints

@@ -33,6 +33,9 @@ const (
 	// AnnotationSpecHash on a child records the hash of what the operator
 	// last applied, so an unchanged child costs no write.
 	AnnotationSpecHash = "data.example.com/spec-hash"
+	// AnnotationTemplateHash on the JobManager Deployment and TaskManager
+	// StatefulSet records the hash of their pod template alone.
+	AnnotationTemplateHash = "data.example.com/template-hash"
 )
 
 // Ports the JobManager serves.

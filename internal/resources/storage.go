@@ -119,10 +119,12 @@ var filesystemPlugins = map[string]string{
 
 // builtInPlugins is the ENABLE_BUILT_IN_PLUGINS value of the official
 // image's entrypoint that links the filesystem plugins the state URIs
-// need, or "" when none does. Only for the default image: a custom image
-// may not carry opt/, and the entrypoint exits when a named jar is missing.
+// need, or "" when none does. Only for the official image of the declared
+// version (the default, or named in spec.image as the Flink charts do): a
+// custom image may not carry opt/, and the entrypoint exits when a named
+// jar is missing.
 func builtInPlugins(fc *v1.FlinkCluster, s State) string {
-	if fc.Spec.Image != "" {
+	if fc.Spec.Image != "" && !officialImageOf(fc.Spec.Image, fc.Spec.Version) {
 		return ""
 	}
 	seen := map[string]bool{}
@@ -139,4 +141,23 @@ func builtInPlugins(fc *v1.FlinkCluster, s State) string {
 	}
 	sort.Strings(jars)
 	return strings.Join(jars, ";")
+}
+
+// officialImageOf says whether image is the official Flink image (Docker's
+// library/flink or apache/flink) of this version, or a variant of it such
+// as 1.17.1-java11: its opt/ holds flink-<plugin>-<version>.jar, and its
+// entrypoint reads ENABLE_BUILT_IN_PLUGINS.
+func officialImageOf(image, version string) bool {
+	if strings.Contains(image, "@") {
+		return false // a digest names no version
+	}
+	repo, tag := image, ""
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		repo, tag = image[:i], image[i+1:]
+	}
+	switch repo {
+	case "flink", "library/flink", "docker.io/library/flink", "docker.io/flink", "apache/flink", "docker.io/apache/flink":
+		return tag == version || strings.HasPrefix(tag, version+"-")
+	}
+	return false
 }

@@ -220,7 +220,55 @@ var asyncOperationBranch = map[string]string{
 	"getSavepointDisposalStatus": "AsynchronousOperationInfo",
 }
 
+// arrayBodies are response bodies whose Java class has a custom Jackson
+// serializer that writes a bare JSON array, which the generated schema
+// cannot show (it describes the class's fields): MetricCollectionResponseBody
+// writes its metrics, each a Metric; AggregatedMetricsResponseBody its
+// AggregatedMetrics, which the schema leaves out (an id and the numbers
+// asked for).
+var arrayBodies = map[string]string{
+	"MetricCollectionResponseBody":  "Metric",
+	"AggregatedMetricsResponseBody": "",
+}
+
+func (s *Schema) visitArray(item string, v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("a metrics body is a JSON array, got %T", v)
+	}
+	for i, e := range list {
+		if item != "" {
+			if err := s.Doc.Components.Schemas[item].Value.VisitJSON(e, openapi3.VisitAsResponse(), openapi3.MultiErrors()); err != nil {
+				return fmt.Errorf("[%d] (%s): %w", i, item, err)
+			}
+			continue
+		}
+		obj, ok := e.(map[string]any)
+		if !ok {
+			return fmt.Errorf("[%d]: an AggregatedMetric is an object", i)
+		}
+		if id, ok := obj["id"].(string); !ok || id == "" {
+			return fmt.Errorf("[%d]: an AggregatedMetric has a string id", i)
+		}
+		for k, x := range obj {
+			switch k {
+			case "id":
+			case "min", "max", "avg", "sum", "skew":
+				if _, ok := x.(float64); !ok {
+					return fmt.Errorf("[%d].%s is not a number", i, k)
+				}
+			default:
+				return fmt.Errorf("[%d]: AggregatedMetric has no property %q", i, k)
+			}
+		}
+	}
+	return nil
+}
+
 func (s *Schema) visit(operationID string, ref *openapi3.SchemaRef, v any) error {
+	if item, ok := arrayBodies[ref.Ref[strings.LastIndex(ref.Ref, "/")+1:]]; ok {
+		return s.visitArray(item, v)
+	}
 	branch, ok := asyncOperationBranch[operationID]
 	if !ok || !strings.HasSuffix(ref.Ref, "/AsynchronousOperationResult") {
 		return ref.Value.VisitJSON(v, openapi3.VisitAsResponse(), openapi3.MultiErrors())
@@ -265,6 +313,14 @@ func (s *Schema) Properties(component string) map[string]bool {
 	}
 	walk(s.Doc.Components.Schemas[component])
 	return out
+}
+
+// OpenMap reports whether a component schema is a map (an object of
+// additionalProperties only), whose keys are data, not property names.
+func (s *Schema) OpenMap(component string) bool {
+	ref := s.Doc.Components.Schemas[component]
+	return ref != nil && ref.Value != nil && len(ref.Value.Properties) == 0 &&
+		ref.Value.AdditionalProperties.Schema != nil
 }
 
 // RequestBody is the component schema name of an operation's JSON request

@@ -1,0 +1,103 @@
+// Package autopilot decides, without side effects, how a Flink job is
+// sized and healed from its own metrics: a metric history goes in, a
+// recommendation with its reason and numbers comes out, and the gates
+// that keep it from churning (band, stabilization, scale-down delay, cap
+// per hour, blocks on rescales that did not help) are applied to it. The
+// controller samples the metrics and performs what it returns.
+package autopilot
+
+import (
+	"time"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+)
+
+// Policy is spec.autoscaler resolved, with the API's defaults for objects
+// stored before the API server defaulted them.
+type Policy struct {
+	Mode           v1.AutoscalerMode
+	Target         float64 // share of time busy each vertex is sized for
+	Boundary       float64
+	MinParallelism int32
+	MaxParallelism int32
+	MaxTMs         int32
+	Slots          int32
+	// FloorTMs is spec.taskManager.replicas: the cluster never runs fewer.
+	FloorTMs       int32
+	Interval       time.Duration
+	Window         time.Duration
+	Stabilization  time.Duration
+	ScaleDownDelay time.Duration
+	CatchUp        time.Duration
+	MaxPerHour     int
+}
+
+// Defaults of spec.autoscaler (see its field documentation).
+const (
+	DefaultTarget         = 70
+	DefaultBoundary       = 20
+	DefaultMaxParallelism = 32
+	DefaultMaxTMs         = 16
+	DefaultInterval       = 15 * time.Second
+	DefaultWindow         = 10 * time.Minute
+	DefaultStabilization  = 5 * time.Minute
+	DefaultScaleDownDelay = time.Hour
+	DefaultCatchUp        = 15 * time.Minute
+	DefaultMaxPerHour     = 3
+)
+
+// PolicyFor resolves spec.autoscaler; ok is false when it is absent.
+func PolicyFor(spec *v1.FlinkClusterSpec) (Policy, bool) {
+	a := spec.Autoscaler
+	if a == nil || spec.Job == nil {
+		return Policy{}, false
+	}
+	p := Policy{
+		Mode:           a.Mode,
+		Target:         float64(orInt(a.TargetUtilizationPercent, DefaultTarget)) / 100,
+		Boundary:       float64(orInt(a.UtilizationBoundaryPercent, DefaultBoundary)) / 100,
+		MinParallelism: orInt(a.MinParallelism, 1),
+		MaxParallelism: orInt(a.MaxParallelism, DefaultMaxParallelism),
+		MaxTMs:         orInt(a.MaxTaskManagers, DefaultMaxTMs),
+		Slots:          max(spec.TaskManager.Slots, 1),
+		FloorTMs:       spec.TaskManager.Replicas,
+		Interval:       orDuration(a.Interval, DefaultInterval),
+		Window:         orDuration(a.MetricWindow, DefaultWindow),
+		Stabilization:  orDuration(a.Stabilization, DefaultStabilization),
+		ScaleDownDelay: orDuration(a.ScaleDownDelay, DefaultScaleDownDelay),
+		CatchUp:        orDuration(a.CatchUpDuration, DefaultCatchUp),
+		MaxPerHour:     int(orInt(a.MaxRescalesPerHour, DefaultMaxPerHour)),
+	}
+	if p.Mode == "" {
+		p.Mode = v1.AutoscalerApply
+	}
+	return p, true
+}
+
+// TaskManagers is what a job parallelism needs: with one slot-sharing
+// group (Flink's default) a job takes as many slots as its highest vertex
+// parallelism, and the cluster never runs below its floor.
+func (p Policy) TaskManagers(parallelism int32) int32 {
+	need := (parallelism + p.Slots - 1) / p.Slots
+	return max(need, p.FloorTMs)
+}
+
+// blockFor is how long a block on a rescale that failed or did not help
+// lasts when the load does not move: six metric windows (an hour with the
+// default window).
+func (p Policy) blockFor() time.Duration { return 6 * p.Window }
+
+func orInt(v, def int32) int32 {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func orDuration(v string, def time.Duration) time.Duration {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return def
+	}
+	return d
+}

@@ -1,0 +1,524 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/autopilot"
+	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/lifecycle"
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list
+
+// vertexRequests bounds the vertex metric requests of one sample: the
+// sources every time, the other vertices in turns. With the job's own
+// GET /jobs/{jobid} (read by the lifecycle anyway) and numRestarts, a
+// sample costs at most vertexRequests+1 requests whatever the job's size
+// (plus, once per job, one listing of each source's metric names).
+const vertexRequests = 4
+
+// healInterval is how often restarts are read for a cluster with
+// spec.healing but no autoscaler.
+const healInterval = 30 * time.Second
+
+// autopilotMemory holds each cluster's metric history, in memory: an
+// operator restart starts a new window (the decisions, blocks and
+// pending scale-downs are in status and survive it).
+type autopilotMemory struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]*clusterMemory
+}
+
+type clusterMemory struct {
+	samples  []autopilot.Sample
+	restarts []autopilot.Restarts
+	last     time.Time
+	jobID    string
+	// pending is each source vertex's pendingRecords metric name, found
+	// once per job; "" for a vertex that has none.
+	pending map[string]string
+	cursor  int
+}
+
+func (a *autopilotMemory) get(key types.NamespacedName) *clusterMemory {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[types.NamespacedName]*clusterMemory{}
+	}
+	c, ok := a.m[key]
+	if !ok {
+		c = &clusterMemory{}
+		a.m[key] = c
+	}
+	return c
+}
+
+func (a *autopilotMemory) forget(key types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.m, key)
+}
+
+// forgetAutopilot drops a deleted cluster's history and gauge.
+func (r *Reconciler) forgetAutopilot(key types.NamespacedName) {
+	r.autopilot.forget(key)
+	r.Metrics.Autopilot.Parallelism.DeleteLabelValues(key.Namespace, key.Name)
+}
+
+// autopilotMetrics are the autopilot's Prometheus metrics.
+type autopilotMetrics struct {
+	Decisions    *prometheus.CounterVec
+	Parallelism  *prometheus.GaugeVec
+	RESTRequests prometheus.Counter
+	Restores     prometheus.Counter
+	Detections   *prometheus.CounterVec
+}
+
+func newAutopilotMetrics(reg prometheus.Registerer) *autopilotMetrics {
+	m := &autopilotMetrics{
+		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "datapilot_autoscaler_decisions_total",
+			Help: "Autopilot decisions recorded in status, by reason (ScaleUp, ScaleDown, Unschedulable, Ineffective, ...) and result (Applied, Recommended, Refused, Succeeded, Failed).",
+		}, []string{"reason", "result"}),
+		Parallelism: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "datapilot_autoscaler_parallelism",
+			Help: "The job parallelism the autopilot set (or recommends, in recommend mode), by cluster.",
+		}, []string{"namespace", "name"}),
+		RESTRequests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "datapilot_autoscaler_rest_requests_total",
+			Help: "Flink REST requests the autopilot sent to read metrics (the lifecycle's own are not counted).",
+		}),
+		Restores: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "datapilot_job_restores_total",
+			Help: "Jobs restored from their latest state by healing (a FAILED job, a restart loop, stalled checkpoints).",
+		}),
+		Detections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "datapilot_job_problems_detected_total",
+			Help: "Restart loops and stalled checkpoints detected, by condition.",
+		}, []string{"condition"}),
+	}
+	reg.MustRegister(m.Decisions, m.Parallelism, m.RESTRequests, m.Restores, m.Detections)
+	return m
+}
+
+// effectiveSpec is the spec with the autopilot's parallelism, and the
+// TaskManagers it needs over the spec's floor, in apply mode.
+func effectiveSpec(fc *v1.FlinkCluster) (*v1.FlinkClusterSpec, bool) {
+	p, ok := autopilot.PolicyFor(&fc.Spec)
+	st := fc.Status.Autoscaler
+	if !ok || p.Mode != v1.AutoscalerApply || st == nil || st.Parallelism == 0 {
+		return &fc.Spec, false
+	}
+	spec := fc.Spec.DeepCopy()
+	spec.Job.Parallelism = st.Parallelism
+	spec.TaskManager.Replicas = p.TaskManagers(st.Parallelism)
+	return spec, true
+}
+
+// desiredTaskManagers is the TaskManager count the cluster should run.
+func desiredTaskManagers(fc *v1.FlinkCluster) int32 {
+	spec, _ := effectiveSpec(fc)
+	return spec.TaskManager.Replicas
+}
+
+// autopilotResult is what the autopilot decided this reconcile.
+type autopilotResult struct {
+	status  *v1.AutoscalerStatus
+	conds   []metav1.Condition
+	events  []autopilot.Event
+	heal    string
+	requeue time.Duration
+	// took is how many REST requests the sample cost.
+	took int
+}
+
+// runAutopilot samples the job's metrics when due (bounded), decides, and
+// returns the autopilot's status; it writes nothing itself.
+func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs lifecycle.Flink, now time.Time) autopilotResult {
+	policy, scaling := autopilot.PolicyFor(&fc.Spec)
+	res := autopilotResult{status: fc.Status.Autoscaler.DeepCopy()}
+	if !scaling {
+		res.status = nil
+	}
+	healing := fc.Spec.Healing != nil || scaling
+	job := fc.Status.Job
+	if fc.Spec.Job == nil || (!scaling && !healing) {
+		return res
+	}
+	interval := healInterval
+	if scaling {
+		interval = policy.Interval
+	}
+	key := client.ObjectKeyFromObject(fc)
+	mem := r.autopilot.get(key)
+	running := obs.JobFound && obs.JobState == flink.JobRunning && job != nil && job.ID != ""
+	if running && now.Sub(mem.last) >= interval {
+		c := r.flinkClient(fc)
+		if mem.jobID != job.ID {
+			*mem = clusterMemory{jobID: job.ID}
+		}
+		mem.last = now
+		res.took += r.sampleRestarts(ctx, c, job.ID, mem, now, autopilot.HealPolicyFor(&fc.Spec))
+		if scaling {
+			s, n, err := r.sampleVertices(ctx, c, job.ID, obs.Vertices, mem, now)
+			res.took += n
+			switch {
+			case err != nil:
+				log.FromContext(ctx).V(1).Info("Metrics unavailable", "flinkcluster", klog.KObj(fc), "error", err.Error())
+			case len(s.Vertices) > 0:
+				mem.samples = autopilot.Append(mem.samples, s, policy.Window+policy.Stabilization)
+			}
+		}
+		r.Metrics.Autopilot.RESTRequests.Add(float64(res.took))
+	}
+	if running {
+		res.requeue = max(interval-now.Sub(mem.last), time.Second)
+	}
+	r.detect(fc, obs, mem, now, &res)
+	if !scaling {
+		return res
+	}
+	if res.status == nil {
+		res.status = &v1.AutoscalerStatus{}
+	}
+	since := obs.RunningSince.Add(policy.Stabilization)
+	rec := autopilot.Evaluate(mem.samples, policy, since, now)
+	if !running {
+		rec = autopilot.Recommendation{Kind: autopilot.Collecting, Message: "The job is not running"}
+	}
+	in := autopilot.Input{Policy: policy, Now: now, Rec: rec, Status: *res.status, Paused: paused(fc, running)}
+	if rec.Kind == autopilot.Up && res.status.Pending == nil && in.Paused == "" &&
+		policy.TaskManagers(rec.To) > max(policy.TaskManagers(rec.From), fc.Status.TaskManager.Replicas) {
+		capacity, err := r.taskManagerCapacity(ctx, fc)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "Capacity check failed", "flinkcluster", klog.KObj(fc))
+		} else {
+			in.Capacity = capacity
+		}
+	}
+	out := autopilot.Decide(in)
+	if out.Recorded {
+		d := out.Status.Decisions[0]
+		r.Metrics.Autopilot.Decisions.WithLabelValues(d.Reason, d.Result).Inc()
+		log.FromContext(ctx).Info("Autopilot decision", "flinkcluster", klog.KObj(fc), "reason", d.Reason, "result", d.Result, "from", d.From, "to", d.To, "message", d.Message)
+	}
+	res.status = &out.Status
+	res.events = append(res.events, out.Events...)
+	res.conds = append(res.conds, metav1.Condition{Type: v1.ConditionAutoscaling, Status: out.Condition.Status, Reason: out.Condition.Reason, Message: out.Condition.Message})
+	if p := out.Status.Parallelism; p > 0 {
+		r.Metrics.Autopilot.Parallelism.WithLabelValues(fc.Namespace, fc.Name).Set(float64(p))
+	} else if len(out.Status.Decisions) > 0 && out.Status.Decisions[0].Result == autopilot.ResultRecommended {
+		r.Metrics.Autopilot.Parallelism.WithLabelValues(fc.Namespace, fc.Name).Set(float64(out.Status.Decisions[0].To))
+	}
+	return res
+}
+
+// paused names what forbids a rescale now.
+func paused(fc *v1.FlinkCluster, running bool) string {
+	st := fc.Status
+	switch {
+	case st.Upgrade != nil && !lifecycle.IsRescale(st.Upgrade.Kind):
+		return fmt.Sprintf("an upgrade (%s) is in flight", st.Upgrade.Kind)
+	case meta.IsStatusConditionTrue(st.Conditions, v1.ConditionRollingBack):
+		return "a rollback is in flight"
+	case meta.IsStatusConditionTrue(st.Conditions, v1.ConditionDegraded):
+		return "the cluster is Degraded"
+	case st.LastFailedGeneration != 0 && st.LastFailedGeneration == fc.Generation:
+		return fmt.Sprintf("generation %d failed its gate; change the spec to go on", fc.Generation)
+	case !running:
+		return "the job is not running"
+	}
+	return ""
+}
+
+// detect sets the RestartLoop and CheckpointsStalled conditions and asks
+// for a restore where the policy says so.
+func (r *Reconciler) detect(fc *v1.FlinkCluster, obs lifecycle.Flink, mem *clusterMemory, now time.Time, res *autopilotResult) {
+	hp := autopilot.HealPolicyFor(&fc.Spec)
+	loop, isLoop := autopilot.RestartLoop(mem.restarts, hp)
+	var interval time.Duration
+	if cp := fc.Spec.Checkpointing; cp != nil {
+		interval, _ = time.ParseDuration(cp.Interval)
+	}
+	var last time.Time
+	if cp := obs.LatestCheckpoint; cp != nil {
+		last = cp.TriggeredAt
+	}
+	running := obs.JobFound && obs.JobState == flink.JobRunning
+	stall, isStalled := "", false
+	if running {
+		stall, isStalled = autopilot.CheckpointsStalled(now, last, obs.RunningSince, interval, hp)
+	}
+	for _, d := range []struct {
+		cond   string
+		hit    bool
+		msg    string
+		action v1.HealingAction
+	}{
+		{v1.ConditionRestartLoop, isLoop, loop, hp.OnLoop},
+		{v1.ConditionCheckpointsStalled, isStalled, stall, hp.OnStalled},
+	} {
+		was := meta.IsStatusConditionTrue(fc.Status.Conditions, d.cond)
+		if !d.hit {
+			if was || meta.FindStatusCondition(fc.Status.Conditions, d.cond) == nil {
+				res.conds = append(res.conds, metav1.Condition{Type: d.cond, Status: metav1.ConditionFalse, Reason: "NotDetected", Message: "Not detected"})
+			}
+			continue
+		}
+		res.conds = append(res.conds, metav1.Condition{Type: d.cond, Status: metav1.ConditionTrue, Reason: d.cond, Message: d.msg})
+		if !was {
+			r.Metrics.Autopilot.Detections.WithLabelValues(d.cond).Inc()
+			res.events = append(res.events, autopilot.Event{Warning: true, Reason: d.cond, Message: d.msg + "; policy: " + string(d.action)})
+		}
+		if d.action == v1.HealRestore && res.heal == "" {
+			res.heal = strings.ToLower(d.msg[:1]) + d.msg[1:]
+		}
+	}
+}
+
+// sampleRestarts reads the job's numRestarts: one request.
+func (r *Reconciler) sampleRestarts(ctx context.Context, c *flink.Client, jobID string, mem *clusterMemory, now time.Time, hp autopilot.HealPolicy) int {
+	ms, err := c.JobMetrics(ctx, jobID, flink.MetricNumRestarts)
+	if err != nil {
+		return 1
+	}
+	for _, m := range ms {
+		if v, ok := m.Float(); ok && m.ID == flink.MetricNumRestarts {
+			mem.restarts = autopilot.AppendRestarts(mem.restarts, autopilot.Restarts{Time: now, JobID: jobID, Count: int64(v)}, hp.LoopWindow)
+		}
+	}
+	return 1
+}
+
+// sampleVertices reads the sources and, in turns, the other vertices:
+// busy and backpressured time, record rates, and the sources' pending
+// records, aggregated by Flink over the subtasks.
+func (r *Reconciler) sampleVertices(ctx context.Context, c *flink.Client, jobID string, vertices []flink.JobDetailsVertex, mem *clusterMemory, now time.Time) (autopilot.Sample, int, error) {
+	s := autopilot.Sample{Time: now, JobID: jobID}
+	requests := 0
+	if len(vertices) == 0 {
+		return s, 0, fmt.Errorf("job %s lists no vertices", jobID)
+	}
+	if mem.pending == nil {
+		mem.pending = map[string]string{}
+		for _, v := range sourceCandidates(vertices) {
+			ids, err := c.SubtaskMetricIDs(ctx, jobID, v.ID)
+			requests++
+			if err != nil {
+				mem.pending = nil
+				return s, requests, err
+			}
+			mem.pending[v.ID] = ""
+			for _, id := range ids {
+				if strings.HasSuffix(id, flink.MetricPendingRecordsSuffix) {
+					mem.pending[v.ID] = id
+				}
+			}
+		}
+	}
+	var pick []flink.JobDetailsVertex
+	var others []flink.JobDetailsVertex
+	for _, v := range vertices {
+		if id, ok := mem.pending[v.ID]; ok && id != "" {
+			pick = append(pick, v)
+		} else {
+			others = append(others, v)
+		}
+	}
+	turn := min(max(vertexRequests-len(pick), 0), len(others))
+	for i := range turn {
+		pick = append(pick, others[(mem.cursor+i)%len(others)])
+	}
+	if len(others) > 0 {
+		mem.cursor = (mem.cursor + turn) % len(others)
+	}
+	for _, v := range pick {
+		pending := mem.pending[v.ID]
+		ms, err := c.SubtaskMetrics(ctx, jobID, v.ID, autopilot.MetricNames(pending), autopilot.Aggregations)
+		requests++
+		if err != nil {
+			return s, requests, err
+		}
+		if vs, ok := autopilot.VertexFromMetrics(v, ms, pending); ok {
+			s.Vertices = append(s.Vertices, vs)
+		}
+	}
+	return s, requests, nil
+}
+
+// sourceCandidates are the vertices that may be sources: those Flink
+// names "Source: ..." (its default for a source's name), else the first
+// (JobDetailsInfo lists vertices in topological order).
+func sourceCandidates(vs []flink.JobDetailsVertex) []flink.JobDetailsVertex {
+	var out []flink.JobDetailsVertex
+	for _, v := range vs {
+		if strings.HasPrefix(v.Name, "Source") {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		out = vs[:1]
+	}
+	return out
+}
+
+// taskManagerCapacity counts the TaskManager pods the nodes can take
+// beyond the current ones. It lists nodes and pods around the cache, and
+// runs only before a scale-up that adds TaskManagers.
+func (r *Reconciler) taskManagerCapacity(ctx context.Context, fc *v1.FlinkCluster) (*autopilot.Capacity, error) {
+	d, err := resources.Build(fc, r.Platform)
+	if err != nil {
+		return nil, err
+	}
+	needs := autopilot.PodNeeds{}
+	if t := d.TaskManager.Spec.Template; t != nil && t.Spec != nil {
+		needs.NodeSelector = t.Spec.NodeSelector
+		for _, tol := range t.Spec.Tolerations {
+			x := corev1.Toleration{}
+			if tol.Key != nil {
+				x.Key = *tol.Key
+			}
+			if tol.Operator != nil {
+				x.Operator = *tol.Operator
+			}
+			if tol.Value != nil {
+				x.Value = *tol.Value
+			}
+			if tol.Effect != nil {
+				x.Effect = *tol.Effect
+			}
+			needs.Tolerations = append(needs.Tolerations, x)
+		}
+		needs.Requests = corev1.ResourceList{}
+		for _, c := range t.Spec.Containers {
+			if c.Resources != nil && c.Resources.Requests != nil {
+				for k, q := range *c.Resources.Requests {
+					cur := needs.Requests[k]
+					cur.Add(q)
+					needs.Requests[k] = cur
+				}
+			}
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.APIReader.List(ctx, nodes); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	c := autopilot.Fit(nodes.Items, pods.Items, needs)
+	return &c, nil
+}
+
+// settleAutopilot closes the autopilot's rescale from what the lifecycle
+// step did, and folds the autopilot's status, conditions and events into
+// the step, so they are written with it, once.
+func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.Step, obs lifecycle.Flink, stable *v1.FlinkClusterSpec, now time.Time) []autopilot.Event {
+	events := res.events
+	if res.status != nil {
+		policy, _ := autopilot.PolicyFor(&fc.Spec)
+		failed, why := false, ""
+		if up := fc.Status.Upgrade; up != nil && lifecycle.IsRescale(up.Kind) {
+			for _, t := range step.Transitions {
+				switch t.Kind {
+				case lifecycle.RollbackSucceeded, lifecycle.RollbackFailed, lifecycle.UpgradeFailed:
+					failed = true
+				}
+			}
+			for _, e := range step.Events {
+				if e.Warning && why == "" {
+					why = e.Message
+				}
+			}
+		}
+		// A failed rescale is rolled back to the last stable spec: the
+		// autopilot's target returns to that spec's parallelism.
+		revert := int32(0)
+		if stable != nil && stable.Job != nil {
+			revert = stable.Job.Parallelism
+		}
+		running := int32(0)
+		if obs.JobFound && obs.JobState == flink.JobRunning {
+			running = obs.Parallelism
+		}
+		if e := autopilot.Settle(res.status, policy, now, running, step.Status.Upgrade != nil, failed, why, revert); e != nil {
+			events = append(events, *e)
+		}
+		if res.status.Pending != nil {
+			meta.SetStatusCondition(&step.Status.Conditions, metav1.Condition{Type: v1.ConditionAutoscaling, Status: metav1.ConditionTrue,
+				Reason: autopilot.ReasonInFlight, Message: fmt.Sprintf("Rescaling from %d to %d: %s", res.status.Pending.From, res.status.Pending.To, res.status.Pending.Message)})
+		}
+	}
+	step.Status.Autoscaler = res.status
+	if res.status == nil {
+		meta.RemoveStatusCondition(&step.Status.Conditions, v1.ConditionAutoscaling)
+	}
+	for _, c := range res.conds {
+		if c.Type == v1.ConditionAutoscaling && res.status != nil && res.status.Pending != nil && c.Status != metav1.ConditionTrue {
+			continue
+		}
+		c.ObservedGeneration, c.LastTransitionTime = fc.Generation, metav1.NewTime(now.Truncate(time.Second))
+		meta.SetStatusCondition(&step.Status.Conditions, c)
+	}
+	return events
+}
+
+// recordAutopilot emits the autopilot's events and counts its restores.
+func (r *Reconciler) recordAutopilot(fc *v1.FlinkCluster, events []autopilot.Event, step lifecycle.Step) {
+	for _, e := range events {
+		typ := corev1.EventTypeNormal
+		if e.Warning {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(fc, nil, typ, e.Reason, "Autopilot", "%s", e.Message)
+	}
+	for _, t := range step.Transitions {
+		if t.Kind == lifecycle.JobRestored {
+			r.Metrics.Autopilot.Restores.Inc()
+		}
+	}
+}
+
+// inPlace: the spec's Flink rescales a running job in place, through the
+// AdaptiveScheduler's resource requirements (REST from 1.18).
+func inPlace(spec *v1.FlinkClusterSpec) bool {
+	v, err := flink.ParseVersion(spec.Version)
+	return err == nil && v.AtLeast(1, 18) && strings.EqualFold(string(spec.FlinkConfiguration["jobmanager.scheduler"]), "adaptive")
+}
+
+// rescaleInPlace sets every vertex's upper bound to the new parallelism,
+// keeping its lower bound (JobResourceRequirements#validate wants
+// 1 <= lower <= upper), with one GET and one PUT.
+func (r *Reconciler) rescaleInPlace(ctx context.Context, c *flink.Client, jobID string, parallelism int32) error {
+	reqs, err := c.ResourceRequirements(ctx, jobID)
+	if err != nil {
+		return fmt.Errorf("read resource requirements of job %s: %w", jobID, err)
+	}
+	for id, v := range reqs {
+		v.Parallelism.UpperBound = parallelism
+		v.Parallelism.LowerBound = min(max(v.Parallelism.LowerBound, 1), parallelism)
+		reqs[id] = v
+	}
+	if err := c.SetResourceRequirements(ctx, jobID, reqs); err != nil {
+		return fmt.Errorf("rescale job %s to %d in place: %w", jobID, parallelism, err)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package lifecycle
+
+import (
+	"fmt"
+	"time"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// Defaults of spec.healing, for a cluster without it.
+const (
+	defaultRestoreAttempts = 3
+	defaultHealBackoff     = 30 * time.Second
+	defaultHealWindow      = 10 * time.Minute
+)
+
+func healingPolicy(spec *v1.FlinkClusterSpec) (attempts int32, backoff time.Duration) {
+	h := spec.Healing
+	if h == nil {
+		return defaultRestoreAttempts, defaultHealBackoff
+	}
+	return h.RestoreAttempts, parseOr(h.Backoff, defaultHealBackoff)
+}
+
+func (s *Step) healing() *v1.HealingStatus {
+	if s.Status.Healing == nil {
+		s.Status.Healing = &v1.HealingStatus{}
+	}
+	return s.Status.Healing
+}
+
+// heal restores a job that exhausted Flink's restart strategy (FAILED)
+// from the newest state held, its latest completed checkpoint as a rule,
+// after a backoff that doubles with each attempt; past the attempts it
+// stays failed, with the reason, and the cluster is Degraded.
+func heal(s *Step) {
+	in, job := s.in, s.job()
+	attempts, backoff := healingPolicy(in.Spec)
+	if attempts == 0 {
+		return
+	}
+	h := s.healing()
+	cause := job.FailureCause
+	if cause == "" {
+		cause = "no root exception reported"
+	}
+	if h.Restores >= attempts {
+		if h.Exhausted == "" {
+			h.Exhausted = fmt.Sprintf("Job %s failed past its restart strategy after %d restores from its latest checkpoint: %s. Change the spec to try again", job.ID, h.Restores, cause)
+			s.transition(Transition{Kind: HealingExhausted})
+			s.event(true, "HealingExhausted", "%s", h.Exhausted)
+		}
+		return
+	}
+	failedAt := in.Flink.EndedAt
+	if failedAt.IsZero() || failedAt.After(in.Now) {
+		failedAt = in.Now
+	}
+	if due := failedAt.Add(backoff << h.Restores); in.Now.Before(due) {
+		s.requeue(due.Sub(in.Now))
+		return
+	}
+	from := newestState(job, in.Spec.Job)
+	h.Restores++
+	now := s.now()
+	h.LastRestore, h.FailedJob = &now, job.ID
+	s.transition(Transition{Kind: JobRestored})
+	s.event(true, "JobRestored", "Job %s failed past its restart strategy (%s); restoring it from %s, attempt %d of %d", job.ID, cause, orUnknown(from), h.Restores, attempts)
+	s.submit(from, "Restored")
+}
+
+// healRunning cancels a running job the autopilot found unhealthy (a
+// restart loop, stalled checkpoints) so that the next step restores it
+// from the newest state held; it counts against the same attempts.
+func healRunning(s *Step) {
+	in, job := s.in, s.job()
+	attempts, backoff := healingPolicy(in.Spec)
+	h := s.healing()
+	if attempts == 0 || h.Restores >= attempts || !alive(in) {
+		return
+	}
+	if h.LastRestore != nil && in.Now.Before(h.LastRestore.Add(backoff<<h.Restores)) {
+		s.requeue(h.LastRestore.Add(backoff << h.Restores).Sub(in.Now))
+		return
+	}
+	h.Restores++
+	now := s.now()
+	h.LastRestore, h.FailedJob = &now, job.ID
+	s.transition(Transition{Kind: JobRestored})
+	s.event(true, "JobRestored", "Job %s: %s; cancelling it to restore from %s, attempt %d of %d", job.ID, in.Heal, orUnknown(newestState(job, in.Spec.Job)), h.Restores, attempts)
+	s.act(ActCancel, "")
+	s.requeue(Poll)
+}
+
+// healed forgets past restores once the restored job has run and
+// checkpointed for the restart-loop window: a job that fails again soon
+// after each restore (a poison record past every checkpoint) still
+// reaches its bound.
+func healed(s *Step) {
+	h, job := s.Status.Healing, s.job()
+	if h == nil || (h.Restores == 0 && h.Exhausted == "") {
+		return
+	}
+	window := defaultHealWindow
+	if hs := s.in.Spec.Healing; hs != nil {
+		window = parseOr(hs.RestartLoopWindow, defaultHealWindow)
+	}
+	settled := h.LastRestore == nil || !s.in.Now.Before(h.LastRestore.Add(window))
+	if s.in.Flink.JobState == flink.JobRunning && job.CheckpointsCompleted > 0 && job.ID != h.FailedJob && settled {
+		h.Restores, h.Exhausted = 0, ""
+	}
+}
+
+// startInPlace begins a rescale through the adaptive scheduler: no
+// savepoint (the job restarts from its latest checkpoint by itself, and
+// keeps its ID); a rollback restores the newest state held now.
+func startInPlace(s *Step) {
+	in := s.in
+	s.Status.Upgrade = &v1.UpgradeStatus{Kind: string(ChangeRescaleInPlace), TargetGeneration: in.Generation, StartedAt: s.now(),
+		RestorePath: newestState(s.job(), in.Spec.Job)}
+	s.transition(Transition{Kind: UpgradeStarted})
+	s.event(false, "UpgradeStarted", "Started an in-place rescale to parallelism %d (adaptive scheduler)", in.Spec.Job.Parallelism)
+	s.toPhase(v1.UpgradeDeploying)
+	inPlace(s)
+}
+
+// inPlace scales the TaskManagers first, then sets the job's resource
+// requirements, then hands over to the stability gate, which also waits
+// for the new parallelism.
+func inPlace(s *Step) {
+	in, up := s.in, s.upgrade()
+	s.Deploy = in.Spec
+	if !specEqual(in.Deployed, in.Spec) || !in.RolledOut {
+		s.requeue(Poll)
+		return
+	}
+	s.Action = Action{Kind: ActRescale, Parallelism: in.Spec.Job.Parallelism}
+	up.CheckpointsAtRestore = in.Flink.CheckpointsCompleted
+	s.toPhase(v1.UpgradeVerifying)
+	s.requeue(Poll)
+}

@@ -1,0 +1,153 @@
+package lifecycle
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// steadyWorld is a job that ran and checkpointed, now in the given state.
+func steadyWorld(state flink.JobStatus) *world {
+	spec := baseSpec()
+	spec.Healing = &v1.HealingSpec{RestoreAttempts: 2, Backoff: "10s"}
+	w := &world{gen: 1, spec: spec, deployed: spec, stable: spec, rolled: true, now: t0}
+	w.status.Job = &v1.JobStatus{ID: "job-1", State: "RUNNING", CheckpointsCompleted: 3,
+		LastCheckpoint: &v1.CheckpointInfo{ID: 3, Path: "s3://cp/job-1/chk-3", JobID: "job-1"}}
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: state, CheckpointsCompleted: 3, FailureCause: "java.lang.RuntimeException: bad record",
+		LatestCheckpoint: &Checkpoint{ID: 4, Path: "s3://cp/job-1/chk-4"}, EndedAt: t0}
+	return w
+}
+
+func TestFailedJobIsRestoredFromItsLatestCheckpointWithBackoff(t *testing.T) {
+	w := steadyWorld(flink.JobFailed)
+	// Within the backoff: nothing yet, a look again when it ends.
+	p := w.decide()
+	if p.Action.Kind != ActNone || p.RequeueAfter != 10*time.Second {
+		t.Fatalf("within the backoff: %+v, requeue %s", p.Action, p.RequeueAfter)
+	}
+	w.now = t0.Add(10 * time.Second)
+	p = w.decide()
+	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://cp/job-1/chk-4" {
+		t.Fatalf("restore: %+v", p.Action)
+	}
+	if h := p.Status.Healing; h == nil || h.Restores != 1 || h.FailedJob != "job-1" {
+		t.Fatalf("healing %+v", p.Status.Healing)
+	}
+	if !hasEvent(p, "JobRestored", "attempt 1 of 2") {
+		t.Errorf("events %+v", p.Events)
+	}
+	w.commit(p)
+	// The restored job fails too; the second backoff is twice the first.
+	w.flink.EndedAt = w.now
+	w.now = w.now.Add(15 * time.Second)
+	if p = w.decide(); p.Action.Kind != ActNone {
+		t.Fatalf("second backoff: %+v", p.Action)
+	}
+	w.now = w.now.Add(5 * time.Second)
+	p = w.decide()
+	if p.Action.Kind != ActSubmit || p.Status.Healing.Restores != 2 {
+		t.Fatalf("second restore: %+v %+v", p.Action, p.Status.Healing)
+	}
+	w.commit(p)
+	// Attempts exhausted: left failed, with the reason, once.
+	w.now = w.now.Add(time.Hour)
+	p = w.decide()
+	if p.Action.Kind != ActNone || !strings.Contains(p.Status.Healing.Exhausted, "bad record") || !hasEvent(p, "HealingExhausted", "after 2 restores") {
+		t.Fatalf("exhausted: %+v %+v", p.Action, p.Status.Healing)
+	}
+	w.commit(p)
+	if p = w.decide(); len(p.Events) != 0 || p.Action.Kind != ActNone {
+		t.Fatalf("said twice: %+v", p.Events)
+	}
+}
+
+func TestHealingOffLeavesAFailedJobFailed(t *testing.T) {
+	w := steadyWorld(flink.JobFailed)
+	w.spec.Healing.RestoreAttempts = 0
+	w.now = t0.Add(time.Hour)
+	if p := w.decide(); p.Action.Kind != ActNone || p.RequeueAfter != 0 {
+		t.Fatalf("%+v", p)
+	}
+}
+
+func TestRestoresAreForgottenOnceTheJobCheckpoints(t *testing.T) {
+	w := steadyWorld(flink.JobRunning)
+	w.status.Job.ID = "job-2"
+	last := metav1.NewTime(t0.Add(-5 * time.Minute))
+	w.status.Healing = &v1.HealingStatus{Restores: 2, FailedJob: "job-1", LastRestore: &last}
+	// Five minutes after the restore: not yet the 10m window.
+	if p := w.decide(); p.Status.Healing.Restores != 2 {
+		t.Fatalf("forgotten too soon: %+v", p.Status.Healing)
+	}
+	w.now = t0.Add(5 * time.Minute)
+	if p := w.decide(); p.Status.Healing.Restores != 0 {
+		t.Fatalf("%+v", p.Status.Healing)
+	}
+}
+
+func TestHealRequestCancelsThenRestores(t *testing.T) {
+	w := steadyWorld(flink.JobRunning)
+	w.heal = "no checkpoint completed for 3 intervals"
+	p := w.decide()
+	if p.Action.Kind != ActCancel || !hasEvent(p, "JobRestored", "no checkpoint completed") || p.Status.Healing.Restores != 1 {
+		t.Fatalf("%+v %+v", p.Action, p.Events)
+	}
+	w.commit(p)
+	// Flink reports the job CANCELED: it is submitted from the newest
+	// state, its latest checkpoint.
+	w.flink.JobState = flink.JobCanceled
+	w.now = w.now.Add(2 * time.Second)
+	p = w.decide()
+	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://cp/job-1/chk-4" {
+		t.Fatalf("%+v", p.Action)
+	}
+	w.commit(p)
+	// Still unhealthy right away: the backoff holds the next attempt.
+	w.flink = running("", 0)
+	w.now = w.now.Add(time.Second)
+	if p = w.decide(); p.Action.Kind != ActNone {
+		t.Fatalf("within the backoff: %+v", p.Action)
+	}
+}
+
+// A rescale the autopilot asks for is an upgrade of kind Rescale: state
+// saved first, and a failure does not mark the generation failed, so the
+// autopilot may rescale again once it has reverted its target.
+func TestRescaleTakesTheUpgradePath(t *testing.T) {
+	w := steadyWorld(flink.JobRunning)
+	next := w.spec.DeepCopy()
+	next.Job.Parallelism, next.TaskManager.Replicas = 4, 2
+	w.spec, w.rescale = next, true
+	p := w.decide()
+	if p.Status.Upgrade == nil || p.Status.Upgrade.Kind != string(ChangeRescale) || p.Status.Upgrade.Phase != v1.UpgradeSavingState || p.Action.Kind != ActTrigger {
+		t.Fatalf("%+v %+v", p.Status.Upgrade, p.Action)
+	}
+	w.commit(p)
+	w.status.Upgrade.Phase = v1.UpgradeVerifying
+	w.status.Upgrade.TargetGeneration = 1
+	s := newStep(Input{Generation: 1, Spec: w.spec, Status: &w.status, Deployed: w.spec, Now: w.now})
+	s.endUpgrade(true)
+	if s.Status.LastFailedGeneration != 0 {
+		t.Fatalf("a failed rescale marked generation %d failed", s.Status.LastFailedGeneration)
+	}
+	// The same difference without the autopilot is the user's job change.
+	w2 := steadyWorld(flink.JobRunning)
+	w2.spec = next
+	if p := w2.decide(); p.Status.Upgrade == nil || p.Status.Upgrade.Kind != string(ChangeJob) {
+		t.Fatalf("user change: %+v", p.Status.Upgrade)
+	}
+}
+
+func hasEvent(p Step, reason, text string) bool {
+	for _, e := range p.Events {
+		if e.Reason == reason && strings.Contains(e.Message, text) {
+			return true
+		}
+	}
+	return false
+}

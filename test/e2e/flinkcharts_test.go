@@ -1,0 +1,318 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+// helmRun runs bin/helm against the platform, with caches of its own.
+func helmRun(t *testing.T, args ...string) string {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(filepath.Join(root, "bin", "helm"), append(args, "--kubeconfig", plat.KubeconfigPath())...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+var externalSecretsCRD sync.Once
+
+// installExternalSecretsCRD installs the External Secrets Operator's
+// ExternalSecret CRD from the project's copy (testdata/external-secrets), so
+// the API server validates the ExternalSecret the charts render. No ESO
+// runs: the tests create the Secret it would sync.
+func installExternalSecretsCRD(t *testing.T) {
+	t.Helper()
+	externalSecretsCRD.Do(func() {
+		kubectl(t, "apply", "--server-side", "-f", filepath.Join(root, "test", "e2e", "testdata", "external-secrets", "externalsecrets.yaml"))
+		kubectl(t, "wait", "--for=condition=Established", "crd/externalsecrets.external-secrets.io", "--timeout=60s")
+	})
+}
+
+// syncExternalSecret does what the External Secrets Operator does for an
+// ExternalSecret with creationPolicy Owner: it creates the target Secret
+// with the keys the ExternalSecret lists, owned by the ExternalSecret.
+func syncExternalSecret(t *testing.T, ns, name string) {
+	t.Helper()
+	es := &unstructured.Unstructured{}
+	es.SetGroupVersionKind(schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"})
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, es); err != nil {
+		t.Fatalf("the chart's ExternalSecret %s: %v", name, err)
+	}
+	target, _, _ := unstructured.NestedString(es.Object, "spec", "target", "name")
+	policy, _, _ := unstructured.NestedString(es.Object, "spec", "target", "creationPolicy")
+	data, _, _ := unstructured.NestedSlice(es.Object, "spec", "data")
+	if policy != "Owner" || len(data) == 0 {
+		t.Fatalf("ExternalSecret %s: creationPolicy %q, %d data entries", name, policy, len(data))
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: target, Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "external-secrets.io/v1", Kind: "ExternalSecret",
+			Name: es.GetName(), UID: es.GetUID(), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Data: map[string][]byte{}}
+	for _, d := range data {
+		key, _, _ := unstructured.NestedString(d.(map[string]any), "secretKey")
+		secret.Data[key] = []byte("material of " + key + " from the store")
+	}
+	if err := k8s.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leftovers lists every object of every namespaced, listable resource in
+// the namespace, except what Kubernetes puts in every namespace (the default
+// ServiceAccount, kube-root-ca.crt) and events, which record what happened.
+func leftovers(t *testing.T, ns string) []string {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists, err := dc.ServerPreferredNamespacedResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range l.APIResources {
+			if !slices.Contains(r.Verbs, "list") || r.Name == "events" {
+				continue
+			}
+			items, err := dyn.Resource(gv.WithResource(r.Name)).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("list %s: %v", r.Name, err)
+			}
+			for _, it := range items.Items {
+				name := it.GetName()
+				if (r.Name == "serviceaccounts" && name == "default") || (r.Name == "configmaps" && name == "kube-root-ca.crt") {
+					continue
+				}
+				out = append(out, r.Name+"/"+name)
+			}
+		}
+	}
+	return out
+}
+
+// uninstallLeavesNothing uninstalls the release and waits until nothing the
+// release or the operator made is left in the namespace.
+func uninstallLeavesNothing(t *testing.T, ns, release string) {
+	t.Helper()
+	helmRun(t, "uninstall", release, "--namespace", ns, "--wait", "--timeout", "2m")
+	eventually(t, 2*time.Minute, "nothing left after helm uninstall", func() error {
+		if left := leftovers(t, ns); len(left) > 0 {
+			return fmt.Errorf("%d objects left: %v", len(left), left)
+		}
+		return nil
+	})
+}
+
+// TestFlinkChartDesignCommand runs the reference design's one-command
+// install as written (section 2.2; only the namespace is added), waits for
+// the FlinkCluster to be Available, and uninstalls it.
+func TestFlinkChartDesignCommand(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	helmRun(t, "install", "flink-prod", "./charts/flink-jobmanager",
+		"--set", "jobmanager.replicas=3", "--set", "taskmanager.replicas=12",
+		"--set", "kafka.service.name=kafka-prod", "--namespace", ns)
+	explainOnFailure(t, ns, "flink-prod")
+	fc := waitServing(t, ns, "flink-prod")
+	if fc.Status.JobManager.Ready != "3/3" || fc.Status.TaskManager.Ready != "12/12" {
+		t.Fatalf("JobManagers %s, TaskManagers %s, want 3/3 and 12/12", fc.Status.JobManager.Ready, fc.Status.TaskManager.Ready)
+	}
+	if fc.Spec.Kafka == nil || fc.Spec.Kafka.Bootstrap.Servers != "kafka-prod:9092" {
+		t.Fatalf("spec.kafka %+v, want bootstrap servers kafka-prod:9092", fc.Spec.Kafka)
+	}
+	// Kubernetes HA with the chart's ServiceAccount, whose Role the
+	// operator checks: the rights are complete.
+	waitCondition(t, ns, "flink-prod", v1.ConditionHighAvailabilityPermissions, metav1.ConditionTrue, time.Minute)
+	uninstallLeavesNothing(t, ns, "flink-prod")
+}
+
+// TestFlinkChartProd installs the prod environment: the ExternalSecret is
+// admitted by the External Secrets CRD and its Secret (made as ESO would)
+// is mounted at /etc/flink/kafka-tls in every Flink pod; helm upgrade takes
+// the TaskManagers from 12 to 15 and the operator scales without a new
+// StatefulSet revision; helm uninstall leaves nothing behind.
+func TestFlinkChartProd(t *testing.T) {
+	t.Parallel()
+	installExternalSecretsCRD(t)
+	ns := newNamespace(t)
+	const release = "flink-prod"
+	explainOnFailure(t, ns, release)
+	values := filepath.Join("charts", "flink-jobmanager", "values-prod.yaml")
+	helmRun(t, "install", release, "./charts/flink-jobmanager", "--namespace", ns, "--values", values)
+	syncExternalSecret(t, ns, release+"-kafka-tls")
+	fc := waitServing(t, ns, release)
+	if fc.Status.JobManager.Ready != "3/3" || fc.Status.TaskManager.Ready != "12/12" {
+		t.Fatalf("JobManagers %s, TaskManagers %s, want 3/3 and 12/12", fc.Status.JobManager.Ready, fc.Status.TaskManager.Ready)
+	}
+
+	// Every JobManager and TaskManager pod mounts the Secret.
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{resources.LabelInstance: release, resources.LabelName: resources.AppName}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 15 {
+		t.Fatalf("%d Flink pods, want 15", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		if err := mountsSecret(p, release+"-kafka-tls", "/etc/flink/kafka-tls"); err != nil {
+			t.Errorf("pod %s: %v", p.Name, err)
+		}
+	}
+
+	sts := &appsv1.StatefulSet{}
+	stsKey := client.ObjectKey{Namespace: ns, Name: release + "-taskmanager"}
+	if err := k8s.Get(context.Background(), stsKey, sts); err != nil {
+		t.Fatal(err)
+	}
+	revision, before := sts.Status.UpdateRevision, revisions(t, ns)
+	generation := fc.Generation
+
+	helmRun(t, "upgrade", release, "./charts/flink-jobmanager", "--namespace", ns, "--values", values, "--set", "taskmanager.replicas=15")
+	eventually(t, 2*time.Minute, "15 TaskManagers ready", func() error {
+		fc := getFC(t, ns, release)
+		if fc.Generation == generation {
+			return fmt.Errorf("the upgrade did not reach the FlinkCluster yet")
+		}
+		if fc.Status.ObservedGeneration != fc.Generation || fc.Status.TaskManager.Ready != "15/15" {
+			return fmt.Errorf("generation %d observed %d, TaskManagers %s", fc.Generation, fc.Status.ObservedGeneration, fc.Status.TaskManager.Ready)
+		}
+		return nil
+	})
+	waitServing(t, ns, release)
+	if err := k8s.Get(context.Background(), stsKey, sts); err != nil {
+		t.Fatal(err)
+	}
+	if sts.Status.UpdateRevision != revision || sts.Status.CurrentRevision != revision {
+		t.Errorf("scaling 12 → 15 started a rollout: revision %s, now current %s, update %s", revision, sts.Status.CurrentRevision, sts.Status.UpdateRevision)
+	}
+	if after := revisions(t, ns); after != before {
+		t.Errorf("ControllerRevisions went from %d to %d on scaling 12 → 15", before, after)
+	}
+	uninstallLeavesNothing(t, ns, release)
+}
+
+// TestFlinkChartEnvironments installs dev and staging from their values
+// files, waits for each FlinkCluster to be Available, and uninstalls them.
+func TestFlinkChartEnvironments(t *testing.T) {
+	t.Parallel()
+	installExternalSecretsCRD(t)
+	for _, env := range []string{"dev", "staging"} {
+		t.Run(env, func(t *testing.T) {
+			ns := newNamespace(t)
+			release := "flink-" + env
+			explainOnFailure(t, ns, release)
+			helmRun(t, "install", release, "./charts/flink-jobmanager", "--namespace", ns,
+				"--values", filepath.Join("charts", "flink-jobmanager", "values-"+env+".yaml"))
+			if env == "staging" {
+				syncExternalSecret(t, ns, release+"-kafka-tls")
+			}
+			waitServing(t, ns, release)
+			if env == "dev" {
+				// The vendored Kafka, named by the values flink-base sets.
+				kafka := &appsv1.StatefulSet{}
+				eventually(t, time.Minute, "the dev Kafka ready", func() error {
+					if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "kafka"}, kafka); err != nil {
+						return err
+					}
+					if kafka.Status.ReadyReplicas != 1 {
+						return fmt.Errorf("%d ready", kafka.Status.ReadyReplicas)
+					}
+					return nil
+				})
+			}
+			uninstallLeavesNothing(t, ns, release)
+		})
+	}
+}
+
+// waitServing waits until the cluster is Available and Flink's REST API
+// answers (the second health level): a JobManager that refused to start
+// never gets there.
+func waitServing(t *testing.T, ns, name string) *v1.FlinkCluster {
+	t.Helper()
+	waitCondition(t, ns, name, v1.ConditionRestAvailable, metav1.ConditionTrue, 3*time.Minute)
+	return waitCondition(t, ns, name, v1.ConditionAvailable, metav1.ConditionTrue, time.Minute)
+}
+
+// explainOnFailure logs, when the test fails, what the simulator saw of the
+// cluster and the state of its JobManager pods.
+func explainOnFailure(t *testing.T, ns, name string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		if view, err := sim.Engine.View(flinksim.ClusterKey{Namespace: ns, Name: name}); err == nil {
+			t.Logf("simulator: JobManagerReady %v, %d TaskManagers, events:\n%s", view.JobManagerReady, view.TaskManagers, strings.Join(view.Events, "\n"))
+		}
+		pods := &corev1.PodList{}
+		if err := k8s.List(context.Background(), pods, client.InNamespace(ns)); err == nil {
+			for _, p := range pods.Items {
+				t.Logf("pod %s on %q: %s, conditions %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions)
+			}
+		}
+	})
+}
+
+func mountsSecret(p corev1.Pod, secret, path string) error {
+	var volume string
+	for _, v := range p.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == secret {
+			volume = v.Name
+		}
+	}
+	if volume == "" {
+		return fmt.Errorf("no volume of Secret %s", secret)
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name != resources.ComponentJobManager && c.Name != resources.ComponentTaskManager {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if m.Name == volume && m.MountPath == path && m.ReadOnly {
+				return nil
+			}
+		}
+		return fmt.Errorf("container %s does not mount volume %s read-only at %s", c.Name, volume, path)
+	}
+	return fmt.Errorf("no Flink container")
+}
