@@ -1,27 +1,44 @@
 package v1alpha1
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 )
 
-// v1alpha1 is a spoke of the v1 hub. The two shapes differ in one place:
+// v1alpha1 is a frozen spoke of the v1 hub. The shapes differed in one
+// place when it was frozen:
 //
 //	v1alpha1  spec.kafka.bootstrapServers: "a:9092,b:9092"
 //	v1        spec.kafka.bootstrap.servers: "a:9092,b:9092"
 //
-// Every other field has the same type in both versions, and status is v1's
-// own type, so both directions are exact and a round trip in either order
-// gives back the object it started from. No field exists only in v1 today,
-// so nothing has to be carried in an annotation. A field added to v1 alone
-// must be carried across a v1 -> v1alpha1 -> v1 round trip in an annotation
-// on the v1alpha1 object (restored by ConvertTo); the randomised round-trip
-// test in conversion_test.go fails until that is done.
+// Everything else has the same JSON in both, so the conversion goes through
+// JSON rather than field by field: a field v1 gains later needs no code here.
+// What v1alpha1 cannot express (such a field, in spec or status) is kept on
+// the v1alpha1 object in the FieldsAnnotation and put back by ConvertTo, so
+// a round trip in either order gives back the object it started from.
+
+// FieldsAnnotation holds, as JSON, the parts of the v1 object that
+// v1alpha1 cannot express: {"fields": {...}, "replaced": {...}}. fields is
+// a tree of v1 values (under "spec" and "status"); replaced holds, for a
+// value v1alpha1 has but cannot hold exactly (a list whose items gained a
+// field), what v1alpha1 had, so that ConvertTo restores the v1 value only
+// while the v1alpha1 one is unchanged, and an edit made through v1alpha1
+// wins. It exists only on v1alpha1 objects; v1 never carries it.
+const FieldsAnnotation = "data.example.com/v1-fields"
 
 var _ conversion.Convertible = &FlinkCluster{}
+
+// carried is the content of FieldsAnnotation.
+type carried struct {
+	Fields   map[string]any `json:"fields"`
+	Replaced map[string]any `json:"replaced,omitempty"`
+}
 
 // ConvertTo converts this v1alpha1 FlinkCluster to the v1 hub.
 func (src *FlinkCluster) ConvertTo(dstRaw conversion.Hub) error {
@@ -29,33 +46,45 @@ func (src *FlinkCluster) ConvertTo(dstRaw conversion.Hub) error {
 	if !ok {
 		return fmt.Errorf("converting FlinkCluster v1alpha1 to %T: want *v1.FlinkCluster", dstRaw)
 	}
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	s := src.Spec.DeepCopy()
-	dst.Spec = v1.FlinkClusterSpec{
-		Version:            s.Version,
-		Image:              s.Image,
-		ImagePullPolicy:    s.ImagePullPolicy,
-		ServiceAccountName: s.ServiceAccountName,
-		JobManager:         s.JobManager,
-		TaskManager:        s.TaskManager,
-		Storage:            s.Storage,
-		HighAvailability:   s.HighAvailability,
-		Checkpointing:      s.Checkpointing,
-		Job:                s.Job,
-		UpgradePolicy:      s.UpgradePolicy,
-		Health:             s.Health,
-		Autoscaler:         s.Autoscaler,
-		Healing:            s.Healing,
-		FlinkConfiguration: s.FlinkConfiguration,
-	}
-	if k := s.Kafka; k != nil {
-		dst.Spec.Kafka = &v1.KafkaSpec{
-			Bootstrap: v1.KafkaBootstrap{Servers: k.BootstrapServers},
-			TLS:       k.TLS,
-			SASL:      k.SASL,
+	meta := src.ObjectMeta.DeepCopy()
+	kept, hasKept := meta.Annotations[FieldsAnnotation]
+	if hasKept {
+		delete(meta.Annotations, FieldsAnnotation)
+		if len(meta.Annotations) == 0 {
+			meta.Annotations = nil
 		}
 	}
-	dst.Status = *src.Status.DeepCopy()
+	body, err := toMap(struct {
+		Spec   FlinkClusterSpec   `json:"spec"`
+		Status FlinkClusterStatus `json:"status"`
+	}{src.Spec, src.Status})
+	if err != nil {
+		return err
+	}
+	renameKafka(body, []string{"bootstrapServers"}, []string{"bootstrap", "servers"})
+	var c carried
+	if hasKept {
+		if err := decode([]byte(kept), &c, false); err != nil {
+			return fmt.Errorf("annotation %s: %w", FieldsAnnotation, err)
+		}
+		restore(body, c.Fields, c.Replaced)
+	}
+	var out struct {
+		Spec   v1.FlinkClusterSpec   `json:"spec"`
+		Status v1.FlinkClusterStatus `json:"status"`
+	}
+	if err := fromMap(body, &out, true); err != nil {
+		return fmt.Errorf("converting FlinkCluster %s/%s to v1: %w", src.Namespace, src.Name, err)
+	}
+	if _, restored := c.Fields["status"]; !restored {
+		// Status needs no renaming: straight from JSON to JSON keeps the
+		// raw specs it holds (deployedSpec, lastStableSpec) byte for byte.
+		if err := convertJSON(src.Status, &out.Status, true); err != nil {
+			return fmt.Errorf("converting FlinkCluster %s/%s status to v1: %w", src.Namespace, src.Name, err)
+		}
+	}
+	dst.ObjectMeta = *meta
+	dst.Spec, dst.Status = out.Spec, out.Status
 	return nil
 }
 
@@ -65,32 +94,191 @@ func (dst *FlinkCluster) ConvertFrom(srcRaw conversion.Hub) error {
 	if !ok {
 		return fmt.Errorf("converting %T to FlinkCluster v1alpha1: want *v1.FlinkCluster", srcRaw)
 	}
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	s := src.Spec.DeepCopy()
-	dst.Spec = FlinkClusterSpec{
-		Version:            s.Version,
-		Image:              s.Image,
-		ImagePullPolicy:    s.ImagePullPolicy,
-		ServiceAccountName: s.ServiceAccountName,
-		JobManager:         s.JobManager,
-		TaskManager:        s.TaskManager,
-		Storage:            s.Storage,
-		HighAvailability:   s.HighAvailability,
-		Checkpointing:      s.Checkpointing,
-		Job:                s.Job,
-		UpgradePolicy:      s.UpgradePolicy,
-		Health:             s.Health,
-		Autoscaler:         s.Autoscaler,
-		Healing:            s.Healing,
-		FlinkConfiguration: s.FlinkConfiguration,
+	type hubBody struct {
+		Spec   v1.FlinkClusterSpec   `json:"spec"`
+		Status v1.FlinkClusterStatus `json:"status"`
 	}
-	if k := s.Kafka; k != nil {
-		dst.Spec.Kafka = &KafkaSpec{
-			BootstrapServers: k.Bootstrap.Servers,
-			TLS:              k.TLS,
-			SASL:             k.SASL,
+	hub, err := toMap(hubBody{src.Spec, src.Status})
+	if err != nil {
+		return err
+	}
+	// One decode normalises what JSON cannot tell apart (a set pointer to
+	// nothing is null, and null is no pointer), so only real loss counts.
+	var norm hubBody
+	if err := fromMap(hub, &norm, true); err != nil {
+		return err
+	}
+	if hub, err = toMap(norm); err != nil {
+		return err
+	}
+	down, err := toMap(hub)
+	if err != nil {
+		return err
+	}
+	renameKafka(down, []string{"bootstrap", "servers"}, []string{"bootstrapServers"})
+	// Unknown fields are what v1alpha1 cannot express: dropped here, kept
+	// in the annotation below.
+	var out struct {
+		Spec   FlinkClusterSpec   `json:"spec"`
+		Status FlinkClusterStatus `json:"status"`
+	}
+	if err := fromMap(down, &out, false); err != nil {
+		return fmt.Errorf("converting FlinkCluster %s/%s to v1alpha1: %w", src.Namespace, src.Name, err)
+	}
+	var status FlinkClusterStatus
+	if err := convertJSON(src.Status, &status, false); err != nil {
+		return fmt.Errorf("converting FlinkCluster %s/%s status to v1alpha1: %w", src.Namespace, src.Name, err)
+	}
+	// What comes back up from v1alpha1, compared with the hub, is the loss.
+	back, err := toMap(out)
+	if err != nil {
+		return err
+	}
+	renameKafka(back, []string{"bootstrapServers"}, []string{"bootstrap", "servers"})
+	c := carried{Fields: map[string]any{}, Replaced: map[string]any{}}
+	lost(hub, back, c.Fields, c.Replaced)
+
+	meta := src.ObjectMeta.DeepCopy()
+	if meta.Annotations != nil {
+		delete(meta.Annotations, FieldsAnnotation)
+	}
+	if len(c.Fields) > 0 {
+		if len(c.Replaced) == 0 {
+			c.Replaced = nil
+		}
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		meta.Annotations[FieldsAnnotation] = string(raw)
+	}
+	dst.ObjectMeta = *meta
+	dst.Spec, dst.Status = out.Spec, status
+	return nil
+}
+
+// lost records in fields every value of hub that back lacks or holds
+// differently, at its path; for a value back holds differently, replaced
+// gets back's value at the same path.
+func lost(hub, back, fields, replaced map[string]any) {
+	for k, hv := range hub {
+		bv, ok := back[k]
+		if !ok {
+			fields[k] = hv
+			continue
+		}
+		hm, hIsMap := hv.(map[string]any)
+		bm, bIsMap := bv.(map[string]any)
+		if hIsMap && bIsMap {
+			f, r := map[string]any{}, map[string]any{}
+			lost(hm, bm, f, r)
+			if len(f) > 0 {
+				fields[k] = f
+			}
+			if len(r) > 0 {
+				replaced[k] = r
+			}
+			continue
+		}
+		if !reflect.DeepEqual(hv, bv) {
+			fields[k] = hv
+			replaced[k] = bv
 		}
 	}
-	dst.Status = *src.Status.DeepCopy()
-	return nil
+}
+
+// restore puts the carried fields back into body: a path body lacks takes
+// the kept value; a replaced value takes it only if body still holds what
+// v1alpha1 had when the annotation was written.
+func restore(body, fields, replaced map[string]any) {
+	for k, fv := range fields {
+		bv, ok := body[k]
+		if !ok {
+			body[k] = fv
+			continue
+		}
+		fm, fIsMap := fv.(map[string]any)
+		bm, bIsMap := bv.(map[string]any)
+		if fIsMap && bIsMap {
+			rm, _ := replaced[k].(map[string]any)
+			restore(bm, fm, rm)
+			continue
+		}
+		if rv, ok := replaced[k]; ok && reflect.DeepEqual(rv, bv) {
+			body[k] = fv
+		}
+	}
+}
+
+// renameKafka moves spec.kafka's value at path from to path to, the one
+// difference between the shapes.
+func renameKafka(body map[string]any, from, to []string) {
+	spec, _ := body["spec"].(map[string]any)
+	kafka, _ := spec["kafka"].(map[string]any)
+	if kafka == nil {
+		return
+	}
+	parent, leaf := kafka, from[len(from)-1]
+	for _, p := range from[:len(from)-1] {
+		if parent, _ = parent[p].(map[string]any); parent == nil {
+			return
+		}
+	}
+	v, ok := parent[leaf]
+	if !ok {
+		return
+	}
+	delete(parent, leaf)
+	if len(from) > 1 && len(parent) == 0 {
+		delete(kafka, from[0])
+	}
+	target := kafka
+	for _, p := range to[:len(to)-1] {
+		next, _ := target[p].(map[string]any)
+		if next == nil {
+			next = map[string]any{}
+			target[p] = next
+		}
+		target = next
+	}
+	target[to[len(to)-1]] = v
+}
+
+// toMap turns v into its JSON object, numbers kept exact.
+func toMap(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, decode(raw, &m, false)
+}
+
+func fromMap(m map[string]any, v any, strict bool) error {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return decode(raw, v, strict)
+}
+
+// convertJSON decodes from's JSON into to.
+func convertJSON(from, to any, strict bool) error {
+	raw, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return decode(raw, to, strict)
+}
+
+func decode(raw []byte, v any, strict bool) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if strict {
+		d.DisallowUnknownFields()
+	}
+	return d.Decode(v)
 }

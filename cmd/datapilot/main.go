@@ -1,8 +1,13 @@
-// Command datapilot is the Datapilot operator and its local platform.
+// Command datapilot is the Datapilot operator, the binary the image ships.
 //
 //	datapilot operator   run the manager (in a cluster, or against any kubeconfig)
-//	datapilot local up   run an embedded control plane with the operator in it
-//	datapilot version    print the version
+//	datapilot convert    convert FlinkCluster manifests between API versions, offline
+//	datapilot render     print the objects the operator would create for a FlinkCluster
+//	datapilot version    print the stamped version
+//
+// It links neither the Flink REST simulator nor the local platform (a test
+// in this package checks its dependencies); `make run` uses
+// cmd/datapilot-local for those.
 package main
 
 import (
@@ -13,24 +18,26 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/datapilot/datapilot/internal/buildinfo"
 	"github.com/datapilot/datapilot/internal/operator"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "datapilot",
 		Short:         "Datapilot runs Apache Flink clusters on Kubernetes from FlinkCluster resources",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newOperatorCommand(), newLocalCommand(), newVersionCommand())
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		os.Exit(1)
-	}
+	root.AddCommand(newOperatorCommand(), newConvertCommand(), newRenderCommand(), newVersionCommand())
+	return root
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -59,9 +66,19 @@ func newOperatorCommand() *cobra.Command {
 }
 
 func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
+	var short bool
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version) },
+		Short: "Print the version, revision and Go version the binary was built with",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			if short {
+				fmt.Fprintln(cmd.OutOrStdout(), buildinfo.Version())
+				return
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), buildinfo.String())
+		},
 	}
+	cmd.Flags().BoolVar(&short, "short", false, "Print the version only.")
+	return cmd
 }

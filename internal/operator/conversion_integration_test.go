@@ -123,10 +123,10 @@ func alphaCluster(ns, name, servers string) *v1alpha1.FlinkCluster {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.FlinkClusterSpec{
 			Version:     "1.17.1",
-			TaskManager: v1.TaskManagerSpec{Replicas: 2, Slots: 2},
+			TaskManager: v1alpha1.TaskManagerSpec{Replicas: 2, Slots: 2},
 			Kafka: &v1alpha1.KafkaSpec{
 				BootstrapServers: servers,
-				SASL:             &v1.KafkaSASL{SecretRef: v1.SecretReference{Name: "kafka-sasl"}},
+				SASL:             &v1alpha1.KafkaSASL{SecretRef: v1alpha1.SecretReference{Name: "kafka-sasl"}},
 			},
 		},
 	}

@@ -5,6 +5,7 @@ package operator
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strconv"
@@ -24,6 +25,9 @@ import (
 type Options struct {
 	// LogLevel is debug, info or error (LOG_LEVEL).
 	LogLevel string
+	// LogOutput receives the operator's JSON logs (and klog's); nil is
+	// stderr. The local platform sends them to a file.
+	LogOutput io.Writer
 	// ReconcileInterval is how often a cluster's Flink REST API is polled;
 	// Kubernetes objects are watched, never polled (RECONCILE_INTERVAL).
 	ReconcileInterval time.Duration

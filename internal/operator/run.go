@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,7 +63,17 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	ctrl.SetLogger(zap.New(zap.Level(zapLevel(o.LogLevel))))
+	logOpts := []zap.Opts{zap.Level(zapLevel(o.LogLevel))}
+	if o.LogOutput != nil {
+		logOpts = append(logOpts, zap.WriteTo(o.LogOutput))
+	}
+	logger := zap.New(logOpts...)
+	ctrl.SetLogger(logger)
+	if o.LogOutput != nil {
+		// client-go logs through klog (warnings, leader election): to
+		// the same place, not the terminal.
+		klog.SetLogger(logger)
+	}
 
 	// Only Datapilot's children enter the cache, without managedFields:
 	// memory follows the number of clusters, not the size of the platform.

@@ -56,7 +56,14 @@ type Injector struct {
 	// injected is set once the CRD trusts the current CA.
 	injected atomic.Bool
 	now      func() time.Time
+	// grace is how long a renewal serves the old certificate after the
+	// CRD trusts the new CA.
+	grace time.Duration
 }
+
+// RenewalGrace is the default grace between trusting a renewed CA and
+// serving the certificate it signed.
+const RenewalGrace = 5 * time.Second
 
 // New generates the CA and serving certificate and writes them to the cert
 // dir, so the webhook server finds them when it starts.
@@ -67,7 +74,7 @@ func New(o Options) (*Injector, error) {
 	if o.Interval == 0 {
 		o.Interval = time.Minute
 	}
-	in := &Injector{o: o, now: time.Now}
+	in := &Injector{o: o, now: time.Now, grace: RenewalGrace}
 	pair, err := Generate(o.Hosts, in.now())
 	if err != nil {
 		return nil, err
@@ -133,6 +140,15 @@ func (in *Injector) renewIfDue(ctx context.Context) error {
 		in.pair = old
 		in.mu.Unlock()
 		return err
+	}
+	// The API server picks the new caBundle up from its CRD informer, a
+	// moment after the patch; until then it trusts only the old CA. The
+	// old certificate has RenewBefore left, so serving it a little longer
+	// costs nothing, while serving the new one too early fails conversions.
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(in.grace):
 	}
 	in.o.Log.Info("Renewed the webhook certificate", "notAfter", pair.NotAfter)
 	return pair.Write(in.o.CertDir)

@@ -139,7 +139,7 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	testwait.Until(t, time.Minute, func() error {
 		return admin.Create(ctx, &v1alpha1.FlinkCluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conversion-probe"},
-			Spec: v1alpha1.FlinkClusterSpec{Version: "1.17.1", TaskManager: v1.TaskManagerSpec{Replicas: 1},
+			Spec: v1alpha1.FlinkClusterSpec{Version: "1.17.1", TaskManager: v1alpha1.TaskManagerSpec{Replicas: 1},
 				Kafka: &v1alpha1.KafkaSpec{BootstrapServers: "kafka:9092"}},
 		}, client.DryRunAll)
 	})

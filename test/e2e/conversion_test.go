@@ -30,7 +30,7 @@ func TestLegacyV1alpha1Manifest(t *testing.T) {
 	eventually(t, 30*time.Second, "kubectl apply of the v1alpha1 manifest", func() error {
 		return k8s.Create(ctx, &v1alpha1.FlinkCluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
-			Spec: v1alpha1.FlinkClusterSpec{Version: "1.17.1", TaskManager: v1.TaskManagerSpec{Replicas: 1},
+			Spec: v1alpha1.FlinkClusterSpec{Version: "1.17.1", TaskManager: v1alpha1.TaskManagerSpec{Replicas: 1},
 				Kafka: &v1alpha1.KafkaSpec{BootstrapServers: "kafka:9092"}},
 		}, client.DryRunAll)
 	})
@@ -58,7 +58,7 @@ func TestLegacyV1alpha1Manifest(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy-orders"}, alpha); err != nil {
 		t.Fatal(err)
 	}
-	if alpha.Spec.Kafka == nil || alpha.Spec.Kafka.BootstrapServers != "kafka-0.kafka:9092,kafka-1.kafka:9092" || alpha.Status.Phase != v1.PhaseRunning {
+	if alpha.Spec.Kafka == nil || alpha.Spec.Kafka.BootstrapServers != "kafka-0.kafka:9092,kafka-1.kafka:9092" || string(alpha.Status.Phase) != string(v1.PhaseRunning) {
 		t.Errorf("As v1alpha1: kafka %+v, phase %s", alpha.Spec.Kafka, alpha.Status.Phase)
 	}
 

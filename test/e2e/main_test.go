@@ -160,10 +160,10 @@ func (o *operatorProcess) start() error {
 		"--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--flink-rest-override", o.rest, "--flink-rest-pod-override", o.podREST, "--reconcile-interval=1s", "--log-level=info",
-		// The local platform's shared storage, as `datapilot local up` sets it.
+		// The local platform's shared storage, as `datapilot-local up` sets it.
 		"--state-storage-uri="+platform.StateStorageURI,
 		// The conversion webhook for data.example.com/v1alpha1, as
-		// `datapilot local up` runs it.
+		// `datapilot-local up` runs it.
 		"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", o.webhookPort),
 		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", o.webhookPort))
 	cmd.Stdout, cmd.Stderr = logf, logf

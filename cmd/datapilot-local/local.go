@@ -22,16 +22,7 @@ import (
 	"github.com/datapilot/datapilot/internal/platform"
 )
 
-func newLocalCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "local",
-		Short: "Run Datapilot on an embedded local control plane (no Docker needed)",
-	}
-	cmd.AddCommand(newLocalUpCommand())
-	return cmd
-}
-
-// localUpFlags are the settings of `datapilot local up`.
+// localUpFlags are the settings of `datapilot-local up`.
 type localUpFlags struct {
 	platform platform.Options
 	operator operator.Options
@@ -64,8 +55,10 @@ func newLocalUpCommand() *cobra.Command {
 		Long: `Start a local Kubernetes control plane from bin/ (run 'make tools' first) with
 kwok fake nodes, install Datapilot's CRDs, start the Flink REST simulator and
 the operator in this process, and run until interrupted. Ctrl-C stops
-everything. The admin kubeconfig is <state-dir>/kubeconfig; component logs are
-in <state-dir>/logs.`,
+everything. The admin kubeconfig is <state-dir>/kubeconfig. The terminal shows
+progress and next steps; every log (etcd, kube-apiserver, kube-controller-
+manager, kube-scheduler, kwok, the simulator and the operator) is a file in
+<state-dir>/logs, and --verbose streams them here as well.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.envErr != nil {
@@ -83,7 +76,7 @@ in <state-dir>/logs.`,
 	fs.StringVar(&f.platform.BinDir, "bin-dir", "", "Directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (default <project root>/bin).")
 	fs.StringVar(&f.platform.AuditLogPath, "audit-log", "", "Write the API server's audit log of every write (JSON lines) to this file.")
 	fs.StringVar(&f.simAddr, "flink-rest-addr", defaultSimAddr, "Listen address of the Flink REST simulator (a free port when the default is taken); ignored with --flink-rest-override.")
-	fs.BoolVarP(&f.verbose, "verbose", "v", false, "Log each step of the platform's start.")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "Stream the component, simulator and operator logs to the terminal (they are always in <state-dir>/logs).")
 	f.operator.BindFlags(fs)
 	return cmd
 }
@@ -94,16 +87,13 @@ func localUp(ctx context.Context, stdout, stderr io.Writer, f *localUpFlags) err
 	}
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	verbosity := 0
-	if f.verbose {
-		verbosity = 1
-	}
-	log := funcr.New(func(prefix, args string) {
-		fmt.Fprintf(stderr, "%s %s %s\n", time.Now().Format("15:04:05.000"), prefix, args)
-	}, funcr.Options{Verbosity: verbosity})
-
+	// The terminal shows the platform's progress in plain words and then
+	// the next steps; the components', simulator's and operator's logs go
+	// to files under <state-dir>/logs, streamed here too with --verbose.
+	progress := newProgressLogger(stderr, 1)
+	fmt.Fprintln(stderr, "Starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok...")
 	po := f.platform
-	po.Logger = log.WithName("platform")
+	po.Logger = progress
 	p, err := platform.Start(ctx, po)
 	if err != nil {
 		return fmt.Errorf("starting the local platform: %w", err)
@@ -117,11 +107,30 @@ func localUp(ctx context.Context, stdout, stderr io.Writer, f *localUpFlags) err
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	logsDir := filepath.Join(p.StateDir(), "logs")
+	simLog, err := logFile(logsDir, "flink-rest-simulator")
+	if err != nil {
+		return err
+	}
+	defer simLog.Close()
+	opLog, err := logFile(logsDir, "operator")
+	if err != nil {
+		return err
+	}
+	defer opLog.Close()
+	if f.verbose {
+		go followLogs(ctx, logsDir, stderr, 250*time.Millisecond)
+	}
+	log := funcr.New(func(prefix, args string) {
+		fmt.Fprintf(simLog, "%s %s %s\n", time.Now().Format(time.RFC3339Nano), prefix, args)
+	}, funcr.Options{})
 	errc := make(chan error, 2)
 	running := 0
 
 	opts := f.operator
+	opts.LogOutput = opLog
 	if opts.FlinkRESTOverride == "" {
+		progress.Info("Starting the Flink REST simulator")
 		sim, err := startFlinkSimulator(ctx, p, f.simAddr, log, errc)
 		if err != nil {
 			return err
@@ -136,6 +145,7 @@ func localUp(ctx context.Context, stdout, stderr io.Writer, f *localUpFlags) err
 	}
 	cfg := p.RESTConfig()
 	cfg.QPS, cfg.Burst = 100, 200
+	progress.Info("Starting the operator", "log", relPath(opLog.Name()))
 	running++
 	go func() {
 		err := operator.Run(ctx, cfg, opts)
@@ -229,7 +239,7 @@ func printNextSteps(w io.Writer, p *platform.Platform, flinkREST, webhookURL str
 	fmt.Fprintf(w, `
 Datapilot is running on a local control plane (started in %s).
   kubeconfig:  %s
-  logs:        %s
+  logs:        %s (operator.log, flink-rest-simulator.log, kube-apiserver.log, ...; --verbose streams them)
   Flink REST:  %s
   conversion:  %s (data.example.com/v1alpha1 <-> v1)
 
@@ -248,8 +258,17 @@ at /artifacts/; edit the example's jarURI if Flink REST is not on %s):
   %s get fc/streaming -o jsonpath='{.status.job.lastSavepoint}'
 
 Press Ctrl-C to stop everything.
-`, p.StartupDuration().Round(time.Millisecond), p.KubeconfigPath(), filepath.Join(p.StateDir(), "logs"), flinkREST, webhookURL,
+`, p.StartupDuration().Round(time.Millisecond), p.KubeconfigPath(), relPath(filepath.Join(p.StateDir(), "logs")), flinkREST, webhookURL,
 		kc, example, kc, kc, kc, defaultSimAddr, kc, jobExample, kc, kc, kc, kc)
+}
+
+// logFile creates <dir>/<name>.log for one process's logs.
+func logFile(dir, name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s log: %w", name, err)
+	}
+	return f, nil
 }
 
 // relPath shortens path relative to the working directory when it is inside it.
