@@ -261,9 +261,9 @@ type AutoscalerBlock struct {
 	// Parallelism is the parallelism it will not go to (or beyond, for a
 	// scale-up) again.
 	Parallelism int32 `json:"parallelism"`
-	// SourceRate is the source rate, in records per second, at the time;
-	// a rate 50% away lifts the block.
-	SourceRate int64 `json:"sourceRate"`
+	// ArrivalRate is the rate arriving at the sources, in records per
+	// second, at the time; an arrival rate 50% away lifts the block.
+	ArrivalRate int64 `json:"arrivalRate"`
 	// Until lifts the block anyway.
 	Until metav1.Time `json:"until"`
 }

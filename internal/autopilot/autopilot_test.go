@@ -296,10 +296,14 @@ func TestRecommendModeChangesOnlyStatus(t *testing.T) {
 	if o.Apply != 0 || o.Status.Pending != nil || o.Status.Parallelism != 0 || o.Status.Decisions[0].Result != ResultRecommended {
 		t.Fatalf("%+v", o)
 	}
-	// The same recommendation again is not recorded twice.
-	o2 := decide(p, o.Status, up(4, 9, 2000), t0.Add(time.Minute))
+	// The same direction again, even to another target, is not recorded
+	// again within the stabilization interval; after it, it is.
+	o2 := decide(p, o.Status, up(4, 10, 2000), t0.Add(time.Minute))
 	if o2.Recorded || len(o2.Status.Decisions) != 1 {
 		t.Fatalf("%+v", o2.Status.Decisions)
+	}
+	if o3 := decide(p, o2.Status, up(4, 10, 2000), t0.Add(p.Stabilization)); !o3.Recorded {
+		t.Fatalf("after the stabilization: %+v", o3.Status.Decisions)
 	}
 }
 
@@ -337,9 +341,9 @@ func TestScaleUpThatDidNotHelpStops(t *testing.T) {
 	if o2.Apply != 0 || o2.Condition.Reason != ReasonBlocked || o2.Recorded {
 		t.Fatalf("second: %+v", o2)
 	}
-	// The load doubling lifts the block.
+	// An arrival rate 50% higher lifts the block.
 	busier := rec
-	busier.Inputs.ArrivalRate = 4000
+	busier.Inputs.ArrivalRate = 5000
 	if o3 := decide(p, o.Status, busier, t0.Add(2*time.Minute)); o3.Apply == 0 {
 		t.Fatalf("after the load moved: %+v", o3.Condition)
 	}

@@ -127,14 +127,14 @@ func Decide(in Input) Outcome {
 		st.PendingScaleDown = nil
 		if why, ok := ineffective(st, rec); ok {
 			st.Blocked = &v1.AutoscalerBlock{Reason: ReasonIneffective, Message: why, Parallelism: current,
-				SourceRate: rec.Inputs.SourceRate, Until: metav1.NewTime(in.Now.Add(p.blockFor()))}
+				ArrivalRate: rec.Inputs.ArrivalRate, Until: metav1.NewTime(in.Now.Add(p.blockFor()))}
 			o.record(in, rec, ReasonIneffective, ResultRefused, rec.From, why)
 			o.event(true, ReasonIneffective, "%s", why)
 			o.cond(metav1.ConditionFalse, ReasonIneffective, why)
 			return o
 		}
 		if b := st.Blocked; b != nil && rec.To >= b.Parallelism && (b.Reason == ReasonRescaleFailed || current >= b.Parallelism) {
-			msg := fmt.Sprintf("Not scaling up to %d: %s (until %s, or until the source rate moves 50%% from %d records/s)", rec.To, b.Message, b.Until.UTC().Format(time.RFC3339), b.SourceRate)
+			msg := fmt.Sprintf("Not scaling up to %d: %s (until %s, or until the arrival rate moves 50%% from %d records/s)", rec.To, b.Message, b.Until.UTC().Format(time.RFC3339), b.ArrivalRate)
 			o.cond(metav1.ConditionFalse, ReasonBlocked, msg)
 			return o
 		}
@@ -192,11 +192,16 @@ func (o *Outcome) rescale(in Input, rec Recommendation, to int32) {
 		return
 	}
 	if p.Mode == v1.AutoscalerRecommend {
-		if len(st.Decisions) == 0 || st.Decisions[0].Result != ResultRecommended || st.Decisions[0].To != to {
+		// A recommendation is recorded again only when its direction or
+		// the running parallelism changes, or after a stabilization
+		// interval: the target moves with every sample.
+		last := st.Decisions
+		if len(last) == 0 || last[0].Result != ResultRecommended || last[0].Reason != reason || last[0].From != rec.From ||
+			in.Now.Sub(last[0].Time.Time) >= p.Stabilization {
 			o.record(in, rec, reason, ResultRecommended, to, rec.Message)
 			o.event(false, "Recommended", "%s from %d to %d recommended (mode recommend: nothing changes): %s", reason, rec.From, to, rec.Message)
 		}
-		o.cond(metav1.ConditionFalse, "Recommended", fmt.Sprintf("%s from %d to %d recommended (see status.autoscaler.decisions)", reason, rec.From, to))
+		o.cond(metav1.ConditionFalse, "Recommended", fmt.Sprintf("%s from %d recommended (mode recommend; see status.autoscaler.decisions)", reason, rec.From))
 		return
 	}
 	d := o.record(in, rec, reason, ResultApplied, to, rec.Message)
@@ -282,8 +287,8 @@ func liftBlock(st *v1.AutoscalerStatus, rec Recommendation, now time.Time) {
 	if b == nil {
 		return
 	}
-	moved := rec.Kind != Collecting && b.SourceRate > 0 &&
-		(float64(rec.Inputs.ArrivalRate) > 1.5*float64(b.SourceRate) || float64(rec.Inputs.ArrivalRate) < 0.5*float64(b.SourceRate))
+	moved := rec.Kind != Collecting && b.ArrivalRate > 0 &&
+		(float64(rec.Inputs.ArrivalRate) > 1.5*float64(b.ArrivalRate) || float64(rec.Inputs.ArrivalRate) < 0.5*float64(b.ArrivalRate))
 	if !now.Before(b.Until.Time) || moved {
 		st.Blocked = nil
 	}
@@ -317,7 +322,7 @@ func Settle(st *v1.AutoscalerStatus, p Policy, now time.Time, running int32, upg
 		if revertTo > 0 {
 			st.TaskManagers = p.TaskManagers(revertTo)
 		}
-		st.Blocked = &v1.AutoscalerBlock{Reason: ReasonRescaleFailed, Parallelism: pd.To, SourceRate: pd.Inputs.SourceRate,
+		st.Blocked = &v1.AutoscalerBlock{Reason: ReasonRescaleFailed, Parallelism: pd.To, ArrivalRate: pd.Inputs.ArrivalRate,
 			Message: fmt.Sprintf("the rescale from %d to %d failed and was rolled back (%s)", pd.From, pd.To, why), Until: metav1.NewTime(now.Add(p.blockFor()))}
 		return &Event{Warning: true, Reason: ReasonRescaleFailed, Message: fmt.Sprintf("The rescale from %d to %d failed and was rolled back to %d: %s; it is not repeated until the load changes", pd.From, pd.To, pd.From, why)}
 	case !upgradeInFlight && running == pd.To:

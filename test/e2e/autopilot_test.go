@@ -103,7 +103,7 @@ func TestAutopilotRampScalesUpAndDrainsTheLag(t *testing.T) {
 			return fmt.Errorf("rescale in flight: %+v", st.Pending)
 		}
 		if st.Parallelism <= 2 {
-			return fmt.Errorf("parallelism %d, decisions %+v", st.Parallelism, st.Decisions)
+			return fmt.Errorf("parallelism %d, decisions %+v, Autoscaling %+v", st.Parallelism, st.Decisions, meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionAutoscaling))
 		}
 		job := runningJob(t, key, fc)
 		if job.State != flink.JobRunning || job.Parallelism != int(st.Parallelism) {
@@ -396,7 +396,7 @@ func TestAutopilotRescalesInPlaceWithTheAdaptiveScheduler(t *testing.T) {
 		var got *v1.FlinkCluster
 		got, st = autoscalerStatus(t, ns, "inplace")
 		if len(st.Decisions) == 0 || st.Decisions[len(st.Decisions)-1].Result != "Succeeded" {
-			return fmt.Errorf("decisions %+v, upgrade %+v", st.Decisions, got.Status.Upgrade)
+			return fmt.Errorf("decisions %+v, upgrade %+v, Autoscaling %+v", st.Decisions, got.Status.Upgrade, meta.FindStatusCondition(got.Status.Conditions, v1.ConditionAutoscaling))
 		}
 		return nil
 	})
