@@ -240,7 +240,7 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 	r.recordAutopilot(fc, events, step)
 	// While state is saved the pods keep what they run, even where this
 	// operator would render them differently (Input.Drift).
-	s.hold = fc.Status.Upgrade != nil && fc.Status.Upgrade.Phase == v1.UpgradeSavingState
+	s.hold = step.Status.Upgrade != nil && step.Status.Upgrade.Phase == v1.UpgradeSavingState
 	if err := r.act(ctx, fc, step.Deploy, step.Action); err != nil {
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Lifecycle", "%v", err)
 		// The step is recorded; the next reconcile repeats it.
