@@ -193,7 +193,7 @@ func filler(seed int64) *randfill.Filler {
 }
 
 func TestRoundTripHubSpokeHub(t *testing.T) {
-	for seed := range int64(200) {
+	for seed := range int64(100) {
 		want := &v1.FlinkCluster{}
 		filler(seed).Fill(want)
 		spoke := &FlinkCluster{}
@@ -214,7 +214,7 @@ func TestRoundTripHubSpokeHub(t *testing.T) {
 }
 
 func TestRoundTripSpokeHubSpoke(t *testing.T) {
-	for seed := range int64(200) {
+	for seed := range int64(100) {
 		want := &FlinkCluster{}
 		filler(seed).Fill(want)
 		hub := &v1.FlinkCluster{}
