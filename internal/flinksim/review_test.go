@@ -231,7 +231,7 @@ func TestAdaptiveRescaleController1x(t *testing.T) {
 		}
 		clk.step(20 * time.Second)
 		e.Observe(key, adaptive("1.19.1", 2).Observation()) // ~20 s into Executing
-		clk.step(15 * time.Second)                           // past executing + 30 s
+		clk.step(15 * time.Second)                          // past executing + 30 s
 		if got := view(t, e, id).Rescales; got != 0 {
 			t.Fatalf("rescaled %d times 15 s after the event", got)
 		}
