@@ -38,7 +38,9 @@ import (
 // FieldManager owns every field Datapilot applies.
 const FieldManager = "datapilot"
 
-// Finalizer guards the cleanup of what owner references do not cover.
+// Finalizer guards the cleanup of what owner references do not cover: the
+// TaskManagers' volume claims. A cluster without claims never gets it, so it
+// costs no write and its deletion waits for nothing.
 const Finalizer = "data.example.com/cleanup"
 
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=get;list;watch;update;patch
@@ -71,11 +73,16 @@ type Reconciler struct {
 	Prober interface {
 		ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) health.Verdict
 	}
+	// Pacer, when set, is told each reconcile's duration: the Flink
+	// polling interval follows their p95.
+	Pacer interface{ Observe(time.Duration) }
 	// Platform is what the platform team set for every cluster (the
 	// default shared storage).
 	Platform resources.Platform
 	// haReviews holds the last review of each user-named HA account.
 	haReviews haReviews
+	// freshness remembers the versions our status writes superseded.
+	freshness freshness
 }
 
 // scope is what one reconcile works on.
@@ -92,6 +99,10 @@ type scope struct {
 // Reconcile moves one FlinkCluster towards its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
+	if r.Pacer != nil {
+		start := time.Now()
+		defer func() { r.Pacer.Observe(time.Since(start)) }()
+	}
 
 	// 1. Get the cluster.
 	fc := &v1.FlinkCluster{}
@@ -99,6 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.NamespacedName)
 			r.haReviews.forget(req.NamespacedName)
+			r.freshness.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get FlinkCluster %s: %w", req.NamespacedName, err)
@@ -107,6 +119,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// 2. Deletion runs the finalizer's cleanup.
 	if !fc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, fc)
+	}
+	// The cache may not yet hold this reconcile's predecessor's status
+	// write; deciding from it would repeat what that reconcile did.
+	if r.freshness.stale(fc) {
+		logger.V(1).Info("Cache behind our last status write; waiting for it", "flinkcluster", klog.KObj(fc), "resourceVersion", fc.ResourceVersion)
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	if err := r.ensureFinalizer(ctx, fc); err != nil {
 		return ctrl.Result{}, err
@@ -162,7 +180,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		logger.Error(s.obs.applyErr, "Apply failed", "flinkcluster", klog.KObj(fc))
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "ApplyFailed", "Apply", "%v", s.obs.applyErr)
 	}
-	if len(s.created) > 0 {
+	if len(s.created) > 0 && observedBefore(fc) {
+		// A first creation is what Progressing=True (Creating) says; a child
+		// created again went missing, which the user should hear about.
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "Created", "Create", "Created %s", strings.Join(s.created, ", "))
 	}
 	s.obs.health = r.healthVerdict(ctx, fc, s.obs.jobManager)
@@ -376,6 +396,15 @@ func (r *Reconciler) recordChange(s *scope, c child) {
 
 func isZero(o client.Object) bool { return o.GetUID() == "" }
 
+// needsFinalizer: the TaskManagers have volume claims, which the StatefulSet
+// keeps on deletion (resources.TaskManagers retains them so a returning
+// TaskManager finds its state) and owner references do not cover.
+func needsFinalizer(fc *v1.FlinkCluster) bool { return fc.Spec.TaskManager.Storage != nil }
+
+// observedBefore: the operator has written this cluster's status, so its
+// children were created once already.
+func observedBefore(fc *v1.FlinkCluster) bool { return fc.Status.ObservedGeneration > 0 }
+
 // observeWorkloads reads the JobManager and TaskManagers from the cache,
 // once per reconcile.
 func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) observed {
@@ -415,10 +444,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs o
 	return nil
 }
 
-// ensureFinalizer adds the finalizer with an optimistic-lock patch, so a
-// concurrent writer's finalizers are never dropped.
+// ensureFinalizer adds the finalizer, when the cluster has something for it
+// to clean up, with an optimistic-lock patch, so a concurrent writer's
+// finalizers are never dropped. Once added it stays until deletion: claims
+// outlive a spec that no longer asks for them.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, fc *v1.FlinkCluster) error {
-	if controllerutil.ContainsFinalizer(fc, Finalizer) {
+	if controllerutil.ContainsFinalizer(fc, Finalizer) || !needsFinalizer(fc) {
 		return nil
 	}
 	base := fc.DeepCopy()

@@ -36,8 +36,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healt
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("flinkcluster").
 		For(&v1.FlinkCluster{}, builder.WithPredicates(specChanged)).
-		Owns(&appsv1.Deployment{}).
-		Owns(&appsv1.StatefulSet{}).
+		// The workloads' status decides Available: a change of readiness
+		// goes ahead of the queue (workloadHandler).
+		Watches(&appsv1.Deployment{}, workloadHandler{}).
+		Watches(&appsv1.StatefulSet{}, workloadHandler{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		// A budget's status follows every pod; only its spec is ours.
