@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -41,5 +43,23 @@ func TestFreshness(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKeepEncoding: the spec as the API server returns it (keys sorted)
+// is kept when it says the same, so an unchanged status is not rewritten.
+func TestKeepEncoding(t *testing.T) {
+	spec := &v1.FlinkClusterSpec{Version: "1.17.1", JobManager: v1.JobManagerSpec{Replicas: 1}, TaskManager: v1.TaskManagerSpec{Replicas: 2, Slots: 2}}
+	sorted := &runtime.RawExtension{Raw: []byte(`{"jobManager":{"replicas":1},"taskManager":{"replicas":2,"slots":2},"version":"1.17.1"}`)}
+	if got := keepEncoding(sorted, spec); got != sorted {
+		t.Errorf("an equal spec was re-encoded as %s", got.Raw)
+	}
+	changed := spec.DeepCopy()
+	changed.Version = "1.18.1"
+	if got := keepEncoding(sorted, changed); got == sorted || !strings.Contains(string(got.Raw), `"1.18.1"`) {
+		t.Errorf("a changed spec kept the old encoding: %s", got.Raw)
+	}
+	if got := keepEncoding(nil, spec); got == nil {
+		t.Error("no encoding for a first record")
 	}
 }

@@ -73,6 +73,9 @@ type Reconciler struct {
 	Prober interface {
 		ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) health.Verdict
 	}
+	// ProgressDelay is how long mere progress of the children may wait
+	// for a reconcile; DefaultProgressDelay when zero.
+	ProgressDelay time.Duration
 	// Pacer, when set, is told each reconcile's duration: the Flink
 	// polling interval follows their p95.
 	Pacer interface{ Observe(time.Duration) }
@@ -250,9 +253,9 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 // metrics. Nothing is written when the status did not change.
 func (r *Reconciler) recordStep(ctx context.Context, fc *v1.FlinkCluster, step lifecycle.Step) error {
 	next := step.Status
-	next.DeployedSpec = encodeSpec(step.Deploy)
+	next.DeployedSpec = keepEncoding(fc.Status.DeployedSpec, step.Deploy)
 	if step.MarkStable {
-		next.LastStableSpec = encodeSpec(step.Deploy)
+		next.LastStableSpec = keepEncoding(fc.Status.LastStableSpec, step.Deploy)
 	}
 	if !equality.Semantic.DeepEqual(next, fc.Status) {
 		if err := r.applyStatus(ctx, fc, next); err != nil {

@@ -111,6 +111,9 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	// API latency and client-side throttling, which say where a slow
+	// reconcile spends its time.
+	restClientMetrics()
 	r := &controller.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -173,8 +176,11 @@ func newPacer(o Options) *pacing.Pacer {
 // metrics are registered once per process: tests and the local platform may
 // build more than one manager, and a collector registers only once.
 var (
-	metrics       = sync.OnceValue(func() *controller.Metrics { return controller.NewMetrics(crmetrics.Registry) })
-	healthMetrics = sync.OnceValue(func() *health.Metrics { return health.NewMetrics(crmetrics.Registry) })
+	metrics           = sync.OnceValue(func() *controller.Metrics { return controller.NewMetrics(crmetrics.Registry) })
+	healthMetrics     = sync.OnceValue(func() *health.Metrics { return health.NewMetrics(crmetrics.Registry) })
+	restClientMetrics = sync.OnceFunc(func() {
+		crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRequestLatency, crmetrics.MetricRateLimiterLatency)
+	})
 	pacingMetrics = sync.OnceValue(func() *pacing.Metrics { return pacing.NewMetrics(crmetrics.Registry) })
 )
 
