@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,10 +37,15 @@ type readiness struct {
 	podReady  map[string]time.Time // namespace/pod
 	podOf     map[string]string    // namespace/pod → namespace/cluster
 	available map[string]time.Time // namespace/cluster
+	// workloads is when each cluster's JobManager Deployment and
+	// TaskManager StatefulSet both first reported ready in their status,
+	// which kube-controller-manager writes after the pods turn Ready.
+	workloads map[string]map[string]time.Time // namespace/cluster → kind → time
 }
 
 func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string) (*readiness, error) {
-	r := &readiness{podReady: map[string]time.Time{}, podOf: map[string]string{}, available: map[string]time.Time{}}
+	r := &readiness{podReady: map[string]time.Time{}, podOf: map[string]string{}, available: map[string]time.Time{},
+		workloads: map[string]map[string]time.Time{}}
 	nss := map[string]cache.Config{}
 	for _, ns := range namespaces {
 		nss[ns] = cache.Config{}
@@ -67,6 +73,40 @@ func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string)
 	}
 	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }}); err != nil {
 		return nil, err
+	}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}} {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		onWorkload := func(o any) {
+			var kind, cluster string
+			switch w := o.(type) {
+			case *appsv1.Deployment:
+				if w.Status.ReadyReplicas < 1 {
+					return
+				}
+				kind, cluster = "jm", w.Namespace+"/"+w.Labels[resources.LabelInstance]
+			case *appsv1.StatefulSet:
+				if w.Spec.Replicas == nil || w.Status.ReadyReplicas < *w.Spec.Replicas {
+					return
+				}
+				kind, cluster = "tm", w.Namespace+"/"+w.Labels[resources.LabelInstance]
+			default:
+				return
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.workloads[cluster] == nil {
+				r.workloads[cluster] = map[string]time.Time{}
+			}
+			if _, seen := r.workloads[cluster][kind]; !seen {
+				r.workloads[cluster][kind] = time.Now()
+			}
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onWorkload, UpdateFunc: func(_, o any) { onWorkload(o) }}); err != nil {
+			return nil, err
+		}
 	}
 	fcs, err := c.GetInformer(ctx, &v1.FlinkCluster{})
 	if err != nil {
@@ -103,11 +143,12 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// lags are, for each cluster of ns with pods pods Ready and Available, the
-// time from its last pod Ready to Available (negative when Available came
-// first, which a correct operator never shows), and how many clusters had
-// no complete record.
-func (r *readiness) lags(ns string, pods int) (lags []time.Duration, incomplete int) {
+// lags are, for each cluster of ns with pods pods Ready and Available:
+// total, the time from its last pod Ready to Available; controllers, from
+// the last pod Ready to both workloads reporting ready (the workload
+// controllers' share, which the baseline waits for too); operator, from
+// then to Available. incomplete counts clusters without a full record.
+func (r *readiness) lags(ns string, pods int) (total, controllers, operator []time.Duration, incomplete int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	last := map[string]time.Time{}
@@ -126,14 +167,23 @@ func (r *readiness) lags(ns string, pods int) (lags []time.Duration, incomplete 
 		if !strings.HasPrefix(cl, ns+"/") {
 			continue
 		}
-		if count[cl] < pods {
+		w := r.workloads[cl]
+		if count[cl] < pods || w["jm"].IsZero() || w["tm"].IsZero() {
 			incomplete++
 			continue
 		}
-		lags = append(lags, avail.Sub(last[cl]))
+		ready := w["jm"]
+		if w["tm"].After(ready) {
+			ready = w["tm"]
+		}
+		total = append(total, avail.Sub(last[cl]))
+		controllers = append(controllers, ready.Sub(last[cl]))
+		operator = append(operator, avail.Sub(ready))
 	}
-	slices.Sort(lags)
-	return lags, incomplete
+	for _, s := range [][]time.Duration{total, controllers, operator} {
+		slices.Sort(s)
+	}
+	return total, controllers, operator, incomplete
 }
 
 // quantile is the nearest-rank quantile of sorted ds.
@@ -257,7 +307,8 @@ func countWrites(path, agentPrefix, namespace string, from, to time.Time, byKind
 }
 
 // countAvailable counts the clusters of ns that say Available=True (and,
-// for job clusters, whose job runs).
+// for job clusters, whose job runs and whose spec is recorded stable: the
+// lifecycle's steady state).
 func countAvailable(ctx context.Context, k8s client.Client, ns string, job bool) (int, error) {
 	var list v1.FlinkClusterList
 	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
@@ -268,7 +319,7 @@ func countAvailable(ctx context.Context, k8s client.Client, ns string, job bool)
 		if !meta.IsStatusConditionTrue(fc.Status.Conditions, v1.ConditionAvailable) {
 			continue
 		}
-		if job && (fc.Status.Job == nil || fc.Status.Job.State != "RUNNING") {
+		if job && (fc.Status.Job == nil || fc.Status.Job.State != "RUNNING" || fc.Status.LastStableSpec == nil) {
 			continue
 		}
 		n++

@@ -234,7 +234,7 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 		Flink:      r.observeFlink(ctx, fc, s.obs.jobManagerReady()),
 		Now:        time.Now(),
 	})
-	if err := r.recordStep(ctx, fc, step); err != nil {
+	if err := r.recordStep(ctx, s, step); err != nil {
 		return nil, step, err
 	}
 	if err := r.act(ctx, fc, step.Deploy, step.Action); err != nil {
@@ -250,19 +250,34 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 
 // recordStep is the one place that records intent before a side effect:
 // the step's status (with the spec to deploy), then its events and
-// metrics. Nothing is written when the status did not change.
-func (r *Reconciler) recordStep(ctx context.Context, fc *v1.FlinkCluster, step lifecycle.Step) error {
+// metrics. Nothing is written when the status did not change, and nothing
+// yet when no side effect follows (no Flink request, the same spec to
+// deploy): the reconcile's status write carries the step, one write
+// instead of two.
+func (r *Reconciler) recordStep(ctx context.Context, s *scope, step lifecycle.Step) error {
+	fc := s.fc
 	next := step.Status
 	next.DeployedSpec = keepEncoding(fc.Status.DeployedSpec, step.Deploy)
 	if step.MarkStable {
 		next.LastStableSpec = keepEncoding(fc.Status.LastStableSpec, step.Deploy)
 	}
 	if !equality.Semantic.DeepEqual(next, fc.Status) {
+		if step.Action.Kind == lifecycle.ActNone && next.DeployedSpec == fc.Status.DeployedSpec {
+			served := fc.Status.DeepCopy()
+			s.obs.served = served
+			fc.Status = next
+			return r.recordEvents(fc, step)
+		}
 		if err := r.applyStatus(ctx, fc, next); err != nil {
 			return fmt.Errorf("record lifecycle step of %s: %w", klog.KObj(fc), err)
 		}
 		r.Metrics.StatusWrites.Inc()
 	}
+	return r.recordEvents(fc, step)
+}
+
+// recordEvents emits a step's events and counts its transitions.
+func (r *Reconciler) recordEvents(fc *v1.FlinkCluster, step lifecycle.Step) error {
 	for _, e := range step.Events {
 		typ := corev1.EventTypeNormal
 		if e.Warning {
@@ -437,7 +452,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs o
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	st := computeStatus(fc, obs, now)
 	r.Metrics.observe(fc, st.Phase)
-	if equality.Semantic.DeepEqual(st, fc.Status) {
+	served := fc.Status
+	if obs.served != nil {
+		// A lifecycle step is held in fc.Status for this write.
+		served = *obs.served
+	}
+	if equality.Semantic.DeepEqual(st, served) {
 		return nil
 	}
 	if err := r.applyStatus(ctx, fc, st); err != nil {
