@@ -114,6 +114,7 @@ type results struct {
 	throttleMean                 time.Duration
 	takeover                     time.Duration
 	takeoverWrites               int
+	takeoverByKind               []string
 	takeoverResynced             float64
 }
 
@@ -345,8 +346,10 @@ func run(ctx context.Context, c config) error {
 	for k, n := range byKindSince(audit, killed) {
 		if !strings.HasSuffix(k, " leases") {
 			r.takeoverWrites += n
+			r.takeoverByKind = append(r.takeoverByKind, fmt.Sprintf("%s %d", k, n))
 		}
 	}
+	slices.Sort(r.takeoverByKind)
 	return report(c, r)
 }
 
@@ -638,6 +641,9 @@ func report(c config, r results) error {
 			parts = append(parts, fmt.Sprintf("%s %d", k, p.p.writesByVerb[k]))
 		}
 		b.WriteString(strings.Join(parts, ", ") + ".\n")
+	}
+	if len(r.takeoverByKind) > 0 {
+		fmt.Fprintf(&b, "\nWrites of the new leader by verb and resource: %s.\n", strings.Join(r.takeoverByKind, ", "))
 	}
 	if len(r.idleByKind) > 0 {
 		fmt.Fprintf(&b, "\nIdle writes by verb and resource: %s.\n", strings.Join(r.idleByKind, ", "))

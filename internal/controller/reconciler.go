@@ -14,7 +14,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -333,14 +332,14 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		tm = s.obs.taskManager
 	}
 	children := []child{
-		{kind: "ConfigMap", name: *d.ConfigMap.Name, hash: specHash(d.ConfigMap.Annotations), cached: &corev1.ConfigMap{}, desired: d.ConfigMap},
-		{kind: "Service", name: *d.JobManagerService.Name, hash: specHash(d.JobManagerService.Annotations), cached: &corev1.Service{}, desired: d.JobManagerService},
+		{kind: "ConfigMap", name: *d.ConfigMap.Name, hash: specHash(d.ConfigMap.Annotations), cached: metadataOnly("v1", "ConfigMap"), desired: d.ConfigMap},
+		{kind: "Service", name: *d.JobManagerService.Name, hash: specHash(d.JobManagerService.Annotations), cached: metadataOnly("v1", "Service"), desired: d.JobManagerService},
 		{kind: "Deployment", name: *d.JobManager.Name, hash: specHash(d.JobManager.Annotations), cached: jm, desired: d.JobManager,
 			drifted: func(o client.Object) bool {
 				return replicasDiffer(o.(*appsv1.Deployment).Spec.Replicas, *d.JobManager.Spec.Replicas)
 			}},
-		{kind: "Service", name: *d.TaskManagerService.Name, hash: specHash(d.TaskManagerService.Annotations), cached: &corev1.Service{}, desired: d.TaskManagerService},
-		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: &policyv1.PodDisruptionBudget{}, desired: d.TaskManagerBudget},
+		{kind: "Service", name: *d.TaskManagerService.Name, hash: specHash(d.TaskManagerService.Annotations), cached: metadataOnly("v1", "Service"), desired: d.TaskManagerService},
+		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: metadataOnly("policy/v1", "PodDisruptionBudget"), desired: d.TaskManagerBudget},
 		{kind: "StatefulSet", name: *d.TaskManager.Name, hash: specHash(d.TaskManager.Annotations), cached: tm, desired: d.TaskManager,
 			drifted: func(o client.Object) bool {
 				return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas)
@@ -413,6 +412,13 @@ func (r *Reconciler) recordChange(s *scope, c child) {
 }
 
 func isZero(o client.Object) bool { return o.GetUID() == "" }
+
+// metadataOnly is a child the diff reads only the metadata of (its spec
+// hash annotation): the cache holds these kinds as metadata, so a
+// ConfigMap's rendered Flink configuration is not held in memory twice.
+func metadataOnly(apiVersion, kind string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}}
+}
 
 // needsFinalizer: the TaskManagers have volume claims, which the StatefulSet
 // keeps on deletion (resources.TaskManagers retains them so a returning

@@ -46,10 +46,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healt
 		// (childHandler).
 		Watches(&appsv1.Deployment{}, children).
 		Watches(&appsv1.StatefulSet{}, children).
-		Watches(&corev1.Service{}, children).
-		Watches(&corev1.ConfigMap{}, children).
+		// Only the metadata of these is read (metadataOnly).
+		Watches(&corev1.Service{}, children, builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, children, builder.OnlyMetadata).
 		// A budget's status follows every pod; only its spec is ours.
-		Watches(&policyv1.PodDisruptionBudget{}, children, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&policyv1.PodDisruptionBudget{}, children, builder.OnlyMetadata, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The Kubernetes HA account: watched so a deleted one comes back.
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
