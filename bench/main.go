@@ -152,7 +152,7 @@ func run(ctx context.Context, c config) error {
 	}
 	_ = os.Remove(audit)
 	// Every pod of every phase must fit: three per cluster, with headroom.
-	nodes := max(4, (3*max(c.n, c.jobs)+199)/200+1)
+	nodes := max(4, (3*(c.n+c.jobs)+199)/200+1)
 	var r results
 	r.nodes = nodes
 	pl, err := platform.Start(ctx, platform.Options{
