@@ -156,7 +156,9 @@ func run(ctx context.Context, c config) error {
 	var r results
 	r.nodes = nodes
 	pl, err := platform.Start(ctx, platform.Options{
-		StateDir: stateDir, Nodes: nodes, NodePods: 250, AuditLogPath: audit,
+		// Memory for every pod's request (the Flink default is 1.6 GiB per
+		// process), so pods count is the only limit.
+		StateDir: stateDir, Nodes: nodes, NodePods: 250, NodeMemory: "1Ti", NodeCPU: "256", AuditLogPath: audit,
 		AuditPolicy: auditPolicy, StartTimeout: 5 * time.Minute, Logger: logr.Discard(),
 	})
 	if err != nil {
