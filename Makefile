@@ -5,7 +5,7 @@ export PATH := $(BIN):$(PATH)
 GO ?= go
 GOTEST ?= $(GO) test
 
-.PHONY: all tools generate manifests verify-generated build test test-unit test-integration test-e2e run bench
+.PHONY: all tools generate manifests verify-generated build test test-unit test-integration test-e2e test-chaos bench-chaos run bench
 
 all: build
 
@@ -67,11 +67,20 @@ bench: tools build
 ## test-unit: unit tests and the integration tier (envtest: real kube-apiserver and etcd from bin/)
 export KUBEBUILDER_ASSETS := $(BIN)
 test-unit:
-	$(GOTEST) -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e /test/e2e -e /bench)
+	$(GOTEST) -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e /test/e2e -e /test/chaos -e /bench)
 
 ## test-e2e: the local platform, the Flink REST simulator and the operator binary
 test-e2e: build
 	$(GOTEST) -count=1 -timeout 20m ./test/e2e/...
+
+## test-chaos: the control plane failing under load, on a platform of its own (small N)
+CHAOS_N ?= 6
+test-chaos: build
+	$(GOTEST) -count=1 -timeout 20m ./test/chaos/... -args -chaos.n=$(CHAOS_N)
+
+## bench-chaos: the chaos tier at scale, `make bench-chaos CHAOS_N=100`
+bench-chaos: CHAOS_N = 50
+bench-chaos: test-chaos
 
 ## run: the embedded local platform with Datapilot in it (Ctrl-C stops everything)
 run: tools build
@@ -88,6 +97,7 @@ chart-lint:
 	$(BIN)/helm template datapilot charts/datapilot --namespace datapilot-system --include-crds >/dev/null
 	$(BIN)/helm template flink-ops charts/datapilot --namespace flink-ops --values test/deploy/testdata/values-custom.yaml >/dev/null
 	$(BIN)/helm template datapilot charts/datapilot --set serviceMonitor.enabled=true --set 'watchNamespace=team-a\,team-b' >/dev/null
+	$(BIN)/helm template datapilot charts/datapilot --set prometheusRule.enabled=true --show-only templates/prometheusrule.yaml | grep -q 'controller_runtime_reconcile_time_seconds_bucket'
 
 ## kustomize-check: build every kustomization under config/
 kustomize-check:
@@ -104,4 +114,4 @@ flink-charts-check:
 	@test -x $(BIN)/helm || { echo "bin/helm is missing: run 'make tools'"; exit 1; }
 	$(GO) run ./hack/flinkcharts check
 
-test: tools verify-generated build chart-lint flink-charts-check kustomize-check test-unit test-image test-e2e
+test: tools verify-generated build chart-lint flink-charts-check kustomize-check test-unit test-image test-e2e test-chaos

@@ -1,26 +1,31 @@
 // Command bench is Datapilot's scale benchmark (make bench). On one local
 // platform it measures, in the same run:
 //
-//   - the baseline: a client creating each cluster's child objects itself,
-//     until every JobManager and TaskManager pod is ready;
-//   - the operator: the same number of FlinkClusters, until every one is
-//     Available;
+//   - the baseline (the null operator): a client creating each cluster's
+//     child objects itself, until every JobManager and TaskManager pod is
+//     ready;
+//   - the operator: the same number of session FlinkClusters, then of job
+//     clusters (spec.job), until every one is Available (and its job
+//     RUNNING);
+//   - an idle window, then a takeover: a standby operator waits on the
+//     lease and the leader is killed.
 //
-// and reports the ratio of the two times, the operator's API writes per
-// converged cluster (from the API server's audit log) against the minimum,
-// its writes during an idle minute afterwards, and its peak memory.
+// It reports the ratio of the times, each cluster's lag from its last pod
+// Ready to Available, the operator's API writes per converged cluster (from
+// the API server's audit log, events included), its writes, reconciles and
+// Flink REST requests while idle, its peak memory, where a reconcile's time
+// goes (its own metrics), and the takeover time.
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -35,7 +40,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,11 +64,14 @@ type config struct {
 	workers     int
 	out         string
 	stateDir    string
+	jobs        int
+	jarURL      string
 }
 
 func main() {
 	var c config
 	flag.IntVar(&c.n, "n", 100, "number of FlinkClusters (1 JobManager + 2 TaskManagers each)")
+	flag.IntVar(&c.jobs, "jobs", -1, "number of job clusters (spec.job) measured after the session clusters; -1 means n, 0 none")
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "idle window after convergence in which writes are counted")
 	flag.DurationVar(&c.timeout, "timeout", 20*time.Minute, "deadline for each phase")
 	flag.IntVar(&c.concurrency, "concurrency", 16, "parallel creates of the benchmark client")
@@ -72,6 +79,9 @@ func main() {
 	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "Markdown file the results table is appended to")
 	flag.StringVar(&c.stateDir, "state-dir", ".datapilot-bench", "state directory of the benchmark's local platform")
 	flag.Parse()
+	if c.jobs < 0 {
+		c.jobs = c.n
+	}
 	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -83,16 +93,48 @@ func main() {
 }
 
 type results struct {
-	startup                time.Duration
-	baseline, withOperator time.Duration
-	baselineWrites         int
-	operatorWrites         int
-	writesByVerb           map[string]int
-	idleWrites             int
+	startup  time.Duration
+	baseline time.Duration
+	// session and job are the two operator phases.
+	session, job   phase
+	baselineWrites int
+	idleWrites     int
+	leaseWrites    int
+	idleByKind     []string
+	idleReconciles float64
+	// idleREST is the simulator's REST requests per cluster per minute
+	// while idle, by namespace.
+	idleREST               map[string]float64
 	peakRSS, rssBeforeLoad int64
 	nodes                  int
 	operatorCPUSeconds     float64
+	// where a reconcile's time goes, from the operator's own metrics.
+	reconcileMean, queueWaitMean time.Duration
+	requestMean                  map[string]time.Duration
+	throttleMean                 time.Duration
+	takeover                     time.Duration
+	takeoverWrites               int
+	takeoverByKind               []string
+	takeoverResynced             float64
 }
+
+// phase is one operator phase: N clusters of one kind.
+type phase struct {
+	n            int
+	job          bool
+	took         time.Duration
+	writes       int
+	writesByVerb map[string]int
+	lags         []time.Duration
+	ctrlLags     []time.Duration
+	opLags       []time.Duration
+	incomplete   int
+}
+
+const (
+	sessionNS = "bench-operator"
+	jobNS     = "bench-jobs"
+)
 
 func run(ctx context.Context, c config) error {
 	root := platform.ProjectRoot()
@@ -109,12 +151,14 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	_ = os.Remove(audit)
-	// Every pod of both phases must fit: three per cluster, with headroom.
-	nodes := max(4, (3*c.n+199)/200+1)
+	// Every pod of every phase must fit: three per cluster, with headroom.
+	nodes := max(4, (3*(c.n+c.jobs)+199)/200+1)
 	var r results
 	r.nodes = nodes
 	pl, err := platform.Start(ctx, platform.Options{
-		StateDir: stateDir, Nodes: nodes, NodePods: 250, AuditLogPath: audit,
+		// Memory for every pod's request (the Flink default is 1.6 GiB per
+		// process), so pods count is the only limit.
+		StateDir: stateDir, Nodes: nodes, NodePods: 250, NodeMemory: "1Ti", NodeCPU: "256", AuditLogPath: audit,
 		AuditPolicy: auditPolicy, StartTimeout: 5 * time.Minute, Logger: logr.Discard(),
 	})
 	if err != nil {
@@ -139,6 +183,12 @@ func run(ctx context.Context, c config) error {
 	simCtx, stopSim := context.WithCancel(ctx)
 	defer stopSim()
 	go func() { _ = sim.Start(simCtx) }()
+	jars := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/java-archive")
+		_, _ = w.Write([]byte("PK\x03\x04 not a real jar: the simulator runs no code"))
+	}))
+	defer jars.Close()
+	c.jarURL = jars.URL + "/bench.jar"
 
 	// Phase 1: the baseline, without the operator.
 	fmt.Printf("Baseline: creating the children of %d clusters directly\n", c.n)
@@ -164,44 +214,166 @@ func run(ctx context.Context, c config) error {
 	}
 	r.baselineWrites = countWrites(audit, benchAgent, "bench-baseline", time.Time{}, time.Time{}, nil)
 
-	// Phase 2: the operator, as its own process, so its memory is its own.
-	op := exec.CommandContext(ctx, bin, "operator",
-		"--kubeconfig", pl.KubeconfigPath(), "--leader-elect=false",
-		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=0",
-		"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(), "--log-level=error",
-		"--max-concurrent-reconciles="+strconv.Itoa(c.workers))
-	op.Stdout, op.Stderr = os.Stdout, os.Stderr
-	op.Cancel = func() error { return op.Process.Signal(syscall.SIGTERM) }
-	if err := op.Start(); err != nil {
+	for _, ns := range []string{sessionNS, jobNS} {
+		if err := ensureNamespace(ctx, k8s, ns); err != nil {
+			return err
+		}
+	}
+	watch, err := watchReadiness(ctx, pl.RESTConfig(), sessionNS, jobNS)
+	if err != nil {
 		return err
 	}
-	defer func() { _ = op.Cancel(); _ = op.Wait() }()
-	time.Sleep(3 * time.Second) // caches synced; measured as the idle footprint
-	r.rssBeforeLoad = rss(op.Process.Pid)
 
-	fmt.Printf("Operator: creating %d FlinkClusters\n", c.n)
-	r.withOperator, err = withOperator(ctx, k8s, c)
+	// Phase 2: the operator, as its own process, so its memory is its own;
+	// elected leader, so a standby can take over at the end.
+	opArgs := []string{"--kubeconfig", pl.KubeconfigPath(), "--leader-elect=true", "--leader-election-namespace=kube-system",
+		"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(), "--log-level=error",
+		"--state-storage-uri=" + platform.StateStorageURI,
+		"--max-concurrent-reconciles=" + strconv.Itoa(c.workers)}
+	op, err := startOperator(bin, opArgs...)
 	if err != nil {
-		return fmt.Errorf("operator: %w", err)
+		return err
 	}
-	fmt.Printf("Operator: all Available in %s\n", r.withOperator.Round(time.Millisecond))
+	defer op.stop()
+	if err := op.waitMetrics(time.Minute); err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second) // leader, caches synced; measured as the idle footprint
+	r.rssBeforeLoad = rss(op.pid())
+
+	fmt.Printf("Operator: creating %d session clusters\n", c.n)
+	if r.session, err = operatorPhase(ctx, k8s, c, sessionNS, c.n, false); err != nil {
+		return fmt.Errorf("operator, session clusters: %w", err)
+	}
+	fmt.Printf("Operator: all session clusters Available in %s\n", r.session.took.Round(time.Millisecond))
+	if c.jobs > 0 {
+		fmt.Printf("Operator: creating %d job clusters\n", c.jobs)
+		if r.job, err = operatorPhase(ctx, k8s, c, jobNS, c.jobs, true); err != nil {
+			return fmt.Errorf("operator, job clusters: %w", err)
+		}
+		fmt.Printf("Operator: all job clusters Available, jobs RUNNING and recorded stable, in %s\n", r.job.took.Round(time.Millisecond))
+	}
 
 	// Let the last status writes land, then count an idle window.
 	time.Sleep(5 * time.Second)
+	before, err := scrape(op.metricsAddr)
+	if err != nil {
+		return err
+	}
+	restBefore := simRequests(sim)
 	idleStart := time.Now()
-	fmt.Printf("Idle: counting the operator's writes for %s\n", c.idle)
+	fmt.Printf("Idle: counting the operator's writes, reconciles and REST requests for %s\n", c.idle)
 	select {
 	case <-time.After(c.idle):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	idleEnd := time.Now()
-	r.peakRSS = peakRSS(op.Process.Pid)
-	r.operatorCPUSeconds = cpuSeconds(op.Process.Pid)
-	r.writesByVerb = map[string]int{}
-	r.operatorWrites = countWrites(audit, operatorAgent, "bench-operator", time.Time{}, idleStart, r.writesByVerb)
-	r.idleWrites = countWrites(audit, operatorAgent, "", idleStart, idleEnd, nil)
+	after, err := scrape(op.metricsAddr)
+	if err != nil {
+		return err
+	}
+	restAfter := simRequests(sim)
+	r.idleReconciles = after.sum("controller_runtime_reconcile_total", `controller="flinkcluster"`) -
+		before.sum("controller_runtime_reconcile_total", `controller="flinkcluster"`)
+	r.idleREST = map[string]float64{}
+	for ns, n := range map[string]int{sessionNS: c.n, jobNS: c.jobs} {
+		if n > 0 {
+			r.idleREST[ns] = float64(restAfter[ns]-restBefore[ns]) / float64(n) / idleEnd.Sub(idleStart).Minutes()
+		}
+	}
+	r.reconcileMean = after.mean("controller_runtime_reconcile_time_seconds", `controller="flinkcluster"`)
+	r.queueWaitMean = after.mean("workqueue_queue_duration_seconds", `name="flinkcluster"`)
+	r.requestMean = map[string]time.Duration{}
+	for _, verb := range []string{"GET", "PATCH", "POST", "PUT", "DELETE"} {
+		if d := after.mean("rest_client_request_duration_seconds", `verb="`+verb+`"`); d > 0 {
+			r.requestMean[verb] = d
+		}
+	}
+	r.throttleMean = after.mean("rest_client_rate_limiter_duration_seconds")
+	r.peakRSS = peakRSS(op.pid())
+	r.operatorCPUSeconds = cpuSeconds(op.pid())
+	r.session.writesByVerb, r.job.writesByVerb = map[string]int{}, map[string]int{}
+	r.session.writes = countWrites(audit, operatorAgent, sessionNS, time.Time{}, idleStart, r.session.writesByVerb)
+	r.job.writes = countWrites(audit, operatorAgent, jobNS, time.Time{}, idleStart, r.job.writesByVerb)
+	idleByKind := map[string]int{}
+	countWrites(audit, operatorAgent, "", idleStart, idleEnd, idleByKind)
+	for k, n := range idleByKind {
+		if strings.HasSuffix(k, " leases") {
+			// Leader election renews its lease every retry period: a
+			// cost of the election, not of the clusters.
+			r.leaseWrites += n
+			continue
+		}
+		r.idleWrites += n
+		r.idleByKind = append(r.idleByKind, fmt.Sprintf("%s %d", k, n))
+	}
+	slices.Sort(r.idleByKind)
+	r.session.lags, r.session.ctrlLags, r.session.opLags, r.session.incomplete = watch.lags(sessionNS, 3)
+	r.job.lags, r.job.ctrlLags, r.job.opLags, r.job.incomplete = watch.lags(jobNS, 3)
+
+	// Phase 3: takeover. A standby waits on the lease; the leader dies
+	// without releasing it.
+	fmt.Println("Takeover: starting a standby, then killing the leader")
+	standby, err := startOperator(bin, opArgs...)
+	if err != nil {
+		return err
+	}
+	defer standby.stop()
+	if err := standby.waitMetrics(time.Minute); err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second) // the standby's caches sync while it waits
+	killed := time.Now()
+	op.kill()
+	total := float64(c.n + c.jobs)
+	if err := waitFor(ctx, c.timeout, func() (int, error) {
+		m, err := scrape(standby.metricsAddr)
+		if err != nil {
+			return 1, nil
+		}
+		if m.sum("controller_runtime_reconcile_total", `controller="flinkcluster"`) > 0 && r.takeover == 0 {
+			r.takeover = time.Since(killed)
+		}
+		r.takeoverResynced = m.sum("controller_runtime_reconcile_total", `controller="flinkcluster"`)
+		if r.takeover == 0 {
+			return 1, nil
+		}
+		// The new leader's resync: every cluster reconciled once.
+		return int(max(0, total-r.takeoverResynced)), nil
+	}); err != nil {
+		return fmt.Errorf("takeover: %w", err)
+	}
+	time.Sleep(2 * time.Second)
+	for k, n := range byKindSince(audit, killed) {
+		if !strings.HasSuffix(k, " leases") {
+			r.takeoverWrites += n
+			r.takeoverByKind = append(r.takeoverByKind, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	slices.Sort(r.takeoverByKind)
 	return report(c, r)
+}
+
+func byKindSince(audit string, from time.Time) map[string]int {
+	m := map[string]int{}
+	countWrites(audit, operatorAgent, "", from, time.Time{}, m)
+	return m
+}
+
+// simRequests sums the simulator's REST requests per namespace.
+func simRequests(sim *flinksim.Simulator) map[string]int {
+	out := map[string]int{}
+	for _, k := range sim.Engine.Clusters() {
+		v, err := sim.Engine.View(k)
+		if err != nil {
+			continue
+		}
+		for _, n := range v.Requests {
+			out[k.Namespace] += n
+		}
+	}
+	return out
 }
 
 // auditPolicy records writes at Metadata level and nothing else.
@@ -219,6 +391,21 @@ func benchCluster(ns string, i int) *v1.FlinkCluster {
 	}
 	return fc
 }
+
+// jobCluster is the same shape with one declared job, recorded stable
+// after one checkpoint (10 s apart), so the phase ends in a steady state.
+func jobCluster(ns string, i int, jarURL string) *v1.FlinkCluster {
+	fc := benchCluster(ns, i)
+	fc.Spec.Checkpointing.Interval = "10s"
+	fc.Spec.Job = &v1.JobSpec{JarURI: jarURL, EntryClass: "org.example.Bench", Parallelism: 2,
+		State: v1.JobStateRunning, UpgradeMode: v1.UpgradeSavepoint}
+	fc.Spec.UpgradePolicy = &v1.UpgradePolicy{StableCheckpoints: 1}
+	return fc
+}
+
+// benchPlatform is what the operator gives every cluster (its
+// --state-storage-uri); the baseline builds its children with the same.
+var benchPlatform = resources.Platform{Storage: &v1.StorageSpec{URI: platform.StateStorageURI}}
 
 func ensureNamespace(ctx context.Context, k8s client.Client, ns string) error {
 	err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -263,7 +450,7 @@ func baseline(ctx context.Context, k8s client.Client, c config) (time.Duration, 
 	start := time.Now()
 	err := parallel(c.n, c.concurrency, func(i int) error {
 		fc := benchCluster(ns, i)
-		d, err := resources.Build(fc, resources.Platform{})
+		d, err := resources.Build(fc, benchPlatform)
 		if err != nil {
 			return err
 		}
@@ -317,29 +504,26 @@ func baseline(ctx context.Context, k8s client.Client, c config) (time.Duration, 
 	return time.Since(start), err
 }
 
-func withOperator(ctx context.Context, k8s client.Client, c config) (time.Duration, error) {
-	const ns = "bench-operator"
-	if err := ensureNamespace(ctx, k8s, ns); err != nil {
-		return 0, err
-	}
+// operatorPhase creates n clusters in ns and waits until every one is
+// Available (and, for job clusters, its job RUNNING).
+func operatorPhase(ctx context.Context, k8s client.Client, c config, ns string, n int, job bool) (phase, error) {
+	p := phase{n: n, job: job}
 	start := time.Now()
-	if err := parallel(c.n, c.concurrency, func(i int) error { return k8s.Create(ctx, benchCluster(ns, i)) }); err != nil {
-		return 0, err
-	}
-	err := waitFor(ctx, c.timeout, func() (int, error) {
-		var list v1.FlinkClusterList
-		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return 0, err
+	err := parallel(n, c.concurrency, func(i int) error {
+		if job {
+			return k8s.Create(ctx, jobCluster(ns, i, c.jarURL))
 		}
-		n := 0
-		for _, fc := range list.Items {
-			if meta.IsStatusConditionTrue(fc.Status.Conditions, v1.ConditionAvailable) {
-				n++
-			}
-		}
-		return c.n - n, nil
+		return k8s.Create(ctx, benchCluster(ns, i))
 	})
-	return time.Since(start), err
+	if err != nil {
+		return p, err
+	}
+	err = waitFor(ctx, c.timeout, func() (int, error) {
+		ready, err := countAvailable(ctx, k8s, ns, job)
+		return n - ready, err
+	})
+	p.took = time.Since(start)
+	return p, err
 }
 
 // waitFor polls until left() reports nothing left.
@@ -367,55 +551,6 @@ func waitFor(ctx context.Context, timeout time.Duration, left func() (int, error
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-type auditEvent struct {
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Namespace   string `json:"namespace"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
-}
-
-// countWrites counts audited writes by user agent prefix, namespace (empty:
-// any) and time window (zero: open), optionally by verb and resource.
-func countWrites(path, agentPrefix, namespace string, from, to time.Time, byKind map[string]int) int {
-	f, err := os.Open(path)
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	n := 0
-	for sc.Scan() {
-		var e auditEvent
-		if json.Unmarshal(sc.Bytes(), &e) != nil || !strings.HasPrefix(e.UserAgent, agentPrefix) {
-			continue
-		}
-		if namespace != "" && (e.ObjectRef == nil || e.ObjectRef.Namespace != namespace) {
-			continue
-		}
-		at := e.StageTimestamp.Time
-		if (!from.IsZero() && at.Before(from)) || (!to.IsZero() && !at.Before(to)) {
-			continue
-		}
-		n++
-		if byKind != nil && e.ObjectRef != nil {
-			k := e.Verb + " " + e.ObjectRef.Resource
-			if e.ObjectRef.Subresource != "" {
-				k += "/" + e.ObjectRef.Subresource
-			}
-			byKind[k]++
-		}
-	}
-	return n
 }
 
 // rss and peakRSS read /proc: the resident set now and its high-water mark.
@@ -451,29 +586,70 @@ func cpuSeconds(pid int) float64 {
 
 func report(c config, r results) error {
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-	// The minimum: the six children and one status write per cluster.
-	const minimum = 7
-	perCluster := float64(r.operatorWrites) / float64(c.n)
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## N = %d, %s\n\n", c.n, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s; %s. Command: `%s` (operator with %d concurrent reconciles, client with %d parallel creates). Local platform: %d kwok nodes, started in %s.\n\n",
-		hostInfo(), runtime.NumCPU(), memInfo(), runtime.Version(), "go run ./bench "+strings.Join(os.Args[1:], " "), c.workers, c.concurrency, r.nodes, r.startup.Round(time.Millisecond))
-	b.WriteString("| Measure | Value |\n|---|---|\n")
-	fmt.Fprintf(&b, "| Baseline: client creates the children directly, all pods ready | %s |\n", r.baseline.Round(time.Millisecond))
-	fmt.Fprintf(&b, "| Datapilot: FlinkClusters created, all `Available` | %s |\n", r.withOperator.Round(time.Millisecond))
-	fmt.Fprintf(&b, "| Ratio Datapilot / baseline | %.2f× |\n", r.withOperator.Seconds()/r.baseline.Seconds())
-	fmt.Fprintf(&b, "| Baseline client writes per cluster | %.2f |\n", float64(r.baselineWrites)/float64(c.n))
-	fmt.Fprintf(&b, "| Operator writes per converged cluster (audit log) | %.2f (minimum %d: 6 children + 1 status) |\n", perCluster, minimum)
-	fmt.Fprintf(&b, "| Operator writes during %s idle | %d |\n", c.idle, r.idleWrites)
-	fmt.Fprintf(&b, "| Operator memory: after start / peak | %s / %s |\n", mib(r.rssBeforeLoad), mib(r.peakRSS))
-	fmt.Fprintf(&b, "| Operator memory per cluster ((peak − start) / N) | %.1f KiB |\n", float64(r.peakRSS-r.rssBeforeLoad)/1024/float64(c.n))
-	fmt.Fprintf(&b, "| Operator CPU time, whole run | %.1f s |\n", r.operatorCPUSeconds)
-	b.WriteString("\nOperator writes by verb and resource: ")
-	var parts []string
-	for _, k := range sortedKeys(r.writesByVerb) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, r.writesByVerb[k]))
+	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s, load average %s at the end; %s. Command: `%s` (operator with %d concurrent reconciles, client with %d parallel creates). Local platform: %d kwok nodes, started in %s.\n\n",
+		hostInfo(), runtime.NumCPU(), memInfo(), loadAvg(), runtime.Version(), "go run ./bench "+strings.Join(os.Args[1:], " "), c.workers, c.concurrency, r.nodes, r.startup.Round(time.Millisecond))
+	b.WriteString("| Measure | Value | Goal |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| Baseline: client creates the children of %d clusters directly, all pods ready | %s | |\n", c.n, ms(r.baseline))
+	row := func(kind string, p phase, minimum int) {
+		if p.n == 0 {
+			return
+		}
+		what := "all `Available`"
+		if p.job {
+			what = "all `Available`, jobs RUNNING and recorded stable (one checkpoint)"
+		}
+		fmt.Fprintf(&b, "| %s: %d FlinkClusters created, %s | %s | |\n", kind, p.n, what, ms(p.took))
+		ratio := "n/a (the baseline has N = " + strconv.Itoa(c.n) + ")"
+		if p.n == c.n {
+			ratio = fmt.Sprintf("%.2f×", p.took.Seconds()/r.baseline.Seconds())
+		}
+		fmt.Fprintf(&b, "| %s: ratio to the baseline | %s | ≤ 1.1× at N = 1000 |\n", kind, ratio)
+		fmt.Fprintf(&b, "| %s: last pod Ready → `Available`, median / p95 (%d clusters%s) | %s / %s | median ≤ 1 s |\n", kind, len(p.lags), incompleteNote(p.incomplete),
+			ms(quantile(p.lags, 0.5)), ms(quantile(p.lags, 0.95)))
+		fmt.Fprintf(&b, "| %s: of which last pod Ready → Deployment and StatefulSet status ready (kube-controller-manager) / then → `Available` (operator), medians | %s / %s | |\n", kind,
+			ms(quantile(p.ctrlLags, 0.5)), ms(quantile(p.opLags, 0.5)))
+		fmt.Fprintf(&b, "| %s: operator writes per converged cluster, events included (audit log) | %.2f (minimum %d) | ≤ 8 |\n", kind, float64(p.writes)/float64(p.n), minimum)
 	}
-	b.WriteString(strings.Join(parts, ", ") + ".\n")
+	row("Session clusters", r.session, 7)
+	row("Job clusters", r.job, 7)
+	fmt.Fprintf(&b, "| Idle %s: operator writes / full reconciles (lease renewals apart: %d) | %d / %.0f | 0 / 0 |\n", c.idle, r.leaseWrites, r.idleWrites, r.idleReconciles)
+	fmt.Fprintf(&b, "| Idle: Flink REST requests per cluster per minute, session / job clusters | %.2f / %.2f | |\n", r.idleREST[sessionNS], r.idleREST[jobNS])
+	clusters := c.n + c.jobs
+	goal := 60*(1<<20) + 40*1024*int64(clusters)
+	fmt.Fprintf(&b, "| Operator memory: after start / peak (%d clusters) | %s / %s | ≤ %s |\n", clusters, mib(r.rssBeforeLoad), mib(r.peakRSS), mib(goal))
+	fmt.Fprintf(&b, "| Operator memory per cluster ((peak − start) / clusters) | %.1f KiB | |\n", float64(r.peakRSS-r.rssBeforeLoad)/1024/float64(clusters))
+	fmt.Fprintf(&b, "| Operator CPU time, until the takeover | %.1f s | |\n", r.operatorCPUSeconds)
+	fmt.Fprintf(&b, "| Reconcile time, mean / queue wait, mean | %s / %s | |\n", ms(r.reconcileMean), ms(r.queueWaitMean))
+	var verbs []string
+	for _, v := range slices.Sorted(maps.Keys(r.requestMean)) {
+		verbs = append(verbs, fmt.Sprintf("%s %s", v, ms(r.requestMean[v])))
+	}
+	fmt.Fprintf(&b, "| Operator API request latency, mean by verb; client-side rate limiter wait, mean | %s; %s | |\n", strings.Join(verbs, ", "), ms(r.throttleMean))
+	fmt.Fprintf(&b, "| Takeover: leader killed → the standby's first reconcile | %s | ≤ 20 s |\n", ms(r.takeover))
+	fmt.Fprintf(&b, "| Takeover: writes while the new leader resynced %d clusters | %d | 0 |\n", clusters, r.takeoverWrites)
+	for _, p := range []struct {
+		kind string
+		p    phase
+	}{{"Session", r.session}, {"Job", r.job}} {
+		if p.p.n == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s clusters, operator writes by verb and resource: ", p.kind)
+		var parts []string
+		for _, k := range sortedKeys(p.p.writesByVerb) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, p.p.writesByVerb[k]))
+		}
+		b.WriteString(strings.Join(parts, ", ") + ".\n")
+	}
+	if len(r.takeoverByKind) > 0 {
+		fmt.Fprintf(&b, "\nWrites of the new leader by verb and resource: %s.\n", strings.Join(r.takeoverByKind, ", "))
+	}
+	if len(r.idleByKind) > 0 {
+		fmt.Fprintf(&b, "\nIdle writes by verb and resource: %s.\n", strings.Join(r.idleByKind, ", "))
+	}
 	fmt.Print(b.String())
 	if err := os.MkdirAll(filepath.Dir(c.out), 0o755); err != nil {
 		return err
@@ -492,6 +668,21 @@ func report(c config, r results) error {
 	defer f.Close()
 	_, err = f.WriteString(b.String())
 	return err
+}
+
+func incompleteNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d without a complete pod record", n)
+}
+
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(raw))[:3], " ")
 }
 
 func sortedKeys(m map[string]int) []string { return slices.Sorted(maps.Keys(m)) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +66,19 @@ func encodeSpec(s *v1.FlinkClusterSpec) *runtime.RawExtension {
 		panic(fmt.Sprintf("marshal spec: %v", err))
 	}
 	return &runtime.RawExtension{Raw: raw}
+}
+
+// keepEncoding is the recorded encoding of s when it decodes to s, else a
+// new one. The API server returns the recorded spec with its keys sorted,
+// which encoding/json does not write: comparing bytes would find every
+// status changed and write it on every reconcile.
+func keepEncoding(recorded *runtime.RawExtension, s *v1.FlinkClusterSpec) *runtime.RawExtension {
+	if s != nil && recorded != nil {
+		if old, err := decodeSpec(recorded, ""); err == nil && equality.Semantic.DeepEqual(old, s) {
+			return recorded
+		}
+	}
+	return encodeSpec(s)
 }
 
 // rolledOutTo reports whether the observed children run want and are all

@@ -14,7 +14,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,7 +37,9 @@ import (
 // FieldManager owns every field Datapilot applies.
 const FieldManager = "datapilot"
 
-// Finalizer guards the cleanup of what owner references do not cover.
+// Finalizer guards the cleanup of what owner references do not cover: the
+// TaskManagers' volume claims. A cluster without claims never gets it, so it
+// costs no write and its deletion waits for nothing.
 const Finalizer = "data.example.com/cleanup"
 
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=get;list;watch;update;patch
@@ -71,6 +72,12 @@ type Reconciler struct {
 	Prober interface {
 		ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) health.Verdict
 	}
+	// ProgressDelay is how long mere progress of the children may wait
+	// for a reconcile; DefaultProgressDelay when zero.
+	ProgressDelay time.Duration
+	// Pacer, when set, is told each reconcile's duration: the Flink
+	// polling interval follows their p95.
+	Pacer interface{ Observe(time.Duration) }
 	// Platform is what the platform team set for every cluster (the
 	// default shared storage).
 	Platform resources.Platform
@@ -78,6 +85,8 @@ type Reconciler struct {
 	haReviews haReviews
 	// autopilot holds each cluster's metric history.
 	autopilot autopilotMemory
+	// freshness remembers the versions our status writes superseded.
+	freshness freshness
 }
 
 // scope is what one reconcile works on.
@@ -97,6 +106,10 @@ type scope struct {
 // Reconcile moves one FlinkCluster towards its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
+	if r.Pacer != nil {
+		start := time.Now()
+		defer func() { r.Pacer.Observe(time.Since(start)) }()
+	}
 
 	// 1. Get the cluster.
 	fc := &v1.FlinkCluster{}
@@ -105,6 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.Metrics.forget(req.NamespacedName)
 			r.haReviews.forget(req.NamespacedName)
 			r.forgetAutopilot(req.NamespacedName)
+			r.freshness.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get FlinkCluster %s: %w", req.NamespacedName, err)
@@ -113,6 +127,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// 2. Deletion runs the finalizer's cleanup.
 	if !fc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, fc)
+	}
+	// The cache may not yet hold this reconcile's predecessor's status
+	// write; deciding from it would repeat what that reconcile did.
+	if r.freshness.stale(fc) {
+		logger.V(1).Info("Cache behind our last status write; waiting for it", "flinkcluster", klog.KObj(fc), "resourceVersion", fc.ResourceVersion)
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	if err := r.ensureFinalizer(ctx, fc); err != nil {
 		return ctrl.Result{}, err
@@ -168,7 +188,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		logger.Error(s.obs.applyErr, "Apply failed", "flinkcluster", klog.KObj(fc))
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "ApplyFailed", "Apply", "%v", s.obs.applyErr)
 	}
-	if len(s.created) > 0 {
+	if len(s.created) > 0 && observedBefore(fc) {
+		// A first creation is what Progressing=True (Creating) says; a child
+		// created again went missing, which the user should hear about.
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "Created", "Create", "Created %s", strings.Join(s.created, ", "))
 	}
 	s.obs.health = r.healthVerdict(ctx, fc, s.obs.jobManager)
@@ -234,7 +256,7 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 	if auto.requeue > 0 && (step.RequeueAfter == 0 || auto.requeue < step.RequeueAfter) {
 		step.RequeueAfter = auto.requeue
 	}
-	if err := r.recordStep(ctx, fc, step); err != nil {
+	if err := r.recordStep(ctx, s, step); err != nil {
 		return nil, step, err
 	}
 	r.recordAutopilot(fc, events, step)
@@ -254,19 +276,34 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 
 // recordStep is the one place that records intent before a side effect:
 // the step's status (with the spec to deploy), then its events and
-// metrics. Nothing is written when the status did not change.
-func (r *Reconciler) recordStep(ctx context.Context, fc *v1.FlinkCluster, step lifecycle.Step) error {
+// metrics. Nothing is written when the status did not change, and nothing
+// yet when no side effect follows (no Flink request, the same spec to
+// deploy): the reconcile's status write carries the step, one write
+// instead of two.
+func (r *Reconciler) recordStep(ctx context.Context, s *scope, step lifecycle.Step) error {
+	fc := s.fc
 	next := step.Status
-	next.DeployedSpec = encodeSpec(step.Deploy)
+	next.DeployedSpec = keepEncoding(fc.Status.DeployedSpec, step.Deploy)
 	if step.MarkStable {
-		next.LastStableSpec = encodeSpec(step.Deploy)
+		next.LastStableSpec = keepEncoding(fc.Status.LastStableSpec, step.Deploy)
 	}
 	if !equality.Semantic.DeepEqual(next, fc.Status) {
+		if step.Action.Kind == lifecycle.ActNone && next.DeployedSpec == fc.Status.DeployedSpec {
+			served := fc.Status.DeepCopy()
+			s.obs.served = served
+			fc.Status = next
+			return r.recordEvents(fc, step)
+		}
 		if err := r.applyStatus(ctx, fc, next); err != nil {
 			return fmt.Errorf("record lifecycle step of %s: %w", klog.KObj(fc), err)
 		}
 		r.Metrics.StatusWrites.Inc()
 	}
+	return r.recordEvents(fc, step)
+}
+
+// recordEvents emits a step's events and counts its transitions.
+func (r *Reconciler) recordEvents(fc *v1.FlinkCluster, step lifecycle.Step) error {
 	for _, e := range step.Events {
 		typ := corev1.EventTypeNormal
 		if e.Warning {
@@ -322,15 +359,15 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		tm = s.obs.taskManager
 	}
 	children := []child{
-		{kind: "ConfigMap", name: *d.ConfigMap.Name, hash: specHash(d.ConfigMap.Annotations), cached: &corev1.ConfigMap{}, desired: d.ConfigMap},
-		{kind: "Service", name: *d.JobManagerService.Name, hash: specHash(d.JobManagerService.Annotations), cached: &corev1.Service{}, desired: d.JobManagerService},
+		{kind: "ConfigMap", name: *d.ConfigMap.Name, hash: specHash(d.ConfigMap.Annotations), cached: metadataOnly("v1", "ConfigMap"), desired: d.ConfigMap},
+		{kind: "Service", name: *d.JobManagerService.Name, hash: specHash(d.JobManagerService.Annotations), cached: metadataOnly("v1", "Service"), desired: d.JobManagerService},
 		{kind: "Deployment", name: *d.JobManager.Name, hash: specHash(d.JobManager.Annotations), cached: jm, desired: d.JobManager,
 			drifted: func(o client.Object) bool {
 				return replicasDiffer(o.(*appsv1.Deployment).Spec.Replicas, *d.JobManager.Spec.Replicas) ||
 					templateHash(o.GetAnnotations()) != templateHash(d.JobManager.Annotations)
 			}},
-		{kind: "Service", name: *d.TaskManagerService.Name, hash: specHash(d.TaskManagerService.Annotations), cached: &corev1.Service{}, desired: d.TaskManagerService},
-		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: &policyv1.PodDisruptionBudget{}, desired: d.TaskManagerBudget},
+		{kind: "Service", name: *d.TaskManagerService.Name, hash: specHash(d.TaskManagerService.Annotations), cached: metadataOnly("v1", "Service"), desired: d.TaskManagerService},
+		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: metadataOnly("policy/v1", "PodDisruptionBudget"), desired: d.TaskManagerBudget},
 		{kind: "StatefulSet", name: *d.TaskManager.Name, hash: specHash(d.TaskManager.Annotations), cached: tm, desired: d.TaskManager,
 			drifted: func(o client.Object) bool {
 				return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas) ||
@@ -409,6 +446,22 @@ func (r *Reconciler) recordChange(s *scope, c child) {
 
 func isZero(o client.Object) bool { return o.GetUID() == "" }
 
+// metadataOnly is a child the diff reads only the metadata of (its spec
+// hash annotation): the cache holds these kinds as metadata, so a
+// ConfigMap's rendered Flink configuration is not held in memory twice.
+func metadataOnly(apiVersion, kind string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}}
+}
+
+// needsFinalizer: the TaskManagers have volume claims, which the StatefulSet
+// keeps on deletion (resources.TaskManagers retains them so a returning
+// TaskManager finds its state) and owner references do not cover.
+func needsFinalizer(fc *v1.FlinkCluster) bool { return fc.Spec.TaskManager.Storage != nil }
+
+// observedBefore: the operator has written this cluster's status, so its
+// children were created once already.
+func observedBefore(fc *v1.FlinkCluster) bool { return fc.Status.ObservedGeneration > 0 }
+
 // observeWorkloads reads the JobManager and TaskManagers from the cache,
 // once per reconcile.
 func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) observed {
@@ -443,7 +496,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs o
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	st := computeStatus(fc, obs, now)
 	r.Metrics.observe(fc, st.Phase)
-	if equality.Semantic.DeepEqual(st, fc.Status) {
+	served := fc.Status
+	if obs.served != nil {
+		// A lifecycle step is held in fc.Status for this write.
+		served = *obs.served
+	}
+	if equality.Semantic.DeepEqual(st, served) {
 		return nil
 	}
 	if err := r.applyStatus(ctx, fc, st); err != nil {
@@ -453,10 +511,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs o
 	return nil
 }
 
-// ensureFinalizer adds the finalizer with an optimistic-lock patch, so a
-// concurrent writer's finalizers are never dropped.
+// ensureFinalizer adds the finalizer, when the cluster has something for it
+// to clean up, with an optimistic-lock patch, so a concurrent writer's
+// finalizers are never dropped. Once added it stays until deletion: claims
+// outlive a spec that no longer asks for them.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, fc *v1.FlinkCluster) error {
-	if controllerutil.ContainsFinalizer(fc, Finalizer) {
+	if controllerutil.ContainsFinalizer(fc, Finalizer) || !needsFinalizer(fc) {
 		return nil
 	}
 	base := fc.DeepCopy()

@@ -33,15 +33,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healt
 			return !e.ObjectNew.GetDeletionTimestamp().IsZero()
 		}},
 	)
+	delay := r.ProgressDelay
+	if delay == 0 {
+		delay = DefaultProgressDelay
+	}
+	children := childHandler{reader: mgr.GetCache(), delay: delay}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("flinkcluster").
 		For(&v1.FlinkCluster{}, builder.WithPredicates(specChanged)).
-		Owns(&appsv1.Deployment{}).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
+		// Readiness changes of the workloads go ahead of the queue; mere
+		// progress of the children waits a little and shares a reconcile
+		// (childHandler).
+		Watches(&appsv1.Deployment{}, children).
+		Watches(&appsv1.StatefulSet{}, children).
+		// Only the metadata of these is read (metadataOnly).
+		Watches(&corev1.Service{}, children, builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, children, builder.OnlyMetadata).
 		// A budget's status follows every pod; only its spec is ours.
-		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&policyv1.PodDisruptionBudget{}, children, builder.OnlyMetadata, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The Kubernetes HA account: watched so a deleted one comes back.
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).

@@ -29,6 +29,9 @@ type observed struct {
 	statusErr error
 	// haPermissions is the review of the user's account for Kubernetes HA.
 	haPermissions *haPermissions
+	// served is the status as read, when a lifecycle step changed the
+	// in-memory one without writing it: the status write compares to it.
+	served *v1.FlinkClusterStatus
 }
 
 // computeStatus derives the status from what was observed. It starts from

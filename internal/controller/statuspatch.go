@@ -24,9 +24,15 @@ func (r *Reconciler) applyStatus(ctx context.Context, fc *v1.FlinkCluster, st v1
 		"metadata":   map[string]any{"name": fc.Name, "namespace": fc.Namespace},
 		"status":     status,
 	}}
+	read := fc.ResourceVersion
 	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return err
 	}
 	fc.Status = st
+	// u holds the API server's answer: the version after the write.
+	if written := u.GetResourceVersion(); written != "" {
+		r.freshness.wrote(fc, read, written)
+		fc.ResourceVersion = written
+	}
 	return nil
 }

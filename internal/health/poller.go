@@ -85,6 +85,10 @@ type Poller struct {
 	HTTPClient *http.Client
 	// Interval between rounds (RECONCILE_INTERVAL); DefaultInterval when zero.
 	Interval time.Duration
+	// Pace, when set, gives the interval of each round instead: the
+	// adaptive interval (internal/pacing) that slows polling while
+	// reconciles are slow.
+	Pace interface{ Interval() time.Duration }
 	// Tracker receives the Verdicts; required.
 	Tracker *Tracker
 	// Recorder records the Warning Events; nil records none.
@@ -114,6 +118,9 @@ var (
 func (p *Poller) NeedLeaderElection() bool { return true }
 
 func (p *Poller) interval() time.Duration {
+	if p.Pace != nil {
+		return p.Pace.Interval()
+	}
 	if p.Interval > 0 {
 		return p.Interval
 	}
@@ -135,12 +142,14 @@ func (p *Poller) Start(ctx context.Context) error {
 	}
 	log := logf.FromContext(ctx).WithName("health")
 	ctx = logf.IntoContext(ctx, log)
-	t := time.NewTicker(p.interval())
-	defer t.Stop()
 	for {
+		// The interval is read per round: it may change (Pace).
+		next := time.Now().Add(p.interval())
 		p.round(ctx)
+		t := time.NewTimer(time.Until(next))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
 		case <-t.C:
 		}

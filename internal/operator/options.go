@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/pacing"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -40,6 +41,18 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionNamespace holds the lease; defaults to the pod's namespace.
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the election. A
+	// leader that dies without releasing its lease is replaced after at
+	// most LeaseDuration + RetryPeriod (14 s by default; client-go's 15 s
+	// lease measured 17–21 s to the first reconcile on a loaded machine),
+	// so the new leader's first reconcile comes within 20 s. The renew
+	// deadline leaves a leader 8 s of API server trouble before it steps
+	// down; a graceful stop releases the lease at once.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// SlowReconcileThreshold is the p95 of reconcile time above which the
+	// Flink polling interval degrades to DegradedReconcileInterval
+	// (SLOW_RECONCILE_THRESHOLD, DEGRADED_RECONCILE_INTERVAL).
+	SlowReconcileThreshold, DegradedReconcileInterval time.Duration
 	// MetricsAddr serves Prometheus metrics; "0" disables.
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz; "0" disables.
@@ -106,6 +119,12 @@ func Defaults() (Options, error) {
 		ProbeAddr:               ":8081",
 		WebhookCertMode:         WebhookCertNone,
 		WebhookPort:             9443,
+		LeaseDuration:           12 * time.Second,
+		RenewDeadline:           8 * time.Second,
+		RetryPeriod:             2 * time.Second,
+
+		SlowReconcileThreshold:    pacing.DefaultThreshold,
+		DegradedReconcileInterval: pacing.DefaultDegraded,
 	}
 	if v := os.Getenv("LOG_LEVEL"); v != "" {
 		o.LogLevel = strings.ToLower(v)
@@ -116,6 +135,18 @@ func Defaults() (Options, error) {
 			return o, fmt.Errorf("RECONCILE_INTERVAL %q is not a duration: %w", v, err)
 		}
 		o.ReconcileInterval = d
+	}
+	for env, dst := range map[string]*time.Duration{
+		"SLOW_RECONCILE_THRESHOLD":    &o.SlowReconcileThreshold,
+		"DEGRADED_RECONCILE_INTERVAL": &o.DegradedReconcileInterval,
+	} {
+		if v := os.Getenv(env); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return o, fmt.Errorf("%s %q is not a duration: %w", env, v, err)
+			}
+			*dst = d
+		}
 	}
 	if v := os.Getenv("MAX_CONCURRENT_RECONCILES"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -141,6 +172,11 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.Var(newListValue(&o.WatchNamespaces), "watch-namespace", "Comma-separated namespaces to watch; empty watches all (env WATCH_NAMESPACE).")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so only one replica reconciles.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election lease (env POD_NAMESPACE).")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long a standby waits before taking a lease its holder stopped renewing.")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leadership.")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the lease.")
+	fs.DurationVar(&o.SlowReconcileThreshold, "slow-reconcile-threshold", o.SlowReconcileThreshold, "p95 of reconcile time above which Flink polling slows to --degraded-reconcile-interval (env SLOW_RECONCILE_THRESHOLD).")
+	fs.DurationVar(&o.DegradedReconcileInterval, "degraded-reconcile-interval", o.DegradedReconcileInterval, "Flink polling interval while reconciles are slow (env DEGRADED_RECONCILE_INTERVAL).")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz; 0 disables it.")
 	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", o.WebhookCertMode, "Conversion webhook certificate: none (no webhook server), dir (tls.crt/tls.key from --webhook-cert-dir) or self-signed (generated; the CRD's conversion and caBundle are set by the operator).")
@@ -164,6 +200,19 @@ func (o Options) Validate() error {
 	}
 	if o.ReconcileInterval < time.Second {
 		return fmt.Errorf("reconcile interval %s is below the 1s minimum", o.ReconcileInterval)
+	}
+	if o.SlowReconcileThreshold <= 0 {
+		return fmt.Errorf("slow reconcile threshold %s must be positive", o.SlowReconcileThreshold)
+	}
+	// A degraded interval below RECONCILE_INTERVAL is taken as the latter
+	// (pacing never polls faster when slow).
+	if o.DegradedReconcileInterval <= 0 {
+		return fmt.Errorf("degraded reconcile interval %s must be positive", o.DegradedReconcileInterval)
+	}
+	// client-go's leader election requires LeaseDuration > RenewDeadline >
+	// RetryPeriod × 1.2 (its JitterFactor).
+	if !(o.LeaseDuration > o.RenewDeadline && float64(o.RenewDeadline) > 1.2*float64(o.RetryPeriod) && o.RetryPeriod > 0) {
+		return fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) > 1.2 × retry period (%s)", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		return fmt.Errorf("max concurrent reconciles %d must be at least 1", o.MaxConcurrentReconciles)

@@ -35,9 +35,16 @@ func TestDefaultsFromEnvironment(t *testing.T) {
 		}},
 		{name: "bad interval", env: map[string]string{"RECONCILE_INTERVAL": "thirty"}, wantErr: "RECONCILE_INTERVAL"},
 		{name: "bad concurrency", env: map[string]string{"MAX_CONCURRENT_RECONCILES": "five"}, wantErr: "MAX_CONCURRENT_RECONCILES"},
+		{name: "pacing", env: map[string]string{"SLOW_RECONCILE_THRESHOLD": "5s", "DEGRADED_RECONCILE_INTERVAL": "2m"}, check: func(o Options) string {
+			if o.SlowReconcileThreshold != 5*time.Second || o.DegradedReconcileInterval != 2*time.Minute {
+				return "pacing settings not read"
+			}
+			return ""
+		}},
+		{name: "bad threshold", env: map[string]string{"SLOW_RECONCILE_THRESHOLD": "soon"}, wantErr: "SLOW_RECONCILE_THRESHOLD"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE"} {
+			for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE", "SLOW_RECONCILE_THRESHOLD", "DEGRADED_RECONCILE_INTERVAL"} {
 				t.Setenv(k, tc.env[k])
 			}
 			o, err := Defaults()
@@ -78,6 +85,10 @@ func TestFlagsOverrideEnvironmentAndValidate(t *testing.T) {
 		func(o *Options) { o.LogLevel = "verbose" },
 		func(o *Options) { o.ReconcileInterval = 100 * time.Millisecond },
 		func(o *Options) { o.MaxConcurrentReconciles = 0 },
+		func(o *Options) { o.SlowReconcileThreshold = 0 },
+		func(o *Options) { o.DegradedReconcileInterval = -time.Second },
+		func(o *Options) { o.RenewDeadline = o.LeaseDuration },
+		func(o *Options) { o.RetryPeriod = o.RenewDeadline },
 	} {
 		c := o
 		bad(&c)

@@ -35,6 +35,7 @@ import (
 	"github.com/datapilot/datapilot/internal/controller"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/health"
+	"github.com/datapilot/datapilot/internal/pacing"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -113,11 +114,17 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		LeaderElectionID:              "datapilot.data.example.com",
 		LeaderElectionNamespace:       leaderNamespace(o),
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
 		WebhookServer:                 webhookServer(o, certDir, removeCertDir),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	// API latency and client-side throttling, which say where a slow
+	// reconcile spends its time.
+	restClientMetrics()
 	r := &controller.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -133,9 +140,11 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	// reconcile only when a cluster's verdict changes.
 	notify := make(chan event.GenericEvent, 1024)
 	r.Health = health.NewTracker()
+	pacer := newPacer(o)
+	r.Pacer = pacer
 	poller := &health.Poller{
 		Reader: mgr.GetCache(), Resolver: r.Resolver, HTTPClient: r.HTTPClient,
-		Interval: o.ReconcileInterval, Tracker: r.Health,
+		Interval: o.ReconcileInterval, Pace: pacer, Tracker: r.Health,
 		Recorder: mgr.GetEventRecorder("datapilot-health"), Notify: notify,
 		Metrics: healthMetrics(),
 	}
@@ -158,11 +167,32 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
+// newPacer is the adaptive Flink polling interval, with its one log line
+// per change.
+func newPacer(o Options) *pacing.Pacer {
+	log := ctrl.Log.WithName("pacing")
+	return &pacing.Pacer{
+		Base: o.ReconcileInterval, Degraded: o.DegradedReconcileInterval, Threshold: o.SlowReconcileThreshold,
+		Metrics: pacingMetrics(),
+		OnChange: func(degraded bool, p95, interval time.Duration) {
+			if degraded {
+				log.Info("Reconciles are slow; polling Flink less often", "p95", p95, "threshold", o.SlowReconcileThreshold, "interval", interval)
+				return
+			}
+			log.Info("Reconciles are fast again; polling Flink at the reconcile interval", "p95", p95, "threshold", o.SlowReconcileThreshold, "interval", interval)
+		},
+	}
+}
+
 // metrics are registered once per process: tests and the local platform may
 // build more than one manager, and a collector registers only once.
 var (
-	metrics       = sync.OnceValue(func() *controller.Metrics { return controller.NewMetrics(crmetrics.Registry) })
-	healthMetrics = sync.OnceValue(func() *health.Metrics { return health.NewMetrics(crmetrics.Registry) })
+	metrics           = sync.OnceValue(func() *controller.Metrics { return controller.NewMetrics(crmetrics.Registry) })
+	healthMetrics     = sync.OnceValue(func() *health.Metrics { return health.NewMetrics(crmetrics.Registry) })
+	restClientMetrics = sync.OnceFunc(func() {
+		crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRequestLatency, crmetrics.MetricRateLimiterLatency)
+	})
+	pacingMetrics = sync.OnceValue(func() *pacing.Metrics { return pacing.NewMetrics(crmetrics.Registry) })
 )
 
 // Run starts the operator and blocks until ctx is done.

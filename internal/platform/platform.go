@@ -98,6 +98,7 @@ type Platform struct {
 	kubeconfig string
 	config     *rest.Config
 	startup    time.Duration
+	etcdURL    string
 
 	mu    sync.Mutex
 	procs []*process
@@ -287,6 +288,7 @@ func (p *Platform) start(ctx context.Context) error {
 		return err
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	p.etcdURL = etcdURL
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	server := "https://127.0.0.1:" + strconv.Itoa(ports[2])
 

@@ -22,6 +22,8 @@ type process struct {
 	path string
 	args []string
 	log  string
+	// appendLog keeps the log of an earlier run (a restart).
+	appendLog bool
 
 	cmd      *exec.Cmd
 	done     chan struct{} // closed when the process has exited
@@ -63,7 +65,11 @@ func spawn(cmd *exec.Cmd) error {
 // start launches the process with its output appended to its log file.
 // onExit runs (in its own goroutine) when the process exits.
 func (p *process) start(onExit func(p *process)) error {
-	logFile, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	mode := os.O_TRUNC
+	if p.appendLog {
+		mode = os.O_APPEND
+	}
+	logFile, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
 		return fmt.Errorf("opening log of %s: %w", p.name, err)
 	}

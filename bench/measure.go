@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/operator"
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+// readiness watches pods and FlinkClusters and records, as this process
+// observes them, when each pod first turned Ready and when each cluster
+// first said Available=True. Both go through the same watch delay, so their
+// difference is the operator's lag.
+type readiness struct {
+	mu        sync.Mutex
+	podReady  map[string]time.Time // namespace/pod
+	podOf     map[string]string    // namespace/pod → namespace/cluster
+	available map[string]time.Time // namespace/cluster
+	// workloads is when each cluster's JobManager Deployment and
+	// TaskManager StatefulSet both first reported ready in their status,
+	// which kube-controller-manager writes after the pods turn Ready.
+	workloads map[string]map[string]time.Time // namespace/cluster → kind → time
+}
+
+func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string) (*readiness, error) {
+	r := &readiness{podReady: map[string]time.Time{}, podOf: map[string]string{}, available: map[string]time.Time{},
+		workloads: map[string]map[string]time.Time{}}
+	nss := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		nss[ns] = cache.Config{}
+	}
+	c, err := cache.New(cfg, cache.Options{Scheme: operator.Scheme(), DefaultNamespaces: nss, DefaultTransform: cache.TransformStripManagedFields()})
+	if err != nil {
+		return nil, err
+	}
+	pods, err := c.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	onPod := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || !podReady(p) {
+			return
+		}
+		key := p.Namespace + "/" + p.Name
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, seen := r.podReady[key]; !seen {
+			r.podReady[key] = time.Now()
+			r.podOf[key] = p.Namespace + "/" + p.Labels[resources.LabelInstance]
+		}
+	}
+	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }}); err != nil {
+		return nil, err
+	}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}} {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		onWorkload := func(o any) {
+			var kind, cluster string
+			switch w := o.(type) {
+			case *appsv1.Deployment:
+				if w.Status.ReadyReplicas < 1 {
+					return
+				}
+				kind, cluster = "jm", w.Namespace+"/"+w.Labels[resources.LabelInstance]
+			case *appsv1.StatefulSet:
+				if w.Spec.Replicas == nil || w.Status.ReadyReplicas < *w.Spec.Replicas {
+					return
+				}
+				kind, cluster = "tm", w.Namespace+"/"+w.Labels[resources.LabelInstance]
+			default:
+				return
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.workloads[cluster] == nil {
+				r.workloads[cluster] = map[string]time.Time{}
+			}
+			if _, seen := r.workloads[cluster][kind]; !seen {
+				r.workloads[cluster][kind] = time.Now()
+			}
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onWorkload, UpdateFunc: func(_, o any) { onWorkload(o) }}); err != nil {
+			return nil, err
+		}
+	}
+	fcs, err := c.GetInformer(ctx, &v1.FlinkCluster{})
+	if err != nil {
+		return nil, err
+	}
+	onFC := func(obj any) {
+		fc, ok := obj.(*v1.FlinkCluster)
+		if !ok || !meta.IsStatusConditionTrue(fc.Status.Conditions, v1.ConditionAvailable) {
+			return
+		}
+		key := fc.Namespace + "/" + fc.Name
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, seen := r.available[key]; !seen {
+			r.available[key] = time.Now()
+		}
+	}
+	if _, err := fcs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onFC, UpdateFunc: func(_, o any) { onFC(o) }}); err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("readiness watch did not sync")
+	}
+	return r, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// lags are, for each cluster of ns with pods pods Ready and Available:
+// total, the time from its last pod Ready to Available; controllers, from
+// the last pod Ready to both workloads reporting ready (the workload
+// controllers' share, which the baseline waits for too); operator, from
+// then to Available. incomplete counts clusters without a full record.
+func (r *readiness) lags(ns string, pods int) (total, controllers, operator []time.Duration, incomplete int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last := map[string]time.Time{}
+	count := map[string]int{}
+	for pod, at := range r.podReady {
+		cl := r.podOf[pod]
+		if !strings.HasPrefix(cl, ns+"/") {
+			continue
+		}
+		count[cl]++
+		if at.After(last[cl]) {
+			last[cl] = at
+		}
+	}
+	for cl, avail := range r.available {
+		if !strings.HasPrefix(cl, ns+"/") {
+			continue
+		}
+		w := r.workloads[cl]
+		if count[cl] < pods || w["jm"].IsZero() || w["tm"].IsZero() {
+			incomplete++
+			continue
+		}
+		ready := w["jm"]
+		if w["tm"].After(ready) {
+			ready = w["tm"]
+		}
+		total = append(total, avail.Sub(last[cl]))
+		controllers = append(controllers, ready.Sub(last[cl]))
+		operator = append(operator, avail.Sub(ready))
+	}
+	for _, s := range [][]time.Duration{total, controllers, operator} {
+		slices.Sort(s)
+	}
+	return total, controllers, operator, incomplete
+}
+
+// quantile is the nearest-rank quantile of sorted ds.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(ds))+0.999999) - 1
+	return ds[min(max(i, 0), len(ds)-1)]
+}
+
+// promText is one scrape of a Prometheus text endpoint.
+type promText []string
+
+func scrape(addr string) (promText, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var lines promText
+	for _, l := range strings.Split(string(raw), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+// sum adds the samples of metric name whose labels contain every filter
+// (such as `controller="flinkcluster"`).
+func (p promText) sum(name string, filters ...string) float64 {
+	total := 0.0
+	for _, l := range p {
+		series, value, ok := strings.Cut(l, " ")
+		if !ok {
+			continue
+		}
+		metric, labels, _ := strings.Cut(series, "{")
+		if metric != name {
+			continue
+		}
+		match := true
+		for _, f := range filters {
+			if !strings.Contains(labels, f) {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
+		if err == nil {
+			total += v
+		}
+	}
+	return total
+}
+
+// mean is a histogram's mean: _sum over _count.
+func (p promText) mean(name string, filters ...string) time.Duration {
+	n := p.sum(name+"_count", filters...)
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(p.sum(name+"_sum", filters...) / n * float64(time.Second))
+}
+
+type auditEvent struct {
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+}
+
+// countWrites counts audited writes by user agent prefix, namespace (empty:
+// any) and time window (zero: open), optionally by verb and resource.
+func countWrites(path, agentPrefix, namespace string, from, to time.Time, byKind map[string]int) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	n := 0
+	for sc.Scan() {
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil || !strings.HasPrefix(e.UserAgent, agentPrefix) {
+			continue
+		}
+		if namespace != "" && (e.ObjectRef == nil || e.ObjectRef.Namespace != namespace) {
+			continue
+		}
+		at := e.StageTimestamp.Time
+		if (!from.IsZero() && at.Before(from)) || (!to.IsZero() && !at.Before(to)) {
+			continue
+		}
+		n++
+		if byKind != nil && e.ObjectRef != nil {
+			k := e.Verb + " " + e.ObjectRef.Resource
+			if e.ObjectRef.Subresource != "" {
+				k += "/" + e.ObjectRef.Subresource
+			}
+			byKind[k]++
+		}
+	}
+	return n
+}
+
+// countAvailable counts the clusters of ns that say Available=True (and,
+// for job clusters, whose job runs and whose spec is recorded stable: the
+// lifecycle's steady state).
+func countAvailable(ctx context.Context, k8s client.Client, ns string, job bool) (int, error) {
+	var list v1.FlinkClusterList
+	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, fc := range list.Items {
+		if !meta.IsStatusConditionTrue(fc.Status.Conditions, v1.ConditionAvailable) {
+			continue
+		}
+		if job && (fc.Status.Job == nil || fc.Status.Job.State != "RUNNING" || fc.Status.LastStableSpec == nil) {
+			continue
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// operatorProc is bin/datapilot operator as a child process, with its
+// metrics endpoint on a known loopback port.
+type operatorProc struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+}
+
+func startOperator(bin string, args ...string) (*operatorProc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(bin, append([]string{"operator", "--metrics-bind-address=" + addr, "--health-probe-bind-address=0"}, args...)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &operatorProc{cmd: cmd, metricsAddr: addr}, nil
+}
+
+func (o *operatorProc) pid() int { return o.cmd.Process.Pid }
+
+// stop ends the operator gracefully (it releases its lease).
+func (o *operatorProc) stop() {
+	if o == nil || o.cmd.ProcessState != nil {
+		return
+	}
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = o.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = o.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// kill ends it as a node failure would: the lease stays until it expires.
+func (o *operatorProc) kill() {
+	_ = o.cmd.Process.Kill()
+	_ = o.cmd.Wait()
+}
+
+// waitMetrics waits until the metrics endpoint answers.
+func (o *operatorProc) waitMetrics(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if _, err := scrape(o.metricsAddr); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("metrics of the operator (pid %d) did not answer within %s", o.pid(), timeout)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

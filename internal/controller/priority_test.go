@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+)
+
+var testOwner = []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "FlinkCluster", Name: "fc", UID: "u", Controller: ptr.To(true)}}
+
+func childMeta(rv string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: "ns", Name: "fc-x", ResourceVersion: rv, OwnerReferences: testOwner}
+}
+
+func TestUpdateOpts(t *testing.T) {
+	deploy := func(rv string, ready int32) client.Object {
+		return &appsv1.Deployment{ObjectMeta: childMeta(rv), Status: appsv1.DeploymentStatus{ReadyReplicas: ready}}
+	}
+	sts := func(rv string, ready int32) client.Object {
+		return &appsv1.StatefulSet{ObjectMeta: childMeta(rv), Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)}, Status: appsv1.StatefulSetStatus{ReadyReplicas: ready}}
+	}
+	cm := func(rv string) client.Object { return &corev1.ConfigMap{ObjectMeta: childMeta(rv)} }
+	const delay = 5 * time.Second
+	for _, tc := range []struct {
+		name         string
+		old, new     client.Object
+		siblingReady bool
+		wantPrio     int
+		wantAfter    time.Duration
+	}{
+		{"JobManager turns ready, TaskManagers ready: the cluster is", deploy("1", 0), deploy("2", 1), true, ReadinessPriority, 0},
+		{"JobManager turns ready alone: progress", deploy("1", 0), deploy("2", 1), false, 0, delay},
+		{"TaskManagers all ready, JobManager ready", sts("1", 1), sts("2", 2), true, ReadinessPriority, 0},
+		{"JobManager turns unready", deploy("1", 1), deploy("2", 0), false, ReadinessPriority, 0},
+		{"TaskManagers no longer all ready", sts("1", 2), sts("2", 1), true, ReadinessPriority, 0},
+		{"one of two TaskManagers ready", sts("1", 0), sts("2", 1), true, 0, delay},
+		{"a ConfigMap changed", cm("1"), cm("2"), true, 0, delay},
+		{"resync", sts("1", 1), sts("1", 1), true, handler.LowPriority, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := updateOpts(tc.old, tc.new, func() bool { return tc.siblingReady }, delay)
+			if ptr.Deref(got.Priority, 0) != tc.wantPrio || got.After != tc.wantAfter {
+				t.Errorf("opts = priority %d after %s, want %d after %s", ptr.Deref(got.Priority, 0), got.After, tc.wantPrio, tc.wantAfter)
+			}
+		})
+	}
+}
+
+// TestChildHandlerQueues sends events through the handler into
+// controller-runtime's own priority queue: a child another controller owns
+// queues nothing, a deleted child queues its cluster at once.
+func TestChildHandlerQueues(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	h := childHandler{delay: time.Hour}
+	foreign := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", ResourceVersion: "1",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", Controller: ptr.To(true)}}}}
+	h.Delete(context.Background(), event.DeleteEvent{Object: foreign}, q)
+	// Our own create echoing back waits the (hour-long) delay; the
+	// deletion that follows must not.
+	h.Create(context.Background(), event.CreateEvent{Object: &corev1.Service{ObjectMeta: childMeta("1")}}, q)
+	h.Delete(context.Background(), event.DeleteEvent{Object: &corev1.Service{ObjectMeta: childMeta("1")}}, q)
+	item, prio, _ := q.GetWithPriority()
+	if item != (reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "fc"}}) || prio != 0 {
+		t.Errorf("first item %v at %d, want ns/fc at 0", item, prio)
+	}
+	q.Done(item)
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d more items ready, want none (the foreign one is not ours)", n)
+	}
+}

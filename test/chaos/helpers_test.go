@@ -1,0 +1,340 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/testwait"
+)
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var nsSeq int
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	nsSeq++
+	name := fmt.Sprintf("chaos-%s-%d", strings.ToLower(strings.TrimPrefix(t.Name(), "Test")), nsSeq)
+	if len(name) > 60 {
+		name = strings.Trim(name[:60], "-")
+	}
+	eventually(t, time.Minute, "create namespace", func() error {
+		err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+	return name
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	testwait.Until(t, timeout, func() error {
+		if err := f(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	})
+}
+
+func name(i int) string { return fmt.Sprintf("fc-%02d", i) }
+
+func sessionCluster(ns string, i int) *v1.FlinkCluster {
+	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: ns}}
+	fc.Spec = v1.FlinkClusterSpec{
+		Version:       "1.17.2",
+		JobManager:    v1.JobManagerSpec{Replicas: 1},
+		TaskManager:   v1.TaskManagerSpec{Replicas: 2, Slots: 2},
+		Checkpointing: &v1.CheckpointingSpec{Interval: "1s", Retention: 3},
+	}
+	return fc
+}
+
+func jobCluster(ns string, i int) *v1.FlinkCluster {
+	fc := sessionCluster(ns, i)
+	fc.Spec.Job = &v1.JobSpec{JarURI: jarURL, EntryClass: "org.example.Chaos", Parallelism: 2,
+		State: v1.JobStateRunning, UpgradeMode: v1.UpgradeSavepoint, SavepointRetention: 5}
+	fc.Spec.UpgradePolicy = &v1.UpgradePolicy{StableCheckpoints: 2, StabilityTimeout: "60s", SavepointTimeout: "30s", AutoRollback: ptr.To(true)}
+	return fc
+}
+
+// createAll creates the clusters from parallel clients, as a burst from
+// CI would; each create is retried while the control plane is down (an
+// AlreadyExists after a lost response counts as created). onHalf runs once
+// half of them exist.
+func createAll(t *testing.T, objs []*v1.FlinkCluster, onHalf func()) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created := 0
+	half := make(chan struct{})
+	errs := make(chan error, len(objs))
+	for _, fc := range objs {
+		wg.Go(func() {
+			deadline := time.Now().Add(2 * time.Minute)
+			for {
+				err := k8s.Create(context.Background(), fc.DeepCopy())
+				if err == nil || apierrors.IsAlreadyExists(err) {
+					break
+				}
+				if time.Now().After(deadline) {
+					errs <- fmt.Errorf("create %s: %w", fc.Name, err)
+					return
+				}
+				time.Sleep(200 * time.Millisecond) // retry backoff while the control plane is down
+			}
+			mu.Lock()
+			created++
+			if created == (len(objs)+1)/2 {
+				close(half)
+			}
+			mu.Unlock()
+		})
+		if fc == objs[len(objs)/2] && onHalf != nil {
+			<-half
+			onHalf()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func burst(ns string, job bool) []*v1.FlinkCluster {
+	var out []*v1.FlinkCluster
+	for i := range *clusters {
+		if job {
+			out = append(out, jobCluster(ns, i))
+		} else {
+			out = append(out, sessionCluster(ns, i))
+		}
+	}
+	return out
+}
+
+// waitConverged waits until every cluster of ns says Available at its
+// generation (and, with a job, runs it and has recorded a stable spec).
+func waitConverged(t *testing.T, ns string, n int, job bool, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, "every cluster converged", func() error {
+		var list v1.FlinkClusterList
+		if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(list.Items) != n {
+			return fmt.Errorf("%d clusters, want %d", len(list.Items), n)
+		}
+		for _, fc := range list.Items {
+			c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionAvailable)
+			if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != fc.Generation || fc.Status.ObservedGeneration != fc.Generation {
+				return fmt.Errorf("%s: Available %+v at generation %d", fc.Name, c, fc.Generation)
+			}
+			if job && (fc.Status.Job == nil || fc.Status.Job.State != string(flink.JobRunning) || fc.Status.LastStableSpec == nil || fc.Status.Upgrade != nil) {
+				return fmt.Errorf("%s: job %+v, upgrade %+v, stable spec %v", fc.Name, fc.Status.Job, fc.Status.Upgrade, fc.Status.LastStableSpec != nil)
+			}
+		}
+		return nil
+	})
+}
+
+// checkNoDuplicates asserts that every cluster of ns has exactly its
+// children, each once, owned by it, its status complete, and (for job
+// clusters) exactly one job running in Flink.
+func checkNoDuplicates(t *testing.T, ns string, job bool) {
+	t.Helper()
+	ctx := context.Background()
+	var list v1.FlinkClusterList
+	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	owned := func(objs []client.Object) map[string]int {
+		out := map[string]int{}
+		for _, o := range objs {
+			if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "FlinkCluster" {
+				out[string(ref.UID)]++
+			}
+		}
+		return out
+	}
+	lists := map[string]struct {
+		list client.ObjectList
+		want int
+	}{
+		"Deployment": {&appsv1.DeploymentList{}, 1}, "StatefulSet": {&appsv1.StatefulSetList{}, 1},
+		"Service": {&corev1.ServiceList{}, 2}, "ConfigMap": {&corev1.ConfigMapList{}, 1},
+		"PodDisruptionBudget": {&policyv1.PodDisruptionBudgetList{}, 1},
+	}
+	for kind, l := range lists {
+		if err := k8s.List(ctx, l.list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, err := meta.ExtractList(l.list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var objs []client.Object
+		for _, it := range items {
+			objs = append(objs, it.(client.Object))
+		}
+		counts := owned(objs)
+		for _, fc := range list.Items {
+			if counts[string(fc.UID)] != l.want {
+				t.Errorf("%s: %d %ss, want %d", fc.Name, counts[string(fc.UID)], kind, l.want)
+			}
+		}
+	}
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	perCluster := map[string]int{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			perCluster[p.Labels[resources.LabelInstance]]++
+		}
+	}
+	for _, fc := range list.Items {
+		if perCluster[fc.Name] != 3 {
+			t.Errorf("%s: %d pods, want 3", fc.Name, perCluster[fc.Name])
+		}
+		if fc.Status.JobManager.Ready != "1/1" || fc.Status.TaskManager.Ready != "2/2" || fc.Status.Selector == "" {
+			t.Errorf("%s: status JobManager %q, TaskManager %q, selector %q", fc.Name, fc.Status.JobManager.Ready, fc.Status.TaskManager.Ready, fc.Status.Selector)
+		}
+		if !job {
+			continue
+		}
+		live := liveJobs(t, flinksim.ClusterKey{Namespace: ns, Name: fc.Name})
+		if len(live) != 1 || live[0].ID != fc.Status.Job.ID {
+			t.Errorf("%s: jobs live in Flink %+v, want only %s", fc.Name, live, fc.Status.Job.ID)
+		}
+	}
+}
+
+func liveJobs(t *testing.T, key flinksim.ClusterKey) []flinksim.JobView {
+	t.Helper()
+	view, err := sim.Engine.View(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []flinksim.JobView
+	for _, j := range view.Jobs {
+		if j.Present && !j.State.Terminal() {
+			live = append(live, j)
+		}
+	}
+	return live
+}
+
+func simJob(t *testing.T, key flinksim.ClusterKey, id string) flinksim.JobView {
+	t.Helper()
+	view, err := sim.Engine.View(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range view.Jobs {
+		if j.ID == id {
+			return j
+		}
+	}
+	t.Fatalf("the simulator has no job %s in %s", id, key)
+	return flinksim.JobView{}
+}
+
+// operatorWrites counts the operator's audited writes in ns since from, by
+// resource.
+func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int {
+	t.Helper()
+	f, err := os.Open(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type event struct {
+		Verb      string `json:"verb"`
+		UserAgent string `json:"userAgent"`
+		ObjectRef *struct {
+			Resource    string `json:"resource"`
+			Subresource string `json:"subresource"`
+			Namespace   string `json:"namespace"`
+		} `json:"objectRef"`
+		StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+	}
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal(sc.Bytes(), &e) != nil || !strings.HasPrefix(e.UserAgent, "datapilot/") || e.ObjectRef == nil || e.ObjectRef.Namespace != ns {
+			continue
+		}
+		if at := e.StageTimestamp.Time; at.Before(from) || !at.Before(to) {
+			continue
+		}
+		k := e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			k += "/" + e.ObjectRef.Subresource
+		}
+		out[k]++
+	}
+	return out
+}
+
+// metric sums the operator's samples of name whose labels contain filter.
+func metric(t *testing.T, name, filter string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + op.metricsAddr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	total := 0.0
+	for _, l := range strings.Split(string(raw), "\n") {
+		series, value, ok := strings.Cut(l, " ")
+		if !ok || strings.HasPrefix(l, "#") {
+			continue
+		}
+		metric, labels, _ := strings.Cut(series, "{")
+		if metric != name || !strings.Contains(labels, filter) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			total += v
+		}
+	}
+	return total
+}

@@ -1,0 +1,200 @@
+// Package chaos is the chaos tier: the control plane fails under load, on a
+// local platform of its own (real etcd, kube-apiserver, controller-manager
+// and scheduler, kwok for kubelets), with the Flink REST simulator behind a
+// proxy that can cut every cluster off, and the operator binary as a child
+// process that can be killed. Each scenario asserts on what the API server
+// (objects, audit log) and the simulator recorded, never on timing.
+//
+// make test runs it small; `go test ./test/chaos -chaos.n=50` runs it large.
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/operator"
+	"github.com/datapilot/datapilot/internal/platform"
+)
+
+// clusters is the size of each scenario's burst.
+var clusters = flag.Int("chaos.n", 6, "FlinkClusters per chaos scenario")
+
+var (
+	root       string
+	plat       *platform.Platform
+	k8s        client.Client
+	restConfig *rest.Config
+	sim        *flinksim.Simulator
+	proxy      *cutProxy
+	jarURL     string
+	op         *operatorProcess
+	auditLog   string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	_, file, _, _ := runtime.Caller(0)
+	root = filepath.Join(filepath.Dir(file), "..", "..")
+	bin := filepath.Join(root, "bin")
+	if missing := platform.MissingBinaries(bin); len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "missing %v in bin/: run 'make tools'\n", missing)
+		return 1
+	}
+	if _, err := os.Stat(filepath.Join(bin, "datapilot")); err != nil {
+		fmt.Fprintln(os.Stderr, "bin/datapilot is missing: run 'make build'")
+		return 1
+	}
+	state, err := os.MkdirTemp("", "datapilot-chaos-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(state)
+	auditLog = filepath.Join(state, "audit", "audit.log")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, Nodes: 2, AuditLogPath: auditLog,
+		StartTimeout: 3 * time.Minute})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start local platform:", err)
+		return 1
+	}
+	defer func() { _ = plat.Stop() }()
+	restConfig = plat.RESTConfig()
+	restConfig.QPS, restConfig.Burst = 100, 200
+	restConfig.UserAgent = "datapilot-chaos-test"
+	if k8s, err = client.New(restConfig, client.Options{Scheme: operator.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sim, err = flinksim.New(plat.RESTConfig(), flinksim.Options{ListenAddr: "127.0.0.1:0",
+		Engine: flinksim.EngineOptions{SavepointDelay: 500 * time.Millisecond}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() { _ = sim.Start(ctx) }()
+	if proxy, err = newCutProxy(sim.Addr()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer proxy.close()
+	jars := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/java-archive")
+		_, _ = w.Write([]byte("PK\x03\x04 not a real jar: the simulator runs no code"))
+	}))
+	defer jars.Close()
+	jarURL = jars.URL + "/chaos.jar"
+
+	port, err := freePort()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	base := strings.Replace(sim.BaseURLTemplate(), sim.Addr(), proxy.addr(), 1)
+	op = &operatorProcess{bin: filepath.Join(bin, "datapilot"), logPath: filepath.Join(state, "operator.log"),
+		metricsAddr: "127.0.0.1:" + strconv.Itoa(port),
+		args: []string{"--kubeconfig", plat.KubeconfigPath(),
+			// The test runs one instance at a time; a killed leader
+			// would hold its lease.
+			"--leader-elect=false", "--health-probe-bind-address=0",
+			"--flink-rest-override", base, "--flink-rest-pod-override", base + "/pods/{pod}",
+			// Scaled timers: a poll a second stands for RECONCILE_INTERVAL.
+			"--reconcile-interval=1s", "--log-level=info",
+			"--state-storage-uri=" + platform.StateStorageURI}}
+	if err := op.start(); err != nil {
+		fmt.Fprintln(os.Stderr, "start operator:", err)
+		return 1
+	}
+	defer op.stop()
+
+	code := m.Run()
+	if code != 0 {
+		if raw, err := os.ReadFile(op.logPath); err == nil {
+			lines := strings.Split(string(raw), "\n")
+			fmt.Fprintf(os.Stderr, "--- last operator log lines ---\n%s\n", strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		}
+	}
+	return code
+}
+
+// operatorProcess is bin/datapilot operator as a child process.
+type operatorProcess struct {
+	bin, logPath, metricsAddr string
+	args                      []string
+
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	kills int
+}
+
+func (o *operatorProcess) start() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	logf, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(o.bin, append([]string{"operator", "--metrics-bind-address=" + o.metricsAddr}, o.args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	o.cmd = cmd
+	return nil
+}
+
+// restart kills the operator as a node failure would (SIGKILL, nothing
+// cleaned up) and starts a new one.
+func (o *operatorProcess) restart() error {
+	o.mu.Lock()
+	if o.cmd != nil {
+		_ = o.cmd.Process.Kill()
+		_ = o.cmd.Wait()
+		o.cmd = nil
+		o.kills++
+	}
+	o.mu.Unlock()
+	return o.start()
+}
+
+func (o *operatorProcess) stop() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil {
+		return
+	}
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = o.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = o.cmd.Process.Kill()
+		<-done
+	}
+	o.cmd = nil
+}
