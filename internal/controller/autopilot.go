@@ -324,12 +324,21 @@ func (r *Reconciler) sampleVertices(ctx context.Context, c *flink.Client, jobID 
 				mem.pending = nil
 				return s, requests, err
 			}
+			if len(ids) == 0 {
+				// The JobManager's MetricFetcher has not fetched yet (its
+				// first answer is empty): nothing is known of this vertex.
+				continue
+			}
 			mem.pending[v.ID] = ""
 			for _, id := range ids {
 				if strings.HasSuffix(id, flink.MetricPendingRecordsSuffix) {
 					mem.pending[v.ID] = id
 				}
 			}
+		}
+		if len(mem.pending) == 0 {
+			// List again at the next sample, not never.
+			mem.pending = nil
 		}
 	}
 	var pick []flink.JobDetailsVertex
