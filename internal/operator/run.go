@@ -105,7 +105,10 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 			return nil, err
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	// An operator started while the API server restarts waits for it
+	// (building the manager reads the server's API groups) instead of
+	// exiting: up to a minute, then the error.
+	mgr, err := newManagerWhenReachable(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -228,4 +231,15 @@ func zapLevel(l string) zapcore.Level {
 		return zapcore.ErrorLevel
 	}
 	return zapcore.InfoLevel
+}
+
+func newManagerWhenReachable(cfg *rest.Config, opts ctrl.Options) (ctrl.Manager, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mgr, err := ctrl.NewManager(cfg, opts)
+		if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "connection refused") {
+			return mgr, err
+		}
+		time.Sleep(time.Second)
+	}
 }
