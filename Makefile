@@ -69,9 +69,11 @@ export KUBEBUILDER_ASSETS := $(BIN)
 test-unit:
 	$(GOTEST) -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e /test/e2e -e /test/chaos -e /bench)
 
-## test-e2e: the local platform, the Flink REST simulator and the operator binary
+## test-e2e: the local platform, the Flink REST simulator and the operator binary. Its tests
+## mostly wait on scaled Flink and Kubernetes timers, so more of them run at once than CPUs.
+E2E_PARALLEL ?= 8
 test-e2e: build
-	$(GOTEST) -count=1 -timeout 20m ./test/e2e/...
+	$(GOTEST) -count=1 -timeout 20m -parallel $(E2E_PARALLEL) ./test/e2e/...
 
 ## test-chaos: the control plane failing under load, on a platform of its own (small N)
 CHAOS_N ?= 6

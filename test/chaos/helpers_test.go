@@ -56,7 +56,46 @@ func newNamespace(t *testing.T) string {
 		}
 		return err
 	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			explain(t, name)
+		}
+	})
 	return name
+}
+
+// explain logs, for a failed test, where each workload of ns stands as
+// the API server has it, so a stall can be placed: the scheduler (pods
+// unbound), kwok (pods bound, not Ready), kube-controller-manager (pods
+// Ready, workload status behind) or the operator (workload ready, status
+// behind).
+func explain(t *testing.T, ns string) {
+	ctx := context.Background()
+	var deps appsv1.DeploymentList
+	var sets appsv1.StatefulSetList
+	var pods corev1.PodList
+	if k8s.List(ctx, &deps, client.InNamespace(ns)) != nil || k8s.List(ctx, &sets, client.InNamespace(ns)) != nil ||
+		k8s.List(ctx, &pods, client.InNamespace(ns)) != nil {
+		return
+	}
+	for _, d := range deps.Items {
+		t.Logf("deployment %s: generation %d observed %d, replicas %d updated %d ready %d", d.Name, d.Generation,
+			d.Status.ObservedGeneration, d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ReadyReplicas)
+	}
+	for _, s := range sets.Items {
+		t.Logf("statefulset %s: generation %d observed %d, replicas %d updated %d ready %d, revisions %s/%s", s.Name, s.Generation,
+			s.Status.ObservedGeneration, s.Status.Replicas, s.Status.UpdatedReplicas, s.Status.ReadyReplicas, s.Status.CurrentRevision, s.Status.UpdateRevision)
+	}
+	for _, p := range pods.Items {
+		ready := "not ready"
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = "ready"
+			}
+		}
+		t.Logf("pod %s on %q: %s, %s, created %s, deleting %v", p.Name, p.Spec.NodeName, p.Status.Phase, ready,
+			p.CreationTimestamp.Format(time.TimeOnly), p.DeletionTimestamp != nil)
+	}
 }
 
 func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {

@@ -25,8 +25,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/operator"
@@ -54,6 +56,8 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// The test's own clients log nothing (the operator logs to its file).
+	ctrllog.SetLogger(logr.Discard())
 	_, file, _, _ := runtime.Caller(0)
 	root = filepath.Join(filepath.Dir(file), "..", "..")
 	bin := filepath.Join(root, "bin")
@@ -135,6 +139,13 @@ func run(m *testing.M) int {
 		if raw, err := os.ReadFile(op.logPath); err == nil {
 			lines := strings.Split(string(raw), "\n")
 			fmt.Fprintf(os.Stderr, "--- last operator log lines ---\n%s\n", strings.Join(lines[max(0, len(lines)-60):], "\n"))
+			// The whole log outlives the state directory, for what came
+			// before its last lines.
+			if f, err := os.CreateTemp("", "datapilot-chaos-operator-*.log"); err == nil {
+				_, _ = f.Write(raw)
+				f.Close()
+				fmt.Fprintf(os.Stderr, "--- whole operator log: %s ---\n", f.Name())
+			}
 		}
 	}
 	return code

@@ -45,6 +45,7 @@ import (
 // starts a platform of its own: the shared one runs an operator with admin
 // rights, which would reconcile the example whatever the chart grants.
 func TestChartInstallRunsOperator(t *testing.T) {
+	t.Parallel()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	bin := filepath.Join(root, "bin")

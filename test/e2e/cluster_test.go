@@ -42,14 +42,14 @@ func revisions(t *testing.T, ns string) int {
 // example, wait for Available, scale it with kubectl scale, change its
 // configuration, then delete it.
 func TestReferenceExampleLifecycle(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	ctx := context.Background()
 	kubectl(t, "apply", "-n", ns, "-f", filepath.Join(root, "examples", "realtime-warehouse.yaml"))
 	kubectl(t, "wait", "-n", ns, "--for=condition=Available", "fc/realtime-warehouse", "--timeout=120s")
 
-	fc := getFC(t, ns, "realtime-warehouse")
-	if fc.Status.Phase != v1.PhaseRunning || fc.Status.JobManager.Ready != "3/3" || fc.Status.TaskManager.Ready != "12/12" {
-		t.Fatalf("status: phase %s, JobManagers %s, TaskManagers %s", fc.Status.Phase, fc.Status.JobManager.Ready, fc.Status.TaskManager.Ready)
+	if fc := waitReady(t, ns, "realtime-warehouse", "3/3", "12/12"); fc.Status.Phase != v1.PhaseRunning {
+		t.Fatalf("phase %s, want Running", fc.Status.Phase)
 	}
 	pods := tmPods(t, ns, "realtime-warehouse")
 	if len(pods) != 12 {

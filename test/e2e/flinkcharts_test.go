@@ -165,9 +165,7 @@ func TestFlinkChartDesignCommand(t *testing.T) {
 		"--set", "kafka.service.name=kafka-prod", "--namespace", ns)
 	explainOnFailure(t, ns, "flink-prod")
 	fc := waitServing(t, ns, "flink-prod")
-	if fc.Status.JobManager.Ready != "3/3" || fc.Status.TaskManager.Ready != "12/12" {
-		t.Fatalf("JobManagers %s, TaskManagers %s, want 3/3 and 12/12", fc.Status.JobManager.Ready, fc.Status.TaskManager.Ready)
-	}
+	fc = waitReady(t, ns, fc.Name, "3/3", "12/12")
 	if fc.Spec.Kafka == nil || fc.Spec.Kafka.Bootstrap.Servers != "kafka-prod:9092" {
 		t.Fatalf("spec.kafka %+v, want bootstrap servers kafka-prod:9092", fc.Spec.Kafka)
 	}
@@ -209,9 +207,7 @@ func TestFlinkChartProd(t *testing.T) {
 	helmRun(t, "install", release, "./charts/flink-jobmanager", "--namespace", ns, "--values", values)
 	syncExternalSecret(t, ns, release+"-kafka-tls")
 	fc := waitServing(t, ns, release)
-	if fc.Status.JobManager.Ready != "3/3" || fc.Status.TaskManager.Ready != "12/12" {
-		t.Fatalf("JobManagers %s, TaskManagers %s, want 3/3 and 12/12", fc.Status.JobManager.Ready, fc.Status.TaskManager.Ready)
-	}
+	fc = waitReady(t, ns, fc.Name, "3/3", "12/12")
 
 	// Every JobManager and TaskManager pod mounts the Secret.
 	pods := &corev1.PodList{}
@@ -335,7 +331,23 @@ func TestFlinkChartEnvironments(t *testing.T) {
 func waitServing(t *testing.T, ns, name string) *v1.FlinkCluster {
 	t.Helper()
 	waitCondition(t, ns, name, v1.ConditionRestAvailable, metav1.ConditionTrue, 3*time.Minute)
-	return waitCondition(t, ns, name, v1.ConditionAvailable, metav1.ConditionTrue, time.Minute)
+	return waitCondition(t, ns, name, v1.ConditionAvailable, metav1.ConditionTrue, 3*time.Minute)
+}
+
+// waitReady waits for the status to count every JobManager and TaskManager
+// ready: Available needs only the leading JobManager, so the standbys may
+// still be starting when it turns True.
+func waitReady(t *testing.T, ns, name, jobManagers, taskManagers string) *v1.FlinkCluster {
+	t.Helper()
+	var fc *v1.FlinkCluster
+	eventually(t, 2*time.Minute, name+" JobManagers "+jobManagers+", TaskManagers "+taskManagers, func() error {
+		fc = getFC(t, ns, name)
+		if fc.Status.JobManager.Ready != jobManagers || fc.Status.TaskManager.Ready != taskManagers {
+			return fmt.Errorf("JobManagers %s, TaskManagers %s", fc.Status.JobManager.Ready, fc.Status.TaskManager.Ready)
+		}
+		return nil
+	})
+	return fc
 }
 
 // explainOnFailure logs, when the test fails, what the simulator saw of the

@@ -85,6 +85,7 @@ func TestStopResultExpiredWhileOperatorDown(t *testing.T) {
 // while their checkpoints stay on the shared storage. Resubmitting the job
 // must not throw its state away.
 func TestJobManagerPodDeletedWithoutHA(t *testing.T) {
+	t.Parallel()
 	ns, key := startJobCluster(t, "jmcrash")
 	jobID := getFC(t, ns, "jmcrash").Status.Job.ID
 	before := simJob(t, key, jobID)

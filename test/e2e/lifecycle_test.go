@@ -34,6 +34,7 @@ var upgradePaths = []upgradePath{
 
 // eachPath runs a scenario on every upgrade path, in parallel.
 func eachPath(t *testing.T, scenario func(t *testing.T, p upgradePath)) {
+	t.Parallel()
 	for _, p := range upgradePaths {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
@@ -330,6 +331,7 @@ func suspendAndResume(t *testing.T, path upgradePath) {
 // cannot be fetched: the operator says so in a Warning event and retries
 // with backoff, without rewriting the FlinkCluster on every attempt.
 func TestUnreachableJarIsReportedWithoutWriteLoop(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fc := jobCluster(ns, "badjar")
 	fc.Spec.Job.JarURI = jarServer.URL + "/artifacts/missing.jar" // answered 404

@@ -2,6 +2,11 @@
 // kube-apiserver, kube-controller-manager and kube-scheduler, kwok for the
 // kubelets), the Flink REST simulator, and the operator binary itself as a
 // separate process, so a test can kill it with SIGKILL mid-flight.
+//
+// Tests that kill or restart the operator, or count pods per node, are not
+// parallel: Go runs them first, one at a time. Every other test is
+// parallel and runs after them (make test-e2e raises -parallel, as the
+// tests mostly wait on Flink's and Kubernetes' timers, not the CPU).
 package e2e
 
 import (
@@ -65,7 +70,11 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, StartTimeout: 3 * time.Minute})
+	// Nodes big enough for every parallel test's clusters at once (the
+	// reference example alone asks 108 CPUs), so none waits for another
+	// test's pods to go.
+	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, StartTimeout: 3 * time.Minute,
+		NodeCPU: "1024", NodeMemory: "4Ti", NodePods: 500})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start local platform:", err)
 		return 1

@@ -74,6 +74,7 @@ func hasWarning(t *testing.T, ns, reason string) error {
 // old job beside the new. Afterwards exactly one job runs, the new one,
 // restored from the checkpoint.
 func TestSlowCancelDuringUpgradeWithHA(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fc := jobClusterAt(ns, "slowcancel", "2.0.1")
 	fc.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
@@ -180,10 +181,14 @@ func TestRestoreFromLostSavepointIsReported(t *testing.T) {
 // the rollback restores; with no restarts configured Flink marks each
 // FAILED. The rollback ends in RollbackFailed, never in a wait.
 func TestRollbackWhoseJobFails(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	fc := jobClusterAt(ns, "rbfail", "1.17.2")
 	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"restart-strategy.type": "none"}
 	key := startCluster(t, fc)
+	// No checkpoint completes from here on, so neither the upgrade's job
+	// nor the rollback's can pass its gate before the test fails it.
+	sim.Engine.SetCheckpointFault(key, flinksim.FaultStall)
 	patchSpec(t, ns, "rbfail", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
 	failWhenRunning := func(phase v1.UpgradePhase) string {
 		var id string
