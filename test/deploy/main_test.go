@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,31 +47,39 @@ type wantSettings struct {
 	maxConcurrentReconciles int
 	watchNamespaces         []string
 	stateStorageURI         string
-	serviceMonitor          bool
-	image                   string
+	// leaderElection is lease duration, renew deadline and retry period;
+	// slowReconcile the threshold and the degraded interval.
+	leaderElection [3]time.Duration
+	slowReconcile  [2]time.Duration
+	serviceMonitor bool
+	image          string
 }
 
 var installs = []install{
 	{
 		name: "chart with default values", chart: true, release: "datapilot", namespace: "datapilot-chart",
 		want: wantSettings{replicas: 1, logLevel: "info", reconcileInterval: "30s", maxConcurrentReconciles: 5,
+			leaderElection: [3]time.Duration{12 * time.Second, 8 * time.Second, 2 * time.Second}, slowReconcile: [2]time.Duration{15 * time.Second, time.Minute},
 			image: "ghcr.io/datapilot/datapilot:0.1.0"},
 	},
 	{
 		name: "chart with custom values", chart: true, release: "flink-ops", namespace: "datapilot-custom",
 		chartValues: "values-custom.yaml",
 		want: wantSettings{replicas: 0, logLevel: "debug", reconcileInterval: "1m30s", maxConcurrentReconciles: 12,
+			leaderElection: [3]time.Duration{30 * time.Second, 20 * time.Second, 4 * time.Second}, slowReconcile: [2]time.Duration{20 * time.Second, 2 * time.Minute},
 			watchNamespaces: []string{"team-a", "team-b"}, stateStorageURI: "s3://team-state/flink", serviceMonitor: true,
 			image: "registry.example.com/platform/datapilot:test"},
 	},
 	{
 		name: "kustomize config/default", kustomizeDir: "config/default", namespace: "datapilot-system",
 		want: wantSettings{replicas: 1, logLevel: "info", reconcileInterval: "30s", maxConcurrentReconciles: 5,
+			leaderElection: [3]time.Duration{12 * time.Second, 8 * time.Second, 2 * time.Second}, slowReconcile: [2]time.Duration{15 * time.Second, time.Minute},
 			image: "ghcr.io/datapilot/datapilot:0.1.0"},
 	},
 	{
 		name: "kustomize config/overlays/production", kustomizeDir: "config/overlays/production", namespace: "data-platform-system",
 		want: wantSettings{replicas: 2, logLevel: "info", reconcileInterval: "30s", maxConcurrentReconciles: 5,
+			leaderElection: [3]time.Duration{12 * time.Second, 8 * time.Second, 2 * time.Second}, slowReconcile: [2]time.Duration{15 * time.Second, time.Minute},
 			stateStorageURI: "s3://flink-state/datapilot", image: "ghcr.io/datapilot/datapilot:0.1.0"},
 	},
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -530,7 +531,7 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 			t.Fatalf("env %s comes from %+v, which this test cannot resolve", e.Name, e.ValueFrom)
 		}
 	}
-	for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE", "STATE_STORAGE_URI", "STATE_STORAGE_CLAIM"} {
+	for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE", "STATE_STORAGE_URI", "STATE_STORAGE_CLAIM", "SLOW_RECONCILE_THRESHOLD", "DEGRADED_RECONCILE_INTERVAL"} {
 		t.Setenv(k, env[k]) // the operator treats empty as unset
 	}
 	opts, err := operator.Defaults()
@@ -552,11 +553,12 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 	want := r.in.want
 	interval, _ := time.ParseDuration(want.reconcileInterval)
 	got := []any{opts.LogLevel, opts.ReconcileInterval, opts.MaxConcurrentReconciles, opts.WatchNamespaces,
-		opts.LeaderElection, opts.LeaderElectionNamespace, opts.FlinkRESTOverride, opts.StateStorageURI, opts.StateStorageClaim}
+		opts.LeaderElection, opts.LeaderElectionNamespace, opts.FlinkRESTOverride, opts.StateStorageURI, opts.StateStorageClaim,
+		[3]time.Duration{opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod}, [2]time.Duration{opts.SlowReconcileThreshold, opts.DegradedReconcileInterval}}
 	exp := []any{want.logLevel, interval, want.maxConcurrentReconciles, want.watchNamespaces,
-		true, r.in.namespace, "", want.stateStorageURI, ""}
+		true, r.in.namespace, "", want.stateStorageURI, "", want.leaderElection, want.slowReconcile}
 	if !reflect.DeepEqual(got, exp) {
-		t.Errorf("Operator settings (log level, interval, concurrency, namespaces, leader election, lease namespace, REST override, storage URI, storage claim)\n got %v\nwant %v", got, exp)
+		t.Errorf("Operator settings (log level, interval, concurrency, namespaces, leader election, lease namespace, REST override, storage URI, storage claim, lease/renew/retry, slow threshold/degraded interval)\n got %v\nwant %v", got, exp)
 	}
 
 	// The production overlay follows the reference design: the three
@@ -584,5 +586,30 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 				t.Errorf("env %s overrides the ConfigMap", k)
 			}
 		}
+	}
+}
+
+// TestChartRefusesBadSettings: values the operator could not start with
+// are refused by helm, with the key that is wrong.
+func TestChartRefusesBadSettings(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"reconcileInterval=often", "/reconcileInterval"},
+		{"slowReconcileThreshold=15", "/slowReconcileThreshold"},
+		{"degradedReconcileInterval=1 minute", "/degradedReconcileInterval"},
+		{"leaderElection.leaseDuration=12", "/leaderElection/leaseDuration"},
+		{"leaderElection.retryPeriod=2x", "/leaderElection/retryPeriod"},
+		{"leaderElection.lease=12s", "lease"},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			var stderr bytes.Buffer
+			cmd := exec.Command(filepath.Join(bin, "helm"), "template", "datapilot", filepath.Join(root, "charts", "datapilot"), "--set", tc.set)
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err == nil {
+				t.Fatalf("helm rendered the chart with %s", tc.set)
+			}
+			if !strings.Contains(stderr.String(), "schema") || !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("helm refused %s without naming %s:\n%s", tc.set, tc.want, stderr.String())
+			}
+		})
 	}
 }
