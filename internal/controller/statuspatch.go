@@ -14,16 +14,10 @@ import (
 // field manager: a patch of exactly the fields it owns, never an update of
 // the whole object, so it cannot overwrite what another writer set.
 func (r *Reconciler) applyStatus(ctx context.Context, fc *v1.FlinkCluster, st v1.FlinkClusterStatus) error {
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	u, err := statusApply(fc, st)
 	if err != nil {
 		return err
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1.GroupVersion.String(),
-		"kind":       "FlinkCluster",
-		"metadata":   map[string]any{"name": fc.Name, "namespace": fc.Namespace},
-		"status":     status,
-	}}
 	read := fc.ResourceVersion
 	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return err
@@ -35,4 +29,28 @@ func (r *Reconciler) applyStatus(ctx context.Context, fc *v1.FlinkCluster, st v1
 		fc.ResourceVersion = written
 	}
 	return nil
+}
+
+// statusApply is the apply request's body for st. A status field that is
+// an empty object (a component never observed) is left out, not sent as
+// {}: server-side apply stores an object emptied of fields this manager
+// owned as null, which the schema refuses (kubernetes/kubernetes#135841).
+// Left out, the manager's fields are released and removed, which is what
+// the zero value says.
+func statusApply(fc *v1.FlinkCluster, st v1.FlinkClusterStatus) (*unstructured.Unstructured, error) {
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range status {
+		if m, ok := v.(map[string]any); ok && len(m) == 0 {
+			delete(status, k)
+		}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1.GroupVersion.String(),
+		"kind":       "FlinkCluster",
+		"metadata":   map[string]any{"name": fc.Name, "namespace": fc.Namespace},
+		"status":     status,
+	}}, nil
 }
