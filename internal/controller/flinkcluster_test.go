@@ -522,7 +522,7 @@ func TestConvergedClusterCostsZeroWrites(t *testing.T) {
 	markReady(t, ns, "realtime-warehouse")
 	waitCondition(t, ns, "realtime-warehouse", v1.ConditionAvailable, metav1.ConditionTrue)
 	// Let in-flight reconciles and event writes settle.
-	start := settledWrites(t)
+	start := settledWrites(t, ns)
 	reconciles := reconcileCount(t)
 
 	// An annotation on the cluster and a status touch on each workload each
@@ -550,7 +550,7 @@ func TestConvergedClusterCostsZeroWrites(t *testing.T) {
 		}
 		return nil
 	})
-	if got := settledWrites(t) - start; got != 0 {
+	if got := settledWrites(t, ns) - start; got != 0 {
 		t.Errorf("a converged cluster cost %d writes, want 0", got)
 	}
 }

@@ -226,7 +226,7 @@ func TestUserHAAccountIsReviewed(t *testing.T) {
 	// Converged: reconciles woken by the cluster send no review.
 	markReady(t, ns, "ha")
 	waitCondition(t, ns, "ha", v1.ConditionAvailable, metav1.ConditionTrue)
-	start, reconciles := settledWrites(t), reconcileCount(t)
+	start, reconciles := settledWrites(t, ns), reconcileCount(t)
 	for i := range 3 {
 		fc = getCluster(t, ns, "ha")
 		base := fc.DeepCopy()
@@ -241,18 +241,18 @@ func TestUserHAAccountIsReviewed(t *testing.T) {
 		}
 		return nil
 	})
-	if got := settledWrites(t) - start; got != 0 {
+	if got := settledWrites(t, ns) - start; got != 0 {
 		t.Errorf("a converged cluster with a reviewed account cost %d writes, want 0", got)
 	}
 }
 
-// settledWrites waits until the operator's write count stops moving (events
-// and status writes in flight) and returns it.
-func settledWrites(t *testing.T) int64 {
+// settledWrites waits until the operator's write count for namespace ns
+// stops moving (events and status writes in flight) and returns it.
+func settledWrites(t *testing.T, ns string) int64 {
 	t.Helper()
 	var last int64 = -1
 	testwait.Until(t, 20*time.Second, func() error {
-		now := writes.Load()
+		now := writesIn(ns)
 		if now != last {
 			last = now
 			time.Sleep(1500 * time.Millisecond)

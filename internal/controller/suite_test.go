@@ -1,13 +1,19 @@
 package controller_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,10 +24,7 @@ import (
 
 // The integration tier: a real kube-apiserver and etcd from bin/, the CRDs
 // from config/crd/bases, and the operator's real manager.
-var (
-	k8s    client.Client
-	writes atomic.Int64 // write requests the operator sent
-)
+var k8s client.Client
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -81,14 +84,54 @@ func run(m *testing.M) int {
 // itStateStorage is the integration tier's platform storage.
 const itStateStorage = "s3://it-state/flink"
 
-// countWrites counts every non-read request the operator makes.
+// countWrites counts every non-read request the operator makes by the
+// namespace it concerns, so a test counts its own cluster's
+// writes whatever the clusters of earlier tests still do.
 type countWrites struct{ next http.RoundTripper }
 
 func (c countWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
-		writes.Add(1)
+		ns, err := writeNamespace(req)
+		if err != nil {
+			return nil, err
+		}
+		n, _ := writesByNamespace.LoadOrStore(ns, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
 	}
 	return c.next.RoundTrip(req)
+}
+
+// writesByNamespace maps a namespace to its *atomic.Int64 write count.
+var writesByNamespace sync.Map
+
+// writeNamespace is the namespace in a request's path or, for a
+// (cluster-scoped) SubjectAccessReview, the namespace it asks about.
+func writeNamespace(req *http.Request) (string, error) {
+	if _, rest, ok := strings.Cut(req.URL.Path, "/namespaces/"); ok {
+		ns, _, _ := strings.Cut(rest, "/")
+		return ns, nil
+	}
+	if !strings.HasSuffix(req.URL.Path, "/subjectaccessreviews") || req.Body == nil {
+		return "", nil
+	}
+	raw, err := io.ReadAll(req.Body)
+	if err != nil {
+		return "", err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(raw))
+	var sar authorizationv1.SubjectAccessReview
+	if json.Unmarshal(raw, &sar) != nil || sar.Spec.ResourceAttributes == nil {
+		return "", nil
+	}
+	return sar.Spec.ResourceAttributes.Namespace, nil
+}
+
+// writesIn is the operator's write count for namespace ns so far.
+func writesIn(ns string) int64 {
+	if n, ok := writesByNamespace.Load(ns); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
 }
