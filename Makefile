@@ -116,4 +116,9 @@ flink-charts-check:
 	@test -x $(BIN)/helm || { echo "bin/helm is missing: run 'make tools'"; exit 1; }
 	$(GO) run ./hack/flinkcharts check
 
-test: tools verify-generated build chart-lint flink-charts-check kustomize-check test-unit test-image test-e2e test-chaos
+## test: every tier. The image test (a module of its own) runs beside the unit and integration
+## tier, and each of the two prints its output whole when it ends.
+test: tools verify-generated build chart-lint flink-charts-check kustomize-check
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-image
+	@$(MAKE) --no-print-directory test-e2e
+	@$(MAKE) --no-print-directory test-chaos
