@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -111,7 +112,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	mgr, err := newManagerWhenReachable(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr, ExtraHandlers: profilingHandlers(o)},
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              "datapilot.data.example.com",
@@ -168,6 +169,20 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// profilingHandlers are pprof's endpoints when o.Profiling is set.
+func profilingHandlers(o Options) map[string]http.Handler {
+	if !o.Profiling {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }
 
 // newPacer is the adaptive Flink polling interval, with its one log line
