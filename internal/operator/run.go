@@ -77,14 +77,15 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		klog.SetLogger(logger)
 	}
 
-	// Only Datapilot's children enter the cache, without managedFields:
-	// memory follows the number of clusters, not the size of the platform.
+	// Only Datapilot's children enter the cache, without managedFields and
+	// the workloads without their pod specs (slimWorkloads): memory follows
+	// the number of clusters, not the size of the platform.
 	managed := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	cacheOpts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}:            {Label: managed},
-			&appsv1.StatefulSet{}:           {Label: managed},
+			&appsv1.Deployment{}:            {Label: managed, Transform: slimWorkloads()},
+			&appsv1.StatefulSet{}:           {Label: managed, Transform: slimWorkloads()},
 			&corev1.Service{}:               {Label: managed},
 			&corev1.ConfigMap{}:             {Label: managed},
 			&policyv1.PodDisruptionBudget{}: {Label: managed},
