@@ -66,6 +66,7 @@ type config struct {
 	stateDir    string
 	jobs        int
 	jarURL      string
+	heapProfile string
 }
 
 func main() {
@@ -78,6 +79,7 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 10, "the operator's MAX_CONCURRENT_RECONCILES")
 	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "Markdown file the results table is appended to")
 	flag.StringVar(&c.stateDir, "state-dir", ".datapilot-bench", "state directory of the benchmark's local platform")
+	flag.StringVar(&c.heapProfile, "heap-profile", "", "when set, the operator serves pprof and its heap profile after each operator phase is written to <this>-session.pb.gz and <this>-job.pb.gz")
 	flag.Parse()
 	if c.jobs < 0 {
 		c.jobs = c.n
@@ -230,6 +232,9 @@ func run(ctx context.Context, c config) error {
 		"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(), "--log-level=error",
 		"--state-storage-uri=" + platform.StateStorageURI,
 		"--max-concurrent-reconciles=" + strconv.Itoa(c.workers)}
+	if c.heapProfile != "" {
+		opArgs = append(opArgs, "--profiling")
+	}
 	op, err := startOperator(bin, opArgs...)
 	if err != nil {
 		return err
@@ -246,12 +251,18 @@ func run(ctx context.Context, c config) error {
 		return fmt.Errorf("operator, session clusters: %w", err)
 	}
 	fmt.Printf("Operator: all session clusters Available in %s\n", r.session.took.Round(time.Millisecond))
+	if err := saveHeapProfile(op.metricsAddr, c.heapProfile, "session"); err != nil {
+		return err
+	}
 	if c.jobs > 0 {
 		fmt.Printf("Operator: creating %d job clusters\n", c.jobs)
 		if r.job, err = operatorPhase(ctx, k8s, c, jobNS, c.jobs, true); err != nil {
 			return fmt.Errorf("operator, job clusters: %w", err)
 		}
 		fmt.Printf("Operator: all job clusters Available, jobs RUNNING and recorded stable, in %s\n", r.job.took.Round(time.Millisecond))
+		if err := saveHeapProfile(op.metricsAddr, c.heapProfile, "job"); err != nil {
+			return err
+		}
 	}
 
 	// Let the last status writes land, then count an idle window.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -75,4 +77,25 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// saveHeapProfile writes the operator's heap profile to <prefix>-<phase>.pb.gz;
+// nothing when prefix is empty.
+func saveHeapProfile(metricsAddr, prefix, phase string) error {
+	if prefix == "" {
+		return nil
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(prefix+"-"+phase+".pb.gz", raw, 0o644)
 }

@@ -57,6 +57,9 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz; "0" disables.
 	ProbeAddr string
+	// Profiling serves Go's /debug/pprof/ on the metrics endpoint, off by
+	// default: a heap profile names what a cluster costs in memory.
+	Profiling bool
 	// FlinkRESTOverride, when set, is a base URL template with {namespace}
 	// and {name} placeholders used instead of the JobManager Service's DNS
 	// name. The local platform points it at the Flink REST simulator.
@@ -179,6 +182,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DegradedReconcileInterval, "degraded-reconcile-interval", o.DegradedReconcileInterval, "Flink polling interval while reconciles are slow (env DEGRADED_RECONCILE_INTERVAL).")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz; 0 disables it.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof/ on the metrics endpoint.")
 	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", o.WebhookCertMode, "Conversion webhook certificate: none (no webhook server), dir (tls.crt/tls.key from --webhook-cert-dir) or self-signed (generated; the CRD's conversion and caBundle are set by the operator).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the conversion webhook server.")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the conversion webhook server binds; empty means every interface.")

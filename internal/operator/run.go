@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -76,14 +77,15 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		klog.SetLogger(logger)
 	}
 
-	// Only Datapilot's children enter the cache, without managedFields:
-	// memory follows the number of clusters, not the size of the platform.
+	// Only Datapilot's children enter the cache, without managedFields and
+	// the workloads without their pod specs (slimWorkloads): memory follows
+	// the number of clusters, not the size of the platform.
 	managed := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	cacheOpts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}:            {Label: managed},
-			&appsv1.StatefulSet{}:           {Label: managed},
+			&appsv1.Deployment{}:            {Label: managed, Transform: slimWorkloads()},
+			&appsv1.StatefulSet{}:           {Label: managed, Transform: slimWorkloads()},
 			&corev1.Service{}:               {Label: managed},
 			&corev1.ConfigMap{}:             {Label: managed},
 			&policyv1.PodDisruptionBudget{}: {Label: managed},
@@ -111,7 +113,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	mgr, err := newManagerWhenReachable(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr, ExtraHandlers: profilingHandlers(o)},
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              "datapilot.data.example.com",
@@ -168,6 +170,20 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// profilingHandlers are pprof's endpoints when o.Profiling is set.
+func profilingHandlers(o Options) map[string]http.Handler {
+	if !o.Profiling {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }
 
 // newPacer is the adaptive Flink polling interval, with its one log line

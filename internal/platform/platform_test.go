@@ -3,7 +3,9 @@ package platform_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,9 +13,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/datapilot/datapilot/internal/platform"
@@ -156,4 +160,53 @@ func mustQuantity(t *testing.T, s string) *resource.Quantity {
 		t.Fatal(err)
 	}
 	return &q
+}
+
+// TestRestartWithCompactionExpiresResourceVersions: an API server restarted
+// around an etcd compaction serves no resource version from before it. A
+// watch from one is accepted (HTTP 200) and its one event is an ERROR with
+// status 410 Expired; an exact list is refused with HTTP 410.
+func TestRestartWithCompactionExpiresResourceVersions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p := platformtest.StartWith(t, platform.Options{Nodes: 1})
+	cs := kubernetes.NewForConfigOrDie(p.RESTConfig())
+	cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compacted int64
+	if err := p.RestartWith(ctx, platform.KubeAPIServer, func(ctx context.Context) error {
+		compacted, err = p.CompactEtcd(ctx)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := strconv.ParseInt(cm.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compacted <= old {
+		t.Fatalf("compacted at revision %d, not past the ConfigMap's %d", compacted, old)
+	}
+
+	w, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch from %s: %v, want it accepted and ended by an ERROR event", cm.ResourceVersion, err)
+	}
+	defer w.Stop()
+	select {
+	case ev, ok := <-w.ResultChan():
+		st, isStatus := ev.Object.(*metav1.Status)
+		if !ok || ev.Type != watch.Error || !isStatus || st.Code != http.StatusGone || st.Reason != metav1.StatusReasonExpired {
+			t.Errorf("first event of a watch from %s: %s %+v, want ERROR 410 Expired", cm.ResourceVersion, ev.Type, ev.Object)
+		}
+	case <-ctx.Done():
+		t.Fatal("no event from a watch at a compacted resource version")
+	}
+
+	_, err = cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	if !apierrors.IsResourceExpired(err) {
+		t.Errorf("exact list at %s: %v, want 410 Expired", cm.ResourceVersion, err)
+	}
 }

@@ -125,14 +125,19 @@ func TestOperatorKilledDuringBurstAndUpgrades(t *testing.T) {
 	}
 }
 
-// TestWatchesExpireDuringUpgrades: the API server restarts while every
-// cluster is mid-upgrade. The operator's watches expire (410 Gone) and its
-// cache relists; the status it acts on may briefly lag its own writes. No
-// upgrade step is taken twice.
+// TestWatchesExpireDuringUpgrades: while every cluster is mid-upgrade the
+// API server stops, etcd moves on and is compacted past every resource
+// version the operator has seen, and the API server starts again. Each of
+// the operator's watches resumes from a revision no server can serve any
+// more: it is answered with a 410 Expired and the informer relists, its
+// cache lagging its own writes meanwhile. The audit log proves the 410s;
+// no upgrade step is taken twice and nothing is created twice.
 func TestWatchesExpireDuringUpgrades(t *testing.T) {
 	ns := newNamespace(t)
 	createAll(t, burst(ns, true), nil)
 	waitConverged(t, ns, *clusters, true, 3*time.Minute)
+	var down time.Time
+	var compacted int64
 	upgradeAll(t, ns, func() func() {
 		// Mid-upgrade: the first savepoint is in flight.
 		eventually(t, time.Minute, "an upgrade saving state", func() error {
@@ -147,11 +152,19 @@ func TestWatchesExpireDuringUpgrades(t *testing.T) {
 			}
 			return fmt.Errorf("none yet")
 		})
-		if err := plat.Restart(context.Background(), platform.KubeAPIServer); err != nil {
+		if err := plat.RestartWith(context.Background(), platform.KubeAPIServer, func(ctx context.Context) error {
+			down = time.Now()
+			var err error
+			compacted, err = plat.CompactEtcd(ctx)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("etcd compacted at revision %d while the API server was down", compacted)
 		return func() {}
 	})
+	// The informers whose lag could repeat an action.
+	checkWatchesExpired(t, down, compacted, "flinkclusters", "deployments", "statefulsets")
 }
 
 // upgradeAll moves every job cluster of ns from 1.17.2 to 1.18.1 while

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -313,6 +316,8 @@ func simJob(t *testing.T, key flinksim.ClusterKey, id string) flinksim.JobView {
 	return flinksim.JobView{}
 }
 
+var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
+
 // operatorWrites counts the operator's audited writes in ns since from, by
 // resource.
 func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int {
@@ -337,7 +342,8 @@ func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int 
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var e event
-		if json.Unmarshal(sc.Bytes(), &e) != nil || !strings.HasPrefix(e.UserAgent, "datapilot/") || e.ObjectRef == nil || e.ObjectRef.Namespace != ns {
+		if json.Unmarshal(sc.Bytes(), &e) != nil || !strings.HasPrefix(e.UserAgent, "datapilot/") || e.ObjectRef == nil || e.ObjectRef.Namespace != ns ||
+			!writeVerbs[e.Verb] {
 			continue
 		}
 		if at := e.StageTimestamp.Time; at.Before(from) || !at.Before(to) {
@@ -376,4 +382,127 @@ func metric(t *testing.T, name, filter string) float64 {
 		}
 	}
 	return total
+}
+
+type auditEvent struct {
+	AuditID    string `json:"auditID"`
+	Verb       string `json:"verb"`
+	RequestURI string `json:"requestURI"`
+	UserAgent  string `json:"userAgent"`
+	ObjectRef  *struct {
+		Resource string `json:"resource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
+}
+
+// operatorReads returns the operator's audited lists and watches received
+// since from, in the order received, one per request.
+func operatorReads(t *testing.T, from time.Time) []auditEvent {
+	t.Helper()
+	f, err := os.Open(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []auditEvent
+	seen := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil || !strings.HasPrefix(e.UserAgent, "datapilot/") || e.ObjectRef == nil ||
+			(e.Verb != "watch" && e.Verb != "list") || e.RequestReceivedTimestamp.Before(&metav1.MicroTime{Time: from}) {
+			continue
+		}
+		// A watch is audited when its response starts and when it ends;
+		// the last stage has the final status.
+		if i, ok := seen[e.AuditID]; ok {
+			out[i] = e
+			continue
+		}
+		seen[e.AuditID] = len(out)
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].RequestReceivedTimestamp.Before(&out[j].RequestReceivedTimestamp) })
+	return out
+}
+
+// checkWatchesExpired asserts, from the audit log, that the operator's
+// informer of each resource resumed its watch after from at a resource
+// version below compacted, that the API server accepted it (HTTP 200; in
+// this Kubernetes version a too-old watch is answered with one ERROR event
+// of status 410, not an HTTP 410), and that the informer then relisted.
+// Replaying that very request shows what the server answered it.
+func checkWatchesExpired(t *testing.T, from time.Time, compacted int64, resources ...string) {
+	t.Helper()
+	httpClient, err := rest.HTTPClientFor(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range resources {
+		eventually(t, time.Minute, res+": an expired watch and a relist", func() error {
+			var expired *auditEvent
+			for _, e := range operatorReads(t, from) {
+				if e.ObjectRef.Resource != res {
+					continue
+				}
+				u, err := url.Parse(e.RequestURI)
+				if err != nil {
+					return err
+				}
+				q := u.Query()
+				relist := e.Verb == "list" || q.Get("sendInitialEvents") == "true"
+				if expired != nil && relist && e.ResponseStatus != nil && e.ResponseStatus.Code == http.StatusOK {
+					t.Logf("%s: the operator watched from %s, below the compaction at %d, and relisted: %s", res, q.Get("resourceVersion"), compacted, e.RequestURI)
+					return replayExpired(t, httpClient, expired.RequestURI)
+				}
+				rv, err := strconv.ParseInt(q.Get("resourceVersion"), 10, 64)
+				if expired == nil && e.Verb == "watch" && !relist && err == nil && rv > 0 && rv < compacted &&
+					e.ResponseStatus != nil && e.ResponseStatus.Code == http.StatusOK {
+					expired = &e
+				}
+			}
+			if expired == nil {
+				return fmt.Errorf("no watch of the operator accepted at a resource version below %d since the restart", compacted)
+			}
+			return fmt.Errorf("the operator watched from a compacted revision (%s) but has not relisted", expired.RequestURI)
+		})
+	}
+}
+
+// replayExpired sends uri as the test's own watch and checks that the API
+// server accepts it and sends one ERROR event of status 410 Expired.
+func replayExpired(t *testing.T, c *http.Client, uri string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, restConfig.Host+uri, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var ev struct {
+		Type   string        `json:"type"`
+		Object metav1.Status `json:"object"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil {
+		return fmt.Errorf("replaying %s: HTTP %d, %w", uri, resp.StatusCode, err)
+	}
+	if resp.StatusCode != http.StatusOK || ev.Type != "ERROR" || ev.Object.Code != http.StatusGone || ev.Object.Reason != metav1.StatusReasonExpired {
+		t.Errorf("replaying the operator's watch %s: HTTP %d, first event %s %+v; want HTTP 200 and ERROR 410 Expired", uri, resp.StatusCode, ev.Type, ev.Object)
+		return nil
+	}
+	t.Logf("replayed: HTTP %d, event %s %d %s %q", resp.StatusCode, ev.Type, ev.Object.Code, ev.Object.Reason, ev.Object.Message)
+	return nil
 }

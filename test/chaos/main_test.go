@@ -50,6 +50,22 @@ var (
 	auditLog   string
 )
 
+// auditPolicy is the platform's default (every write) plus the lists and
+// watches of the admin user, which the operator and the test share (the
+// user agent tells them apart): the resource versions the operator's
+// informers resume from.
+var auditPolicy = []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+- level: Metadata
+  users: [datapilot-admin]
+  verbs: [list, watch]
+- level: None
+`)
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(run(m))
@@ -74,13 +90,21 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(state)
+	// A failed run keeps its logs and audit log to read.
+	failed := true
+	defer func() {
+		if failed {
+			fmt.Fprintln(os.Stderr, "state, logs and audit log kept in", state)
+			return
+		}
+		os.RemoveAll(state)
+	}()
 	auditLog = filepath.Join(state, "audit", "audit.log")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, Nodes: 2, AuditLogPath: auditLog,
-		StartTimeout: 3 * time.Minute})
+		AuditPolicy: auditPolicy, StartTimeout: 3 * time.Minute})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start local platform:", err)
 		return 1
@@ -135,6 +159,7 @@ func run(m *testing.M) int {
 	defer op.stop()
 
 	code := m.Run()
+	failed = code != 0
 	if code != 0 {
 		if raw, err := os.ReadFile(op.logPath); err == nil {
 			lines := strings.Split(string(raw), "\n")
