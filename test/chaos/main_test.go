@@ -164,13 +164,6 @@ func run(m *testing.M) int {
 		if raw, err := os.ReadFile(op.logPath); err == nil {
 			lines := strings.Split(string(raw), "\n")
 			fmt.Fprintf(os.Stderr, "--- last operator log lines ---\n%s\n", strings.Join(lines[max(0, len(lines)-60):], "\n"))
-			// The whole log outlives the state directory, for what came
-			// before its last lines.
-			if f, err := os.CreateTemp("", "datapilot-chaos-operator-*.log"); err == nil {
-				_, _ = f.Write(raw)
-				f.Close()
-				fmt.Fprintf(os.Stderr, "--- whole operator log: %s ---\n", f.Name())
-			}
 		}
 	}
 	return code
