@@ -343,7 +343,7 @@ func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady bool)
 		return probes, nil, false
 	}
 	jobs = summarize(ov.Jobs)
-	add(jobsProbe(fc, jobs))
+	add(jobsProbe(fc, jobs, p.now()))
 	return probes, jobs, true
 }
 
