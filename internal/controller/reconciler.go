@@ -330,8 +330,9 @@ func (r *Reconciler) recordEvents(fc *v1.FlinkCluster, events []lifecycle.Event)
 }
 
 // healthVerdict is the poller's latest verdict, probed at once when it lags
-// behind what this reconcile saw: a JobManager that turned ready, or a job
-// the lifecycle just saw RUNNING (after a submission or an upgrade).
+// behind what this reconcile saw: a JobManager that turned ready, a job
+// just recorded for submission, or a job the lifecycle just saw RUNNING
+// (after a submission or an upgrade).
 func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, jm *appsv1.Deployment) *health.Verdict {
 	if r.Health == nil {
 		return nil
@@ -339,8 +340,11 @@ func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, jm 
 	v, ok := r.Health.Get(client.ObjectKeyFromObject(fc))
 	jmReady := resources.JobManagerReady(jm)
 	jobRunning := fc.Status.Job != nil && fc.Status.Job.State == "RUNNING" && fc.Status.Upgrade == nil
+	// A verdict from before this reconcile recorded the job's submission
+	// would be written now and corrected a poll later: two writes.
+	justSubmitted := fc.Status.Job != nil && fc.Status.Job.ID != "" && v.Levels[health.LevelJobs].Reason == health.ReasonJobNotSubmitted
 	stale := !ok || v.Levels[health.LevelJobManager].Status != metav1.ConditionTrue ||
-		jobRunning && v.Levels[health.LevelJobs].Status != metav1.ConditionTrue
+		jobRunning && v.Levels[health.LevelJobs].Status != metav1.ConditionTrue || justSubmitted
 	if r.Prober != nil && jmReady && stale {
 		v, ok = r.Prober.ProbeOnce(ctx, fc), true
 	}

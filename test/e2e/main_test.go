@@ -40,6 +40,7 @@ var (
 	// sign that the operator retried, for negative checks.
 	jarRequests = &pathCounter{counts: map[string]int{}}
 	op          *operatorProcess
+	auditLog    string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -65,7 +66,9 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, StartTimeout: 3 * time.Minute})
+	// The audit log (writes only, metadata) counts the operator's writes.
+	auditLog = filepath.Join(state, "audit", "audit.log")
+	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, StartTimeout: 3 * time.Minute, AuditLogPath: auditLog})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start local platform:", err)
 		return 1
