@@ -208,12 +208,13 @@ type JobStatus struct {
 	// LastSavepointNonce is the spec.job.savepointTriggerNonce last served.
 	// +optional
 	LastSavepointNonce int64 `json:"lastSavepointNonce,omitempty"`
-	// CheckpointsCompleted is Flink's count of completed checkpoints.
+	// CheckpointsCompleted is Flink's count of completed checkpoints, as of
+	// the last status write (checkpoints alone are not written).
 	// +optional
 	CheckpointsCompleted int64 `json:"checkpointsCompleted,omitempty"`
 	// LastCheckpoint is the job's latest completed checkpoint the operator
-	// saw. A job lost with its JobManager restores from the newer of it and
-	// the last savepoint, never from less.
+	// saw, as of the last status write. A job lost with its JobManager
+	// restores from the newer of it and the last savepoint, never from less.
 	// +optional
 	LastCheckpoint *CheckpointInfo `json:"lastCheckpoint,omitempty"`
 	// FailureCause is Flink's root exception of a FAILED job.

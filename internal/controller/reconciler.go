@@ -101,6 +101,8 @@ type scope struct {
 	// hold keeps the running pods' rendering while the job's state is
 	// being saved: only missing children are created.
 	hold bool
+	// events of the lifecycle step, recorded after its status write.
+	events []lifecycle.Event
 }
 
 // Reconcile moves one FlinkCluster towards its spec.
@@ -197,10 +199,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var haReviewAfter time.Duration
 	s.obs.haPermissions, haReviewAfter = r.checkHAPermissions(ctx, fc)
 
-	// 7. Status from what was observed.
+	// 7. Status from what was observed, with the lifecycle step; then the
+	// step's events and its Flink request, which the write recorded.
 	if err := r.writeStatus(ctx, fc, s.obs); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.recordEvents(fc, s.events)
+	r.actOnStep(ctx, fc, &step)
 	return ctrl.Result{RequeueAfter: soonest(step.RequeueAfter, haReviewAfter)}, s.obs.applyErr
 }
 
@@ -263,6 +268,12 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 	// While state is saved the pods keep what they run, even where this
 	// operator would render them differently (Input.Drift).
 	s.hold = step.Status.Upgrade != nil && step.Status.Upgrade.Phase == v1.UpgradeSavingState
+	return step.Deploy, step, nil
+}
+
+// actOnStep performs the step's side effect, after the status write that
+// recorded it.
+func (r *Reconciler) actOnStep(ctx context.Context, fc *v1.FlinkCluster, step *lifecycle.Step) {
 	if err := r.act(ctx, fc, step.Deploy, step.Action); err != nil {
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Lifecycle", "%v", err)
 		// The step is recorded; the next reconcile repeats it.
@@ -271,15 +282,16 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 			step.RequeueAfter = lifecycle.Poll
 		}
 	}
-	return step.Deploy, step, nil
 }
 
-// recordStep is the one place that records intent before a side effect:
-// the step's status (with the spec to deploy), then its events and
-// metrics. Nothing is written when the status did not change, and nothing
-// yet when no side effect follows (no Flink request, the same spec to
-// deploy): the reconcile's status write carries the step, one write
-// instead of two.
+// recordStep is the one place that records intent: the step's status
+// (with the spec to deploy), then its events and metrics. Nothing is
+// written when the status did not change. A step that changes the spec to
+// deploy is written here, before the children are applied. Any other rides
+// on the reconcile's status write, which comes before the step's Flink
+// request (actOnStep): one write instead of two, and still intent first.
+// The first deploy rides too: no job runs before it is recorded, so a
+// restart before the write only deploys the first spec again.
 func (r *Reconciler) recordStep(ctx context.Context, s *scope, step lifecycle.Step) error {
 	fc := s.fc
 	next := step.Status
@@ -288,36 +300,39 @@ func (r *Reconciler) recordStep(ctx context.Context, s *scope, step lifecycle.St
 		next.LastStableSpec = keepEncoding(fc.Status.LastStableSpec, step.Deploy)
 	}
 	if !equality.Semantic.DeepEqual(next, fc.Status) {
-		if step.Action.Kind == lifecycle.ActNone && next.DeployedSpec == fc.Status.DeployedSpec {
+		if next.DeployedSpec == fc.Status.DeployedSpec || fc.Status.DeployedSpec == nil {
 			served := fc.Status.DeepCopy()
 			s.obs.served = served
 			fc.Status = next
-			return r.recordEvents(fc, step)
+			s.events = step.Events
+			r.Metrics.count(step.Transitions)
+			return nil
 		}
 		if err := r.applyStatus(ctx, fc, next); err != nil {
 			return fmt.Errorf("record lifecycle step of %s: %w", klog.KObj(fc), err)
 		}
 		r.Metrics.StatusWrites.Inc()
 	}
-	return r.recordEvents(fc, step)
+	r.recordEvents(fc, step.Events)
+	r.Metrics.count(step.Transitions)
+	return nil
 }
 
-// recordEvents emits a step's events and counts its transitions.
-func (r *Reconciler) recordEvents(fc *v1.FlinkCluster, step lifecycle.Step) error {
-	for _, e := range step.Events {
+// recordEvents emits a step's events.
+func (r *Reconciler) recordEvents(fc *v1.FlinkCluster, events []lifecycle.Event) {
+	for _, e := range events {
 		typ := corev1.EventTypeNormal
 		if e.Warning {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(fc, nil, typ, e.Reason, "Lifecycle", "%s", e.Message)
 	}
-	r.Metrics.count(step.Transitions)
-	return nil
 }
 
 // healthVerdict is the poller's latest verdict, probed at once when it lags
-// behind what this reconcile saw: a JobManager that turned ready, or a job
-// the lifecycle just saw RUNNING (after a submission or an upgrade).
+// behind what this reconcile saw: a JobManager that turned ready, a job
+// just recorded for submission, or a job the lifecycle just saw RUNNING
+// (after a submission or an upgrade).
 func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, jm *appsv1.Deployment) *health.Verdict {
 	if r.Health == nil {
 		return nil
@@ -325,8 +340,11 @@ func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, jm 
 	v, ok := r.Health.Get(client.ObjectKeyFromObject(fc))
 	jmReady := resources.JobManagerReady(jm)
 	jobRunning := fc.Status.Job != nil && fc.Status.Job.State == "RUNNING" && fc.Status.Upgrade == nil
+	// A verdict from before this reconcile recorded the job's submission
+	// would be written now and corrected a poll later: two writes.
+	justSubmitted := fc.Status.Job != nil && fc.Status.Job.ID != "" && v.Levels[health.LevelJobs].Reason == health.ReasonJobNotSubmitted
 	stale := !ok || v.Levels[health.LevelJobManager].Status != metav1.ConditionTrue ||
-		jobRunning && v.Levels[health.LevelJobs].Status != metav1.ConditionTrue
+		jobRunning && v.Levels[health.LevelJobs].Status != metav1.ConditionTrue || justSubmitted
 	if r.Prober != nil && jmReady && stale {
 		v, ok = r.Prober.ProbeOnce(ctx, fc), true
 	}
@@ -491,6 +509,15 @@ func templateHash(annotations map[string]string) string {
 
 func replicasDiffer(actual *int32, want int32) bool { return actual == nil || *actual != want }
 
+// checkpointsRetained is how many completed checkpoints Flink keeps for
+// the cluster (spec.checkpointing.retention, default 1).
+func checkpointsRetained(fc *v1.FlinkCluster) int32 {
+	if cp := fc.Spec.Checkpointing; cp != nil {
+		return max(cp.Retention, 1)
+	}
+	return 1
+}
+
 // writeStatus patches the status when, and only when, it changed.
 func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs observed) error {
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
@@ -501,7 +528,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs o
 		// A lifecycle step is held in fc.Status for this write.
 		served = *obs.served
 	}
-	if equality.Semantic.DeepEqual(st, served) {
+	if equality.Semantic.DeepEqual(st, served) || lifecycle.FlinkProgressOnly(&served, &st, checkpointsRetained(fc)) {
 		return nil
 	}
 	if err := r.applyStatus(ctx, fc, st); err != nil {

@@ -249,7 +249,14 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 			*e = entry{uid: fc.UID}
 		}
 		var changed bool
+		first := len(e.verdict.Levels) == 0
 		next, changed = Evaluate(e.verdict, probes, Threshold(fc), now)
+		if first && next.Levels[LevelJobManager].Reason == ReasonJobManagerStarting {
+			// A new cluster's JobManager is starting: nothing for a
+			// reconcile to act on, and one woken now writes the status
+			// mid-creation. The reconcile that sees it ready carries this.
+			changed = false
+		}
 		if jobsSeen {
 			next.Jobs, next.JobsObservedAt = jobs, now
 		}
@@ -343,7 +350,7 @@ func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady bool)
 		return probes, nil, false
 	}
 	jobs = summarize(ov.Jobs)
-	add(jobsProbe(fc, jobs))
+	add(jobsProbe(fc, jobs, p.now()))
 	return probes, jobs, true
 }
 

@@ -3,6 +3,7 @@ package health
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -32,6 +33,7 @@ const (
 	ReasonJobNotFound     = "JobNotFound"
 	ReasonNoJobsRunning   = "NoJobsRunning"
 	ReasonJobNotSubmitted = "JobNotSubmitted"
+	ReasonJobStarting     = "JobStarting"
 	ReasonJobSuspended    = "JobSuspended"
 	ReasonNotRequired     = "NotRequired"
 )
@@ -122,9 +124,13 @@ func jobsRequired(fc *v1.FlinkCluster) (p Probe, required bool) {
 	}
 }
 
+// startGrace is how long a submitted job may take to appear and leave
+// INITIALIZING and CREATED before that counts as a failure.
+const startGrace = time.Minute
+
 // jobsProbe judges level 3 from GET /jobs/overview, for a cluster whose
 // level 3 is required.
-func jobsProbe(fc *v1.FlinkCluster, jobs []JobSummary) Probe {
+func jobsProbe(fc *v1.FlinkCluster, jobs []JobSummary, now time.Time) Probe {
 	p := Probe{Level: LevelJobs}
 	var running *JobSummary
 	for i := range jobs {
@@ -157,15 +163,30 @@ func jobsProbe(fc *v1.FlinkCluster, jobs []JobSummary) Probe {
 		}
 		return p
 	}
+	// A job just submitted is on its way, no failure: the operator records
+	// its ID before sending it, and Flink runs it after INITIALIZING and
+	// CREATED.
+	js := fc.Status.Job
+	fresh := js.SubmittedAt != nil && now.Sub(js.SubmittedAt.Time) < startGrace &&
+		(js.State == "" || js.State == string(flink.JobInitializing) || js.State == string(flink.JobCreated))
 	for _, j := range jobs {
 		if j.ID != id {
 			continue
 		}
-		if j.State == flink.JobRunning {
+		switch {
+		case j.State == flink.JobRunning:
 			p.OK, p.Reason, p.Message = true, ReasonJobRunning, fmt.Sprintf("Job %s is RUNNING.", jobName(j))
-		} else {
+		case fresh && (j.State == flink.JobInitializing || j.State == flink.JobCreated):
+			p.Unknown, p.Reason, p.Message = true, ReasonJobStarting, fmt.Sprintf("Job %s is starting.", id)
+		default:
 			p.Reason, p.Message = ReasonJobNotRunning, fmt.Sprintf("Job %s is %s, not RUNNING.", jobName(j), j.State)
 		}
+		return p
+	}
+	if fresh {
+		// One message for every step of the start: each change would be
+		// a status write.
+		p.Unknown, p.Reason, p.Message = true, ReasonJobStarting, fmt.Sprintf("Job %s is starting.", id)
 		return p
 	}
 	p.Reason, p.Message = ReasonJobNotFound, fmt.Sprintf("Job %s from status.job.id is unknown to the JobManager.", id)

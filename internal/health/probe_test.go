@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -134,6 +135,12 @@ func TestJobsProbe(t *testing.T) {
 	session := v1.FlinkClusterSpec{Health: &v1.HealthPolicy{RequireRunningJobs: true}}
 	withID := func(id string) v1.FlinkClusterStatus { return v1.FlinkClusterStatus{Job: &v1.JobStatus{ID: id}} }
 	submitted := v1.FlinkClusterStatus{Job: &v1.JobStatus{SubmittedAt: &metav1.Time{}}}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	submittedAgo := func(id, state string, ago time.Duration) v1.FlinkClusterStatus {
+		at := metav1.NewTime(now.Add(-ago))
+		return v1.FlinkClusterStatus{Job: &v1.JobStatus{ID: id, State: state, SubmittedAt: &at}}
+	}
+	initializing := JobSummary{ID: "ddd", Name: "orders", State: flink.JobInitializing}
 	for _, tc := range []struct {
 		name   string
 		spec   v1.FlinkClusterSpec
@@ -149,12 +156,19 @@ func TestJobsProbe(t *testing.T) {
 		{"no id yet, some job RUNNING", declared, submitted, []JobSummary{finished, running}, passes, ReasonJobRunning},
 		{"no id yet, submitted, nothing RUNNING", declared, submitted, []JobSummary{finished}, fails, ReasonJobNotRunning},
 		{"never submitted", declared, v1.FlinkClusterStatus{}, nil, unknowable, ReasonJobNotSubmitted},
+		{"just submitted, not listed yet", declared, submittedAgo("ddd", "", time.Second), nil, unknowable, ReasonJobStarting},
+		{"just submitted, INITIALIZING", declared, submittedAgo("ddd", "", time.Second), []JobSummary{initializing}, unknowable, ReasonJobStarting},
+		{"INITIALIZING recorded, still starting", declared, submittedAgo("ddd", "INITIALIZING", time.Second), []JobSummary{initializing}, unknowable, ReasonJobStarting},
+		{"INITIALIZING past the grace", declared, submittedAgo("ddd", "", startGrace), []JobSummary{initializing}, fails, ReasonJobNotRunning},
+		{"not listed past the grace", declared, submittedAgo("ddd", "", startGrace), nil, fails, ReasonJobNotFound},
+		{"seen RUNNING, then unknown", declared, submittedAgo("ddd", "RUNNING", time.Second), nil, fails, ReasonJobNotFound},
+		{"just submitted, RESTARTING", declared, submittedAgo("bbb", "", time.Second), []JobSummary{restarting}, fails, ReasonJobNotRunning},
 		{"session with a RUNNING job", session, v1.FlinkClusterStatus{}, []JobSummary{restarting, running}, passes, ReasonJobsRunning},
 		{"session without a RUNNING job", session, v1.FlinkClusterStatus{}, []JobSummary{restarting, finished}, fails, ReasonNoJobsRunning},
 		{"session without jobs", session, v1.FlinkClusterStatus{}, nil, fails, ReasonNoJobsRunning},
 	} {
 		fc := &v1.FlinkCluster{Spec: tc.spec, Status: tc.status}
-		checkProbe(t, tc.name, jobsProbe(fc, tc.jobs), LevelJobs, tc.want, tc.reason)
+		checkProbe(t, tc.name, jobsProbe(fc, tc.jobs, now), LevelJobs, tc.want, tc.reason)
 	}
 }
 

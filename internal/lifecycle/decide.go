@@ -156,6 +156,12 @@ func periodicSavepointDue(s *Step) bool {
 // outside an upgrade (its first run, say).
 func markStable(s *Step) {
 	in, job := s.in, s.job()
+	if starting(in.Flink.JobState) && s.Action.Kind == ActNone {
+		// Nothing else wakes the reconcile when it turns RUNNING but the
+		// health poller, a poll interval later.
+		s.requeue(Poll)
+		return
+	}
 	if in.Flink.JobState != flink.JobRunning || job.ID == "" || s.Action.Kind != ActNone {
 		return
 	}

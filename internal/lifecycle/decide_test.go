@@ -490,3 +490,48 @@ func TestRenderingDriftTakesTheStateSafePath(t *testing.T) {
 		t.Fatalf("a failed generation retried on drift: %+v", p.Status.Upgrade)
 	}
 }
+
+// TestFirstJobEvents: a new cluster's first job is told by its status; a
+// job submitted from state, or again after one was lost, gets an event.
+// A starting job is looked at again without waiting for the health poller.
+func TestFirstJobEvents(t *testing.T) {
+	withInitial := baseSpec()
+	withInitial.Job.InitialSavepointPath = "s3://sp/initial"
+	for _, tc := range []struct {
+		name   string
+		spec   *v1.FlinkClusterSpec
+		job    *v1.JobStatus
+		flink  Flink
+		reason string // "" means no event
+	}{
+		{"first job without state", baseSpec(), nil, Flink{Reachable: true}, ""},
+		{"first job from the initial savepoint", withInitial, nil, Flink{Reachable: true}, "Submitted"},
+		{"a lost job", baseSpec(), &v1.JobStatus{ID: "job-1", State: "RUNNING"}, Flink{Reachable: true}, "Restored"},
+	} {
+		w := &world{gen: 1, spec: tc.spec, deployed: tc.spec.DeepCopy(), rolled: true, now: t0, flink: tc.flink}
+		if tc.job != nil {
+			w.status.Job = tc.job
+		}
+		p := w.decide()
+		if p.Action.Kind != ActSubmit {
+			t.Fatalf("%s: action %s, want a submission", tc.name, p.Action.Kind)
+		}
+		var reasons []string
+		for _, e := range p.Events {
+			if !e.Warning {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		switch {
+		case tc.reason == "" && len(reasons) != 0:
+			t.Errorf("%s: events %v, want none", tc.name, reasons)
+		case tc.reason != "" && (len(reasons) != 1 || reasons[0] != tc.reason):
+			t.Errorf("%s: events %v, want one %s", tc.name, reasons, tc.reason)
+		}
+		w.commit(p)
+		w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobInitializing}
+		if p = w.decide(); p.RequeueAfter == 0 || p.Action.Kind != ActNone {
+			t.Errorf("%s: starting job: requeue %v, action %s", tc.name, p.RequeueAfter, p.Action.Kind)
+		}
+	}
+}

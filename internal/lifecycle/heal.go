@@ -117,6 +117,9 @@ func healed(s *Step) {
 // keeps its ID); a rollback restores the newest state held now.
 func startInPlace(s *Step) {
 	in := s.in
+	// The rollback's restore point: the checkpoint Flink reports now, not
+	// only the last one written.
+	s.observe()
 	s.Status.Upgrade = &v1.UpgradeStatus{Kind: string(ChangeRescaleInPlace), TargetGeneration: in.Generation, StartedAt: s.now(),
 		RestorePath: newestState(s.job(), in.Spec.Job)}
 	s.transition(Transition{Kind: UpgradeStarted})

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 )
@@ -48,6 +50,41 @@ func (s *Step) observe() {
 	}
 }
 
+// FlinkProgressOnly reports whether next differs from recorded only in
+// what Flink moves on by itself: the completed-checkpoint count, a newer
+// checkpoint of the job already recorded, and the state of a job that was
+// submitted and not yet seen (INITIALIZING, CREATED). These ride on the
+// next write made for another reason. Written alone they would cost a
+// write per checkpoint of every reconcile, and one per job cluster from a
+// new leader, which finds them moved on since the last write.
+//
+// A newer checkpoint rides along only while the recorded one stays among
+// the retained checkpoints Flink keeps (CheckpointStore subsumes the
+// oldest beyond state.checkpoints.num-retained): it is the restore point
+// of a job a JobManager without HA forgets, and a subsumed path restores
+// nothing. With retained 1 every newer checkpoint is written.
+func FlinkProgressOnly(recorded, next *v1.FlinkClusterStatus, retained int32) bool {
+	was, now := recorded.Job, next.Job
+	if was == nil || now == nil || was.ID != now.ID {
+		return false
+	}
+	job := *now
+	job.CheckpointsCompleted = was.CheckpointsCompleted
+	if cp, old := now.LastCheckpoint, was.LastCheckpoint; cp != nil && old != nil && cp.JobID == old.JobID && cp.ID >= old.ID &&
+		(cp.ID == old.ID || now.CheckpointsCompleted-was.CheckpointsCompleted < int64(retained)-1) {
+		job.LastCheckpoint = old
+	}
+	if was.State == "" && starting(flink.JobStatus(now.State)) {
+		job.State = ""
+	}
+	n := *next
+	n.Job = &job
+	return equality.Semantic.DeepEqual(&n, recorded)
+}
+
+// starting: a state a submitted job passes through before RUNNING.
+func starting(s flink.JobStatus) bool { return s == flink.JobInitializing || s == flink.JobCreated }
+
 // stopJob cancels the recorded job until Flink reports it gone. It
 // returns true once it is: only then may the pods roll, or new
 // JobManagers recovering from HA would run the old job beside the new.
@@ -68,6 +105,7 @@ func (s *Step) stopJob() bool {
 // as a duplicate instead of running twice.
 func (s *Step) submit(restorePath, reason string) {
 	in, job := s.in, s.job()
+	firstJob := job.ID == ""
 	job.ID = jobID(in.UID, in.Generation, job.ID, in.Now)
 	job.State = ""
 	job.FailureCause = ""
@@ -76,9 +114,13 @@ func (s *Step) submit(restorePath, reason string) {
 	job.SubmittedAt = &now
 	job.CheckpointsCompleted = 0
 	s.act(ActSubmit, restorePath)
-	if restorePath != "" {
+	switch {
+	case restorePath != "":
 		s.event(false, reason, "Submitting job %s restored from %s", job.ID, restorePath)
-	} else {
+	case firstJob && reason == "Submitted":
+		// A new cluster's first job, like its first children, is what the
+		// status says (job.id, job.submittedAt, JobsRunning): no event.
+	default:
 		s.event(false, reason, "Submitting job %s without state", job.ID)
 	}
 	s.requeue(Poll)

@@ -278,3 +278,72 @@ func TestNewestState(t *testing.T) {
 		})
 	}
 }
+
+func TestFlinkProgressOnly(t *testing.T) {
+	at := metav1.NewTime(t0)
+	recorded := func() *v1.FlinkClusterStatus {
+		return &v1.FlinkClusterStatus{ObservedGeneration: 1, Job: &v1.JobStatus{ID: "job-1", State: "RUNNING", SubmittedAt: &at, CheckpointsCompleted: 3,
+			LastCheckpoint: &v1.CheckpointInfo{ID: 3, Path: "s3://cp/job-1/chk-3", JobID: "job-1", ObservedAt: at}}}
+	}
+	for _, tc := range []struct {
+		name string
+		// retained is state.checkpoints.num-retained; 0 stands for 10.
+		retained int32
+		mutate   func(recorded, next *v1.FlinkClusterStatus)
+		want     bool
+	}{
+		{"unchanged", 0, func(_, _ *v1.FlinkClusterStatus) {}, true},
+		{"more checkpoints of the same job", 0, func(_, n *v1.FlinkClusterStatus) {
+			n.Job.CheckpointsCompleted = 7
+			n.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 7, Path: "s3://cp/job-1/chk-7", JobID: "job-1", ObservedAt: metav1.NewTime(t0.Add(time.Minute))}
+		}, true},
+		{"retained 3: one newer checkpoint, the recorded one still kept", 3, func(_, n *v1.FlinkClusterStatus) {
+			n.Job.CheckpointsCompleted = 4
+			n.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 4, Path: "s3://cp/job-1/chk-4", JobID: "job-1", ObservedAt: metav1.NewTime(t0.Add(time.Minute))}
+		}, true},
+		{"retained 3: two newer checkpoints, the recorded one next to go", 3, func(_, n *v1.FlinkClusterStatus) {
+			n.Job.CheckpointsCompleted = 5
+			n.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 5, Path: "s3://cp/job-1/chk-5", JobID: "job-1", ObservedAt: metav1.NewTime(t0.Add(time.Minute))}
+		}, false},
+		{"retained 1: a newer checkpoint subsumed the recorded one", 1, func(_, n *v1.FlinkClusterStatus) {
+			n.Job.CheckpointsCompleted = 4
+			n.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 4, Path: "s3://cp/job-1/chk-4", JobID: "job-1", ObservedAt: metav1.NewTime(t0.Add(time.Minute))}
+		}, false},
+		{"retained 1: more checkpoints counted, the same one latest", 1, func(_, n *v1.FlinkClusterStatus) {
+			n.Job.CheckpointsCompleted = 4
+		}, true},
+		{"a just-submitted job INITIALIZING", 0, func(r, n *v1.FlinkClusterStatus) {
+			r.Job.State, r.Job.CheckpointsCompleted, r.Job.LastCheckpoint = "", 0, nil
+			n.Job.State, n.Job.CheckpointsCompleted, n.Job.LastCheckpoint = "INITIALIZING", 0, nil
+		}, true},
+		{"a just-submitted job RUNNING", 0, func(r, n *v1.FlinkClusterStatus) {
+			r.Job.State, r.Job.CheckpointsCompleted, r.Job.LastCheckpoint = "", 0, nil
+			n.Job.LastCheckpoint = nil
+		}, false},
+		{"the job's first checkpoint", 0, func(r, _ *v1.FlinkClusterStatus) { r.Job.LastCheckpoint = nil }, false},
+		{"a checkpoint of another job", 0, func(r, _ *v1.FlinkClusterStatus) {
+			r.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 9, Path: "s3://cp/job-0/chk-9", JobID: "job-0", ObservedAt: at}
+		}, false},
+		{"the job state", 0, func(_, n *v1.FlinkClusterStatus) { n.Job.State = "FAILED" }, false},
+		{"a new job", 0, func(_, n *v1.FlinkClusterStatus) { n.Job.ID = "job-2" }, false},
+		{"a recorded step", 0, func(_, n *v1.FlinkClusterStatus) {
+			n.Job.CheckpointsCompleted = 4
+			n.Job.PendingSavepoint = &v1.SavepointInfo{TriggerID: "t-1"}
+		}, false},
+		{"another field with progress", 0, func(_, n *v1.FlinkClusterStatus) {
+			n.Job.CheckpointsCompleted = 4
+			n.ObservedGeneration = 2
+		}, false},
+		{"no job recorded", 0, func(r, _ *v1.FlinkClusterStatus) { r.Job = nil }, false},
+	} {
+		r, n := recorded(), recorded()
+		tc.mutate(r, n)
+		retained := tc.retained
+		if retained == 0 {
+			retained = 10
+		}
+		if got := FlinkProgressOnly(r, n, retained); got != tc.want {
+			t.Errorf("%s: FlinkProgressOnly = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -45,6 +45,7 @@ var (
 	// sign that the operator retried, for negative checks.
 	jarRequests = &pathCounter{counts: map[string]int{}}
 	op          *operatorProcess
+	auditLog    string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -72,9 +73,11 @@ func run(m *testing.M) int {
 	defer cancel()
 	// Nodes big enough for every parallel test's clusters at once (the
 	// reference example alone asks 108 CPUs), so none waits for another
-	// test's pods to go.
+	// test's pods to go. The audit log (writes only, metadata) counts the
+	// operator's writes.
+	auditLog = filepath.Join(state, "audit", "audit.log")
 	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, StartTimeout: 3 * time.Minute,
-		NodeCPU: "1024", NodeMemory: "4Ti", NodePods: 500})
+		NodeCPU: "1024", NodeMemory: "4Ti", NodePods: 500, AuditLogPath: auditLog})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start local platform:", err)
 		return 1
