@@ -213,8 +213,10 @@ type JobStatus struct {
 	// +optional
 	CheckpointsCompleted int64 `json:"checkpointsCompleted,omitempty"`
 	// LastCheckpoint is the job's latest completed checkpoint the operator
-	// saw, as of the last status write. A job lost with its JobManager
-	// restores from the newer of it and the last savepoint, never from less.
+	// saw, as of the last status write; a reconcile writes a newer one
+	// before Flink's retention would delete the recorded one. A job lost
+	// with its JobManager restores from the newer of it and the last
+	// savepoint, never from less.
 	// +optional
 	LastCheckpoint *CheckpointInfo `json:"lastCheckpoint,omitempty"`
 	// FailureCause is Flink's root exception of a FAILED job.
