@@ -622,6 +622,8 @@ func report(c config, r results) error {
 			ms(quantile(p.lags, 0.5)), ms(quantile(p.lags, 0.95)))
 		fmt.Fprintf(&b, "| %s: of which last pod Ready → Deployment and StatefulSet status ready (kube-controller-manager) / then → `Available` (operator), medians | %s / %s | |\n", kind,
 			ms(quantile(p.ctrlLags, 0.5)), ms(quantile(p.opLags, 0.5)))
+		fmt.Fprintf(&b, "| %s: the same two shares, p95 | %s / %s | |\n", kind,
+			ms(quantile(p.ctrlLags, 0.95)), ms(quantile(p.opLags, 0.95)))
 		fmt.Fprintf(&b, "| %s: operator writes per converged cluster, events included (audit log) | %.2f (minimum %d) | ≤ 8 |\n", kind, float64(p.writes)/float64(p.n), minimum)
 	}
 	row("Session clusters", r.session, 7)
