@@ -398,7 +398,6 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	// round trip of latency instead of five.
 	actions := make([]action, len(children))
 	errs := make([]error, len(children))
-	var wg sync.WaitGroup
 	for i, c := range children {
 		var err error
 		if isZero(c.cached) {
@@ -408,19 +407,39 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			errs[i] = fmt.Errorf("read %s %s: %w", c.kind, c.name, err)
 			continue
 		}
-		if actions[i] = decide(err == nil, c.hash, c.cached, c.drifted); actions[i] == actionNone {
-			continue
-		}
+		actions[i] = decide(err == nil, c.hash, c.cached, c.drifted)
 		if s.hold && actions[i] != actionCreate && rollsPods(c.kind) {
 			actions[i] = actionNone
+		}
+	}
+	apply := func(i int) {
+		c := children[i]
+		if err := r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			errs[i] = fmt.Errorf("apply %s %s: %w", c.kind, c.name, err)
+		}
+	}
+	// A changed configuration goes first: the pods a new template rolls
+	// must start on it. Applied beside them, a ConfigMap patch that failed
+	// would leave pods on the old configuration under the new hash, never
+	// rolled again. The workloads wait for the next reconcile instead.
+	if actions[0] == actionUpdate {
+		if apply(0); errs[0] != nil {
+			for i, c := range children {
+				if rollsPods(c.kind) && actions[i] == actionUpdate {
+					actions[i] = actionNone
+				}
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range children {
+		if actions[i] == actionNone || errs[i] != nil || i == 0 && actions[0] == actionUpdate {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-				errs[i] = fmt.Errorf("apply %s %s: %w", c.kind, c.name, err)
-			}
+			apply(i)
 		}()
 	}
 	wg.Wait()
