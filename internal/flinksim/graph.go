@@ -90,8 +90,9 @@ func defaultMaxParallelism(p int) int {
 	return min(max(n, 128), 32768)
 }
 
-// slotsNeeded is the job's slot count: its widest vertex (one slot
-// sharing group).
+// slotsNeeded is the job's slot count: its widest vertex, as one slot
+// sharing group holds one subtask of every vertex per slot
+// (SlotSharingGroup, the default group of a JobGraph).
 func (j *job) slotsNeeded() int {
 	n := 0
 	for _, v := range j.vertices {
@@ -118,6 +119,8 @@ func (j *job) vertex(id string) *vertex {
 	return nil
 }
 
+// resetMetrics empties the task metrics of a restart: each new task has a
+// new TaskIOMetricGroup, whose MeterViews and TimerGauges start empty.
 func (j *job) resetMetrics() {
 	for _, v := range j.vertices {
 		v.samples = nil
@@ -283,7 +286,8 @@ func (e *Engine) scheduleAdaptive(c *cluster, j *job, free map[string]int, tms [
 
 // adaptiveTarget is the parallelism each vertex would get now from the
 // slots the job holds plus the free ones, or nil when that is what it
-// runs with.
+// runs with: SlotSharingSlotAllocator#determineParallelism, each vertex
+// min(its upper bound, the slots), none below its lower bound.
 func (j *job) adaptiveTarget(freeTotal int) []int {
 	avail := len(j.slots) + freeTotal
 	out := make([]int, len(j.vertices))
@@ -379,7 +383,9 @@ func (j *job) checkpointSince(t time.Time) bool {
 	return !j.lastCompletedAt.IsZero() && !j.lastCompletedAt.Before(t)
 }
 
-// rescale restarts the job's tasks to change its parallelism.
+// rescale restarts the job's tasks to change its parallelism, as Executing
+// does through AdaptiveScheduler#goToRestarting: pending checkpoints abort,
+// the tasks cancel, the job is RESTARTING and numRestarts counts it.
 func (e *Engine) rescale(c *cluster, j *job, at time.Time) {
 	j.d.jm.logf(at, "INFO Job %s rescales: its resource requirements or slots changed", j.id)
 	j.abortPending(at, "org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint Coordinator is suspending.")

@@ -131,7 +131,9 @@ func (e *Engine) dumpMetrics(c *cluster, jm *process, now time.Time) *metricStor
 	return out
 }
 
-// jobMetrics are a job's JobManager-side metrics.
+// jobMetrics are a job's JobManager-side metrics, the gauges
+// SchedulerBase#registerJobMetrics registers on its JobManagerJobMetricGroup:
+// uptime, downtime and numRestarts.
 func (j *job) jobMetrics(now time.Time) map[string]string {
 	uptime, downtime := int64(0), int64(0)
 	if j.state == flink.JobRunning {
@@ -223,7 +225,8 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// JobMetrics answers GET /jobs/{jobid}/metrics.
+// jobMetricsREST answers GET /jobs/{jobid}/metrics as JobMetricsHandler
+// (AbstractMetricsHandler#handleRequest) does, from the MetricStore.
 func (e *Engine) jobMetricsREST(t target, jobID, get string) (out []metricValue, err error) {
 	err = e.request(t, "GET /jobs/{jobid}/metrics", func(c *cluster, jm *process, now time.Time) error {
 		id, err := pathID("jobid", jobID)
@@ -541,7 +544,8 @@ func (e *Engine) updateJobResourceRequirements(t target, jobID string, req resou
 // and updateJobResourceRequirements, which the DefaultScheduler keeps.
 var errDefaultScheduler = restErr(http.StatusInternalServerError, "java.lang.UnsupportedOperationException", "The DefaultScheduler does not support changing the parallelism without a job restart. This feature is currently only expected to work with the AdaptiveScheduler.")
 
-// gatewayJob is the running job a JobMaster operation addresses.
+// gatewayJob is the running job a JobMaster operation addresses; one the
+// Dispatcher does not run is a NotFoundException (Dispatcher#getJobMasterGateway).
 func (e *Engine) gatewayJob(c *cluster, jm *process, jobID string) (*job, error) {
 	id, err := pathID("jobid", jobID)
 	if err != nil {

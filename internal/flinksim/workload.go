@@ -219,6 +219,11 @@ func (c *cluster) consumer() *job {
 	return nil
 }
 
+// Model, not Flink (the README's "Workload model"): stepWorkload, flow,
+// selectivity, hotShare and busy are the rate-against-capacity physics
+// that stand in for user code; only what they feed, the task metrics, is
+// Flink's.
+//
 // stepWorkload moves the workload's clock to wall time t in whole
 // seconds, with the jobs as they are: each second the source reads what
 // the slowest vertex lets through, and what it cannot read waits.
