@@ -35,6 +35,7 @@ func Decide(in Input) Step {
 		s.setUpgrading(metav1.ConditionFalse, "UnknownPhase", fmt.Sprintf("status.upgrade.phase %q is not a phase of this operator; the upgrade is abandoned", up.Phase))
 		s.endUpgrade(true)
 	}
+	s.setStateHold()
 	return *s
 }
 
@@ -47,6 +48,16 @@ func first(s *Step) {
 // steady handles a cluster with no upgrade in flight.
 func steady(s *Step) {
 	in := s.in
+	if in.Spec.Job == nil {
+		// spec.job removed: its job stops with a savepoint first, recorded
+		// for a returning spec.job, then the pods roll.
+		if in.Deployed.Job != nil && in.Status.LastFailedGeneration != in.Generation {
+			startUpgrade(s, ChangeRemoval)
+			return
+		}
+		s.Deploy = in.Spec
+		return
+	}
 	change := Classify(in.Deployed, in.Spec)
 	switch {
 	case change == ChangeNone && in.Drift && in.Status.LastFailedGeneration != in.Generation:
@@ -56,6 +67,8 @@ func steady(s *Step) {
 		startUpgrade(s, ChangeConfigRoll)
 		return
 	case change == ChangeNone:
+		// Drift here is after a failed generation (see below).
+		s.Hold = in.Drift
 	case change == ChangeScale:
 		// Scaling changes the replica count only; Flink reschedules from
 		// its latest checkpoint by itself.
@@ -69,6 +82,9 @@ func steady(s *Step) {
 	case in.Status.LastFailedGeneration == in.Generation:
 		// This generation failed and was rolled back or abandoned:
 		// retrying it would fail the same way. A new spec clears it.
+		// Meanwhile the pods keep what they run, even where this operator
+		// renders them differently: rolling them would skip the state rule.
+		s.Hold = in.Drift
 	default:
 		startUpgrade(s, change)
 		return
@@ -102,21 +118,33 @@ func runJob(s *Step) {
 		case !in.Flink.JobFound && neverReached(job):
 			s.resubmit()
 			return
-		case !in.Flink.JobFound && wasSeen:
+		}
+		from, v := s.restorePoint(ForRestart)
+		if v.Do != Restore {
+			return
+		}
+		if !in.Flink.JobFound && wasSeen {
 			// Flink lost a job it ran: a JobManager restart without high
 			// availability forgets every job. Restore from the newest
 			// state held, never from less.
-			from := newestState(job, spec)
 			s.transition(Transition{Kind: JobLost})
-			s.event(true, "JobLost", "Flink no longer knows job %s (a JobManager restart without high availability loses its jobs); restoring from %s", job.ID, orUnknown(from))
-			s.submit(from, "Restored")
+			s.event(true, "JobLost", "Flink no longer knows job %s (a JobManager restart without high availability loses its jobs); restoring from %s", job.ID, orUnknown(from.Path))
+			s.submit(from.Path, "Restored")
 			return
 		}
-		s.submit(newestState(job, spec), "Submitted")
+		s.submit(from.Path, "Submitted")
 	case wantRunning && in.Heal != "" && in.Flink.JobState != flink.JobCancelling:
 		healRunning(s)
 	case !wantRunning && alive(in):
-		s.trigger(v1.SavepointForSuspend, true, false)
+		switch _, v := s.restorePoint(ForSuspend); v.Do {
+		case TakeSavepoint:
+			s.trigger(v1.SavepointForSuspend, true, false)
+		case Cancel:
+			if in.Flink.JobState != flink.JobCancelling {
+				s.act(ActCancel, "")
+			}
+			s.requeue(Poll)
+		}
 	case !wantRunning:
 		job.State = "SUSPENDED"
 	case spec.SavepointTriggerNonce != job.LastSavepointNonce:
@@ -175,9 +203,23 @@ func markStable(s *Step) {
 	s.MarkStable = true
 }
 
-// startUpgrade begins a state-safe change.
+// startUpgrade begins a state-safe change, as far as the state rule allows:
+// while it holds, nothing starts and the pods keep what they run.
 func startUpgrade(s *Step, change Change) {
 	in, job := s.in, s.job()
+	snap, v := s.restorePoint(purposeOf(change, modeOf(in)))
+	switch v.Do {
+	case Hold, Wait:
+		return
+	case Refuse:
+		if change != ChangeRescale {
+			s.Status.LastFailedGeneration = in.Generation
+		}
+		s.transition(Transition{Kind: UpgradeFailed})
+		s.setUpgrading(metav1.ConditionFalse, v.Reason, fmt.Sprintf("The %s to generation %d was refused: %s. Change the spec to try again", change, in.Generation, v.Message))
+		s.event(true, "UpgradeRefused", "The %s to generation %d was refused: %s", change, in.Generation, v.Message)
+		return
+	}
 	now := s.now()
 	s.Status.Upgrade = &v1.UpgradeStatus{Kind: string(change), TargetGeneration: in.Generation, StartedAt: now}
 	if c := findCondition(s.Status.Conditions, v1.ConditionRolledBack); c != nil && c.Status == metav1.ConditionTrue {
@@ -185,73 +227,158 @@ func startUpgrade(s *Step, change Change) {
 	}
 	s.transition(Transition{Kind: UpgradeStarted})
 	s.event(false, "UpgradeStarted", "Started %s to generation %d", change, in.Generation)
-	savepoint, checkpoint := needsState(change, in.Spec.Job.UpgradeMode, in.Deployed.Version)
-	if (savepoint || checkpoint) && in.Flink.Reachable && in.Flink.JobState == flink.JobRunning && in.Flink.JobFound {
-		s.toPhase(v1.UpgradeSavingState)
-		if job.PendingSavepoint == nil {
-			triggerForUpgrade(s, savepoint, checkpoint)
-		} else {
-			// A periodic or manual savepoint is in flight; the upgrade's own
-			// trigger waits for it rather than racing it.
-			s.requeue(Poll)
-		}
+	checkpoint := false
+	switch v.Do {
+	case Restore:
+		// Nothing runs: the rule named the newest state it left.
+		s.Status.Upgrade.RestorePath = snap.Path
+		s.toPhase(v1.UpgradeDeploying)
+		deploying(s)
 		return
+	case Cancel:
+		_, checkpoint = needsState(change, modeOf(in), in.Deployed.Version)
+		if !checkpoint || in.Flink.JobState != flink.JobRunning {
+			s.toPhase(v1.UpgradeDeploying)
+			deploying(s)
+			return
+		}
 	}
-	// Nothing running to save: restore from the newest state held.
-	if savepoint || checkpoint {
-		s.Status.Upgrade.RestorePath = savedState(job, in.Spec.Job)
+	// A savepoint first, or, for a last-state roll of a RUNNING job, a
+	// fresh checkpoint: less to replay; the restore point is still read
+	// from Flink after the cancel.
+	s.toPhase(v1.UpgradeSavingState)
+	if job.PendingSavepoint == nil {
+		s.trigger(upgradeReason(change, checkpoint), !checkpoint, checkpoint)
+	} else {
+		// A periodic or manual savepoint is in flight; the upgrade's own
+		// trigger waits for it rather than racing it.
+		s.requeue(Poll)
 	}
-	s.toPhase(v1.UpgradeDeploying)
-	deploying(s)
 }
 
-func triggerForUpgrade(s *Step, savepoint, checkpoint bool) {
-	reason := v1.SavepointForUpgrade
-	if checkpoint {
-		reason = v1.CheckpointForUpgrade
+// purposeOf names what a change must carry the job's state across.
+func purposeOf(change Change, mode v1.UpgradeMode) Purpose {
+	switch {
+	case change == ChangeRemoval:
+		return ForRemoval
+	case mode == v1.UpgradeStateless:
+		return ForStateless
+	case change == ChangeUpgrade:
+		return ForVersion
+	case change == ChangeConfigRoll && mode == v1.UpgradeLastState:
+		return ForLastState
 	}
-	s.trigger(reason, savepoint, checkpoint)
+	return ForChange
+}
+
+// modeOf is the job's upgrade mode: the spec's, or the deployed one's
+// when spec.job was removed.
+func modeOf(in Input) v1.UpgradeMode {
+	switch {
+	case in.Spec.Job != nil:
+		return in.Spec.Job.UpgradeMode
+	case in.Deployed != nil && in.Deployed.Job != nil:
+		return in.Deployed.Job.UpgradeMode
+	}
+	return v1.UpgradeSavepoint
+}
+
+// upgradeReason is why an upgrade's savepoint or checkpoint is taken.
+func upgradeReason(change Change, checkpoint bool) v1.SavepointReason {
+	switch {
+	case checkpoint:
+		return v1.CheckpointForUpgrade
+	case change == ChangeRemoval:
+		return v1.SavepointForRemoval
+	}
+	return v1.SavepointForUpgrade
+}
+
+// forUpgrade: a savepoint or checkpoint taken by an upgrade.
+func forUpgrade(r v1.SavepointReason) bool {
+	return r == v1.SavepointForUpgrade || r == v1.CheckpointForUpgrade || r == v1.SavepointForRemoval
 }
 
 // savingState waits for the savepoint or checkpoint that makes state safe.
 func savingState(s *Step) {
-	in, up := s.in, s.upgrade()
+	in := s.in
 	if s.job().PendingSavepoint == nil {
-		// The upgrade waited for another savepoint; take its own now.
-		savepoint, checkpoint := needsState(Change(up.Kind), in.Spec.Job.UpgradeMode, in.Deployed.Version)
-		triggerForUpgrade(s, savepoint, checkpoint)
+		// The upgrade waited for another savepoint; ask the rule again.
+		s.toPhase(v1.UpgradeDeploying)
+		deploying(s)
 		return
 	}
 	result, done := s.follow()
 	switch {
-	case result != completed:
-	case done.Reason != v1.SavepointForUpgrade && done.Reason != v1.CheckpointForUpgrade:
+	case result == inFlight:
+	case result == failed && (alive(in) || !in.Flink.Reachable):
+		// The job runs on, untouched: a savepoint or checkpoint does not
+		// stop it, and a failed stop-with-savepoint leaves it running.
+		untouched(s)
+	case result == failed:
+		// The job ended anyway: the rule reads the newest state it left.
+		s.toPhase(v1.UpgradeDeploying)
+		deploying(s)
+	case !forUpgrade(done.Reason):
 		// Another savepoint finished; the upgrade's own comes next.
 		s.requeue(Poll)
 	default:
-		up.RestorePath = done.Path
 		s.toPhase(v1.UpgradeDeploying)
 		deploying(s)
 	}
 }
 
-// deploying stops the old job, rolls the pods once Flink reports it gone,
-// and submits the new job once they run the new spec.
+// untouched ends an upgrade whose state could not be saved while its job
+// runs on.
+func untouched(s *Step) {
+	target := s.upgrade().TargetGeneration
+	s.endUpgrade(true)
+	s.transition(Transition{Kind: UpgradeFailed})
+	s.setUpgrading(metav1.ConditionFalse, "SavepointFailed",
+		fmt.Sprintf("The upgrade to generation %d did not start: the job's state could not be saved (see the SavepointFailed event); the job runs on, untouched. Change the spec to retry", target))
+}
+
+// deploying stops the old job as the state rule allows, records the state
+// it restores from, rolls the pods, and submits the new job once they run
+// the new spec. The restore point is settled (the old job seen ended, its
+// state read) before anything rolls: a JobManager without HA forgets the
+// old job, and its history with it, when it restarts.
 func deploying(s *Step) {
-	in, up := s.in, s.upgrade()
+	in, up, job := s.in, s.upgrade(), s.job()
 	if Change(up.Kind) == ChangeRescaleInPlace {
 		inPlace(s)
 		return
 	}
-	if !specEqual(in.Deployed, in.Spec) {
-		if !s.stopJob() {
-			if timedOut(up.PhaseStartedAt, savepointTimeout(in.Spec), in.Now) {
-				abandon(s, fmt.Sprintf("job %s did not stop within %s (state %s); the running cluster is untouched", s.job().ID, savepointTimeout(in.Spec), orUnknown(string(in.Flink.JobState))))
+	if !specEqual(in.Deployed, in.Spec) || job.EndedAt == nil {
+		snap, v := s.restorePoint(purposeOf(Change(up.Kind), modeOf(in)))
+		switch v.Do {
+		case TakeSavepoint:
+			// The job runs (again): its state is saved first.
+			s.toPhase(v1.UpgradeSavingState)
+			if job.PendingSavepoint == nil {
+				s.trigger(upgradeReason(Change(up.Kind), false), true, false)
 			}
-			return
+		case Cancel:
+			if in.Flink.JobState != flink.JobCancelling {
+				s.act(ActCancel, "")
+			}
+			if limit := savepointTimeout(in.Spec); timedOut(up.PhaseStartedAt, limit, in.Now) {
+				// A cancel always ends in Flink; giving up here would leave
+				// a job stopped with nothing to restore it.
+				s.hold(Verdict{Do: Hold, Reason: "StopInProgress", Message: fmt.Sprintf(
+					"Job %s has not stopped within %s (state %s); the operator waits for Flink to report it ended before it rolls the pods", job.ID, limit, orUnknown(string(in.Flink.JobState)))})
+			}
+			s.requeue(Poll)
+		case Refuse:
+			abandon(s, v.Message)
+		case Restore:
+			up.RestorePath = snap.Path
+			if up.RollbackPath == "" {
+				up.RollbackPath = snap.Path
+			}
+			s.Deploy = in.Spec
+			s.requeue(Poll)
 		}
-		s.Deploy = in.Spec
-		s.requeue(Poll)
 		return
 	}
 	s.Deploy = in.Spec
@@ -259,11 +386,27 @@ func deploying(s *Step) {
 		s.requeue(Poll)
 		return
 	}
+	if in.Spec.Job == nil {
+		removed(s)
+		return
+	}
 	// The job is submitted and verified in one phase: its ID is recorded
 	// with the phase change, before the submission.
 	s.submit(up.RestorePath, "Restored")
 	up.CheckpointsAtRestore = 0
 	s.toPhase(v1.UpgradeVerifying)
+}
+
+// removed ends the removal of spec.job: the job stopped, its state is
+// recorded in status.job, the pods run the spec without it.
+func removed(s *Step) {
+	in, up := s.in, s.upgrade()
+	from := up.RestorePath
+	s.endUpgrade(false)
+	s.setUpgrading(metav1.ConditionFalse, "JobRemoved", fmt.Sprintf(
+		"spec.job was removed: job %s stopped and its state, %s, is recorded in status.job; adding spec.job again restores from it", s.job().ID, orUnknown(from)))
+	s.transition(Transition{Kind: UpgradeSucceeded})
+	s.event(false, "JobRemoved", "Generation %d runs without a job; job %s stopped with its state at %s", in.Generation, s.job().ID, orUnknown(from))
 }
 
 // abandon ends an upgrade that could not start its rollout.
@@ -322,7 +465,7 @@ func verifying(s *Step) {
 	// when it is made, and its absence is what says "stop the failed job".
 	job.SubmittedAt = nil
 	s.setUpgrading(metav1.ConditionFalse, "UpgradeFailed", fmt.Sprintf("Generation %d failed its gate: %s", in.Generation, why))
-	s.setCondition(v1.ConditionRollingBack, metav1.ConditionTrue, "GateFailed", fmt.Sprintf("Rolling back to the last stable spec and restoring from %s", orUnknown(up.RestorePath)))
+	s.setCondition(v1.ConditionRollingBack, metav1.ConditionTrue, "GateFailed", fmt.Sprintf("Rolling back to the last stable spec and restoring from %s", orUnknown(rollbackPoint(up))))
 	rollingBack(s)
 }
 
@@ -337,9 +480,16 @@ func rollingBack(s *Step) {
 	}
 	if job.SubmittedAt == nil {
 		// The failed job first; then the pods; then the rollback's job.
-		if !specEqual(in.Deployed, in.LastStable) {
-			if s.stopJob() {
+		if !specEqual(in.Deployed, in.LastStable) || job.EndedAt == nil {
+			switch _, v := s.restorePoint(ForRollback); v.Do {
+			case Cancel:
+				if in.Flink.JobState != flink.JobCancelling {
+					s.act(ActCancel, "")
+				}
+				s.requeue(Poll)
+			case Restore:
 				s.Deploy = in.LastStable
+				s.requeue(Poll)
 			}
 			return
 		}
@@ -348,7 +498,7 @@ func rollingBack(s *Step) {
 			s.requeue(Poll)
 			return
 		}
-		s.submit(up.RestorePath, "RolledBack")
+		s.submit(rollbackPoint(up), "RolledBack")
 		return
 	}
 	s.Deploy = in.LastStable
@@ -361,9 +511,9 @@ func rollingBack(s *Step) {
 		s.endUpgrade(true)
 		s.setCondition(v1.ConditionRollingBack, metav1.ConditionFalse, "RollbackComplete", "The rollback finished")
 		s.setCondition(v1.ConditionRolledBack, metav1.ConditionTrue, "GateFailed",
-			fmt.Sprintf("Generation %d failed its gate; running the last stable spec restored from %s. Change the spec to try again", in.Generation, orUnknown(up.RestorePath)))
+			fmt.Sprintf("Generation %d failed its gate; running the last stable spec restored from %s. Change the spec to try again", in.Generation, orUnknown(rollbackPoint(up))))
 		s.transition(Transition{Kind: RollbackSucceeded})
-		s.event(false, "RolledBack", "Rolled back to the last stable spec; the job runs from %s", orUnknown(up.RestorePath))
+		s.event(false, "RolledBack", "Rolled back to the last stable spec; the job runs from %s", orUnknown(rollbackPoint(up)))
 	case in.Flink.JobFound && in.Flink.JobState.Terminal():
 		rollbackFailed(s, fmt.Sprintf("the restored job is %s: %s", in.Flink.JobState, orUnknown(in.Flink.FailureCause)))
 	default:
@@ -378,38 +528,45 @@ func rollbackFailed(s *Step, why string) {
 	s.endUpgrade(true)
 	s.setCondition(v1.ConditionRollingBack, metav1.ConditionFalse, "RollbackFailed", "The rollback failed: "+why)
 	s.setCondition(v1.ConditionRolledBack, metav1.ConditionFalse, "RollbackFailed",
-		fmt.Sprintf("Generation %d failed its gate and the rollback to the last stable spec failed too: %s (restoring from %s). Change the spec to try again", in.Generation, why, orUnknown(up.RestorePath)))
+		fmt.Sprintf("Generation %d failed its gate and the rollback to the last stable spec failed too: %s (restoring from %s). Change the spec to try again", in.Generation, why, orUnknown(rollbackPoint(up))))
 	s.transition(Transition{Kind: RollbackFailed})
 	s.event(true, "RollbackFailed", "The rollback to the last stable spec failed: %s", why)
 }
 
 // supersede handles a new spec during an upgrade: the user's newest spec
-// wins. State already saved by this upgrade is reused, never taken twice.
+// wins, from the newest state of whatever job runs now (the old one, the
+// one being verified, the rollback's): the state rule takes a savepoint of
+// it while it runs, or reads the newest state it left. A rollback returns
+// to the state recorded before the first of the superseded upgrades.
 func supersede(s *Step) {
 	in, up := s.in, s.upgrade()
 	if up.Phase == v1.UpgradeSavingState && s.job().PendingSavepoint != nil {
-		// Let the savepoint finish: its result is the state the new spec
-		// starts from.
-		result, done := s.follow()
-		switch result {
-		case inFlight:
+		// Let the savepoint finish: the new spec starts from it.
+		result, _ := s.follow()
+		switch {
+		case result == inFlight:
 			return
-		case failed:
-			// The upgrade is abandoned; the new generation starts afresh.
+		case result == failed && (alive(in) || !in.Flink.Reachable):
+			// The upgrade is over, its job untouched; the new generation
+			// starts afresh.
+			untouched(s)
 			steady(s)
 			return
 		}
-		up.RestorePath = done.Path
 	}
 	if up.Phase == v1.UpgradeRollingBack {
 		s.setCondition(v1.ConditionRollingBack, metav1.ConditionFalse, "Superseded", fmt.Sprintf("Generation %d replaced the rollback", in.Generation))
 	}
 	s.transition(Transition{Kind: UpgradeSuperseded})
 	s.event(false, "UpgradeSuperseded", "Generation %d supersedes the upgrade to generation %d", in.Generation, up.TargetGeneration)
+	if up.RollbackPath == "" {
+		up.RollbackPath = up.RestorePath
+	}
 	up.TargetGeneration = in.Generation
 	up.Kind = string(Classify(in.Deployed, in.Spec))
-	// Whatever job runs now (the old one, the failed one, the rollback's)
-	// stops before the new spec rolls out.
+	if in.Spec.Job == nil {
+		up.Kind = string(ChangeRemoval)
+	}
 	s.toPhase(v1.UpgradeDeploying)
 	deploying(s)
 }
