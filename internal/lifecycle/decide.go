@@ -10,53 +10,75 @@ import (
 	"github.com/datapilot/datapilot/internal/flink"
 )
 
-// Decide makes one step of the lifecycle of a cluster with spec.job: the
-// phase the status is in picks one function, which returns the step.
+// Decide makes one step of the lifecycle of a cluster with a job: the
+// phase the status is in picks one function. A phase that moves the
+// upgrade on returns true, and the phase it moved to decides in the same
+// step, from the same observation: no phase calls another. Every move goes
+// forward (supersede, steady, a start, deploying is the longest chain), so
+// the bound only guards the loop.
 func Decide(in Input) Step {
 	s := newStep(in)
-	up := s.upgrade()
-	switch {
-	case in.Deployed == nil:
-		first(s)
-	case up == nil:
-		steady(s)
-	case up.TargetGeneration != in.Generation:
-		supersede(s)
-	case up.Phase == v1.UpgradeSavingState:
-		savingState(s)
-	case up.Phase == v1.UpgradeDeploying:
-		deploying(s)
-	case up.Phase == v1.UpgradeVerifying:
-		verifying(s)
-	case up.Phase == v1.UpgradeRollingBack:
-		rollingBack(s)
-	default:
-		// A phase this operator does not know: stop, say so, touch nothing.
-		s.setUpgrading(metav1.ConditionFalse, "UnknownPhase", fmt.Sprintf("status.upgrade.phase %q is not a phase of this operator; the upgrade is abandoned", up.Phase))
-		s.endUpgrade(true)
+	for range maxChain {
+		if !phaseOf(s)(s) {
+			break
+		}
 	}
 	s.setStateHold()
 	return *s
 }
 
+const maxChain = 6
+
+// phaseOf is the phase function for the status as the step has it.
+func phaseOf(s *Step) func(*Step) bool {
+	in, up := s.in, s.upgrade()
+	switch {
+	case in.Deployed == nil:
+		return first
+	case up == nil:
+		return steady
+	case up.TargetGeneration != in.Generation:
+		return supersede
+	case up.Phase == v1.UpgradeSavingState:
+		return savingState
+	case up.Phase == v1.UpgradeDeploying && Change(up.Kind) == ChangeRescaleInPlace:
+		return inPlace
+	case up.Phase == v1.UpgradeDeploying:
+		return deploying
+	case up.Phase == v1.UpgradeVerifying:
+		return verifying
+	case up.Phase == v1.UpgradeRollingBack:
+		return rollingBack
+	}
+	return unknownPhase
+}
+
+// unknownPhase: a phase this operator does not know: stop, say so, touch
+// nothing.
+func unknownPhase(s *Step) bool {
+	s.setUpgrading(metav1.ConditionFalse, "UnknownPhase", fmt.Sprintf("status.upgrade.phase %q is not a phase of this operator; the upgrade is abandoned", s.upgrade().Phase))
+	s.endUpgrade(true)
+	return false
+}
+
 // first deploys a cluster that runs nothing yet: no state to protect.
-func first(s *Step) {
+func first(s *Step) bool {
 	s.Deploy = s.in.Spec
 	s.setUpgrading(metav1.ConditionFalse, "NoUpgrade", "No upgrade in flight")
+	return false
 }
 
 // steady handles a cluster with no upgrade in flight.
-func steady(s *Step) {
+func steady(s *Step) bool {
 	in := s.in
 	if in.Spec.Job == nil {
 		// spec.job removed: its job stops with a savepoint first, recorded
 		// for a returning spec.job, then the pods roll.
 		if in.Deployed.Job != nil && in.Status.LastFailedGeneration != in.Generation {
-			startUpgrade(s, ChangeRemoval)
-			return
+			return startUpgrade(s, ChangeRemoval)
 		}
 		s.Deploy = in.Spec
-		return
+		return false
 	}
 	change := Classify(in.Deployed, in.Spec)
 	switch {
@@ -64,8 +86,7 @@ func steady(s *Step) {
 		// The same spec, rendered differently: the pods must roll, so the
 		// job's state is made safe first, as for a configuration change.
 		s.event(false, "RenderingChanged", "The operator renders this cluster differently from what its pods run (an operator upgrade or a platform setting); rolling them through the state-safe upgrade path")
-		startUpgrade(s, ChangeConfigRoll)
-		return
+		return startUpgrade(s, ChangeConfigRoll)
 	case change == ChangeNone:
 		// Drift here is after a failed generation (see below).
 		s.Hold = in.Drift
@@ -74,11 +95,9 @@ func steady(s *Step) {
 		// its latest checkpoint by itself.
 		s.Deploy = in.Spec
 	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec) && in.InPlace && alive(in):
-		startInPlace(s)
-		return
+		return startInPlace(s)
 	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec):
-		startUpgrade(s, ChangeRescale)
-		return
+		return startUpgrade(s, ChangeRescale)
 	case in.Status.LastFailedGeneration == in.Generation:
 		// This generation failed and was rolled back or abandoned:
 		// retrying it would fail the same way. A new spec clears it.
@@ -86,14 +105,14 @@ func steady(s *Step) {
 		// renders them differently: rolling them would skip the state rule.
 		s.Hold = in.Drift
 	default:
-		startUpgrade(s, change)
-		return
+		return startUpgrade(s, change)
 	}
 	if s.job().PendingSavepoint != nil {
 		s.follow()
-		return
+		return false
 	}
 	runJob(s)
+	return false
 }
 
 // runJob keeps the job in its desired state and serves savepoint requests.
@@ -205,12 +224,12 @@ func markStable(s *Step) {
 
 // startUpgrade begins a state-safe change, as far as the state rule allows:
 // while it holds, nothing starts and the pods keep what they run.
-func startUpgrade(s *Step, change Change) {
+func startUpgrade(s *Step, change Change) bool {
 	in, job := s.in, s.job()
 	snap, v := s.restorePoint(purposeOf(change, modeOf(in)))
 	switch v.Do {
 	case Hold, Wait:
-		return
+		return false
 	case Refuse:
 		if change != ChangeRescale {
 			s.Status.LastFailedGeneration = in.Generation
@@ -218,7 +237,7 @@ func startUpgrade(s *Step, change Change) {
 		s.transition(Transition{Kind: UpgradeFailed})
 		s.setUpgrading(metav1.ConditionFalse, v.Reason, fmt.Sprintf("The %s to generation %d was refused: %s. Change the spec to try again", change, in.Generation, v.Message))
 		s.event(true, "UpgradeRefused", "The %s to generation %d was refused: %s", change, in.Generation, v.Message)
-		return
+		return false
 	}
 	now := s.now()
 	s.Status.Upgrade = &v1.UpgradeStatus{Kind: string(change), TargetGeneration: in.Generation, StartedAt: now}
@@ -233,14 +252,12 @@ func startUpgrade(s *Step, change Change) {
 		// Nothing runs: the rule named the newest state it left.
 		s.Status.Upgrade.RestorePath = snap.Path
 		s.toPhase(v1.UpgradeDeploying)
-		deploying(s)
-		return
+		return true
 	case Cancel:
 		_, checkpoint = needsState(change, modeOf(in), in.Deployed.Version)
 		if !checkpoint || in.Flink.JobState != flink.JobRunning {
 			s.toPhase(v1.UpgradeDeploying)
-			deploying(s)
-			return
+			return true
 		}
 	}
 	// A savepoint first, or, for a last-state roll of a RUNNING job, a
@@ -254,6 +271,7 @@ func startUpgrade(s *Step, change Change) {
 		// trigger waits for it rather than racing it.
 		s.requeue(Poll)
 	}
+	return false
 }
 
 // purposeOf names what a change must carry the job's state across.
@@ -300,32 +318,31 @@ func forUpgrade(r v1.SavepointReason) bool {
 }
 
 // savingState waits for the savepoint or checkpoint that makes state safe.
-func savingState(s *Step) {
+func savingState(s *Step) bool {
 	in := s.in
 	if s.job().PendingSavepoint == nil {
 		// The upgrade waited for another savepoint; ask the rule again.
 		s.toPhase(v1.UpgradeDeploying)
-		deploying(s)
-		return
+		return true
 	}
 	result, done := s.follow()
 	switch {
 	case result == inFlight:
+		return false
 	case result == failed && (alive(in) || !in.Flink.Reachable):
 		// The job runs on, untouched: a savepoint or checkpoint does not
 		// stop it, and a failed stop-with-savepoint leaves it running.
 		untouched(s)
-	case result == failed:
-		// The job ended anyway: the rule reads the newest state it left.
-		s.toPhase(v1.UpgradeDeploying)
-		deploying(s)
-	case !forUpgrade(done.Reason):
+		return false
+	case result == completed && !forUpgrade(done.Reason):
 		// Another savepoint finished; the upgrade's own comes next.
 		s.requeue(Poll)
-	default:
-		s.toPhase(v1.UpgradeDeploying)
-		deploying(s)
+		return false
 	}
+	// The state is saved, or the job ended anyway: the rule reads the
+	// newest state it left.
+	s.toPhase(v1.UpgradeDeploying)
+	return true
 }
 
 // untouched ends an upgrade whose state could not be saved while its job
@@ -343,12 +360,8 @@ func untouched(s *Step) {
 // the new spec. The restore point is settled (the old job seen ended, its
 // state read) before anything rolls: a JobManager without HA forgets the
 // old job, and its history with it, when it restarts.
-func deploying(s *Step) {
+func deploying(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
-	if Change(up.Kind) == ChangeRescaleInPlace {
-		inPlace(s)
-		return
-	}
 	if !specEqual(in.Deployed, in.Spec) || job.EndedAt == nil {
 		snap, v := s.restorePoint(purposeOf(Change(up.Kind), modeOf(in)))
 		switch v.Do {
@@ -379,22 +392,23 @@ func deploying(s *Step) {
 			s.Deploy = in.Spec
 			s.requeue(Poll)
 		}
-		return
+		return false
 	}
 	s.Deploy = in.Spec
 	if !in.RolledOut {
 		s.requeue(Poll)
-		return
+		return false
 	}
 	if in.Spec.Job == nil {
 		removed(s)
-		return
+		return false
 	}
 	// The job is submitted and verified in one phase: its ID is recorded
 	// with the phase change, before the submission.
 	s.submit(up.RestorePath, "Restored")
 	up.CheckpointsAtRestore = 0
 	s.toPhase(v1.UpgradeVerifying)
+	return false
 }
 
 // removed ends the removal of spec.job: the job stopped, its state is
@@ -420,7 +434,7 @@ func abandon(s *Step, why string) {
 
 // verifying is the stability gate: the job RUNNING with N checkpoints
 // completed since the restore, within the deadline.
-func verifying(s *Step) {
+func verifying(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
 	if !in.Flink.JobFound && in.Flink.Reachable && in.RolledOut && neverReached(job) {
 		s.resubmit()
@@ -440,12 +454,12 @@ func verifying(s *Step) {
 		s.transition(Transition{Kind: UpgradeSucceeded})
 		s.event(false, "UpgradeSucceeded", "Generation %d passed the stability gate", in.Generation)
 		s.MarkStable = true
-		return
+		return false
 	}
 	jobFailed := in.Flink.JobFound && in.Flink.JobState == flink.JobFailed
 	if !jobFailed && !timedOut(up.PhaseStartedAt, stabilityTimeout(in.Spec), in.Now) {
 		s.requeue(Poll)
-		return
+		return false
 	}
 	why := fmt.Sprintf("the job did not run with %d checkpoints within %s (state %s, %d checkpoints)",
 		need, stabilityTimeout(in.Spec), orUnknown(string(in.Flink.JobState)), in.Flink.CheckpointsCompleted-up.CheckpointsAtRestore)
@@ -457,7 +471,7 @@ func verifying(s *Step) {
 		s.endUpgrade(true)
 		s.setUpgrading(metav1.ConditionFalse, "UpgradeFailed", fmt.Sprintf("Generation %d failed its gate: %s; no rollback (disabled or no stable spec)", in.Generation, why))
 		s.event(true, "UpgradeFailed", "Generation %d failed its gate: %s", in.Generation, why)
-		return
+		return false
 	}
 	s.event(true, "RollingBack", "Generation %d failed its gate (%s); rolling back to the last stable spec", in.Generation, why)
 	s.toPhase(v1.UpgradeRollingBack)
@@ -466,17 +480,17 @@ func verifying(s *Step) {
 	job.SubmittedAt = nil
 	s.setUpgrading(metav1.ConditionFalse, "UpgradeFailed", fmt.Sprintf("Generation %d failed its gate: %s", in.Generation, why))
 	s.setCondition(v1.ConditionRollingBack, metav1.ConditionTrue, "GateFailed", fmt.Sprintf("Rolling back to the last stable spec and restoring from %s", orUnknown(rollbackPoint(up))))
-	rollingBack(s)
+	return true
 }
 
 // rollingBack stops the failed job, returns the pods to the last stable
 // spec and restores the job from the state saved before the upgrade (no
 // HA metadata needed). It ends within the stability timeout either way.
-func rollingBack(s *Step) {
+func rollingBack(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
 	if timedOut(up.PhaseStartedAt, stabilityTimeout(in.Spec), in.Now) {
 		rollbackFailed(s, fmt.Sprintf("it did not finish within %s (job state %s)", stabilityTimeout(in.Spec), orUnknown(string(in.Flink.JobState))))
-		return
+		return false
 	}
 	if job.SubmittedAt == nil {
 		// The failed job first; then the pods; then the rollback's job.
@@ -491,15 +505,15 @@ func rollingBack(s *Step) {
 				s.Deploy = in.LastStable
 				s.requeue(Poll)
 			}
-			return
+			return false
 		}
 		s.Deploy = in.LastStable
 		if !in.RolledOut {
 			s.requeue(Poll)
-			return
+			return false
 		}
 		s.submit(rollbackPoint(up), "RolledBack")
-		return
+		return false
 	}
 	s.Deploy = in.LastStable
 	if !in.Flink.JobFound && in.Flink.Reachable && neverReached(job) {
@@ -519,6 +533,7 @@ func rollingBack(s *Step) {
 	default:
 		s.requeue(Poll)
 	}
+	return false
 }
 
 // rollbackFailed ends a rollback that did not bring the job back: a
@@ -538,20 +553,19 @@ func rollbackFailed(s *Step, why string) {
 // one being verified, the rollback's): the state rule takes a savepoint of
 // it while it runs, or reads the newest state it left. A rollback returns
 // to the state recorded before the first of the superseded upgrades.
-func supersede(s *Step) {
+func supersede(s *Step) bool {
 	in, up := s.in, s.upgrade()
 	if up.Phase == v1.UpgradeSavingState && s.job().PendingSavepoint != nil {
 		// Let the savepoint finish: the new spec starts from it.
 		result, _ := s.follow()
 		switch {
 		case result == inFlight:
-			return
+			return false
 		case result == failed && (alive(in) || !in.Flink.Reachable):
 			// The upgrade is over, its job untouched; the new generation
-			// starts afresh.
+			// starts afresh, from steady.
 			untouched(s)
-			steady(s)
-			return
+			return true
 		}
 	}
 	if up.Phase == v1.UpgradeRollingBack {
@@ -568,7 +582,7 @@ func supersede(s *Step) {
 		up.Kind = string(ChangeRemoval)
 	}
 	s.toPhase(v1.UpgradeDeploying)
-	deploying(s)
+	return true
 }
 
 func specEqual(a, b *v1.FlinkClusterSpec) bool {

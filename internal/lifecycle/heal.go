@@ -135,7 +135,7 @@ func healed(s *Step) {
 // startInPlace begins a rescale through the adaptive scheduler: no
 // savepoint (the job restarts from its latest checkpoint by itself, and
 // keeps its ID); a rollback restores the newest state held now.
-func startInPlace(s *Step) {
+func startInPlace(s *Step) bool {
 	in := s.in
 	// The rollback's restore point: the checkpoint Flink reports now, not
 	// only the last one written.
@@ -145,21 +145,22 @@ func startInPlace(s *Step) {
 	s.transition(Transition{Kind: UpgradeStarted})
 	s.event(false, "UpgradeStarted", "Started an in-place rescale to parallelism %d (adaptive scheduler)", in.Spec.Job.Parallelism)
 	s.toPhase(v1.UpgradeDeploying)
-	inPlace(s)
+	return true
 }
 
 // inPlace scales the TaskManagers first, then sets the job's resource
 // requirements, then hands over to the stability gate, which also waits
 // for the new parallelism.
-func inPlace(s *Step) {
+func inPlace(s *Step) bool {
 	in, up := s.in, s.upgrade()
 	s.Deploy = in.Spec
 	if !specEqual(in.Deployed, in.Spec) || !in.RolledOut {
 		s.requeue(Poll)
-		return
+		return false
 	}
 	s.Action = Action{Kind: ActRescale, Parallelism: in.Spec.Job.Parallelism}
 	up.CheckpointsAtRestore = in.Flink.CheckpointsCompleted
 	s.toPhase(v1.UpgradeVerifying)
 	s.requeue(Poll)
+	return false
 }
