@@ -95,7 +95,7 @@ type Snapshot struct {
 // a job, with job as the phase has it. In order:
 //
 //   - No job was ever submitted: nothing to protect (the initial savepoint).
-//   - Flink does not answer: Hold. Whether the job runs, and what it last
+//   - Flink does not answer (nor for the job's checkpoint history): Hold. Whether the job runs, and what it last
 //     saved, is Flink's to say (an upgrade decided blind would skip its
 //     savepoint and restore a checkpoint a later cancel deletes).
 //   - The job runs: a savepoint is taken first (TakeSavepoint) where the
@@ -120,6 +120,9 @@ func RestorePoint(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) 
 	case !in.Flink.Reachable:
 		return Snapshot{}, Verdict{Do: Hold, Reason: "FlinkUnreachable", Message: fmt.Sprintf(
 			"Flink's REST API does not answer; the %s of job %s waits for it, since whether the job runs and what state it last completed is Flink's to say", why, job.ID)}
+	case in.Flink.JobFound && in.Flink.HistoryUnread:
+		return Snapshot{}, Verdict{Do: Hold, Reason: "FlinkUnreachable", Message: fmt.Sprintf(
+			"Flink did not answer for the checkpoint history of job %s; the %s waits for it, since the state to restore from is read there", job.ID, why)}
 	case alive(in):
 		return beforeStop(in, job, why)
 	case why == ForRollback:

@@ -30,6 +30,8 @@ func TestRestorePoint(t *testing.T) {
 	}{
 		{"nothing ever ran", v1.JobStatus{}, Flink{}, "", ForVersion, Restore, "s3://sp/initial", ""},
 		{"Flink unreachable", v1.JobStatus{ID: "job-1"}, Flink{}, "", ForChange, Hold, "", "FlinkUnreachable"},
+		{"the checkpoint history unread", v1.JobStatus{ID: "job-1", EndedAt: &ended}, Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, HistoryUnread: true},
+			"RETAIN_ON_CANCELLATION", ForLastState, Hold, "", "FlinkUnreachable"},
 
 		{"running, version change: savepoint", v1.JobStatus{ID: "job-1"}, running("job-1", 3), "", ForVersion, TakeSavepoint, "", ""},
 		{"running, job change: savepoint", v1.JobStatus{ID: "job-1"}, running("job-1", 3), "", ForChange, TakeSavepoint, "", ""},

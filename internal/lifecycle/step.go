@@ -21,6 +21,10 @@ type Flink struct {
 	JobState flink.JobStatus
 	// FailureCause is the job's root exception, when it failed.
 	FailureCause string
+	// HistoryUnread: the job's checkpoint statistics did not answer (an
+	// error other than Flink's "not enabled"), so LatestCheckpoint and
+	// Savepoints say nothing.
+	HistoryUnread bool
 	// CheckpointsCompleted is the job's completed-checkpoint count.
 	CheckpointsCompleted int64
 	// LatestCheckpoint is the job's latest completed checkpoint.

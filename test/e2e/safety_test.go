@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -92,17 +91,8 @@ func TestLastStateUpgradeWithDefaultRetention(t *testing.T) {
 		fc := jobClusterAt(ns, "laststate", p.from)
 		fc.Spec.Checkpointing.Retention = 0 // Flink's default, one
 		fc.Spec.Job.UpgradeMode = v1.UpgradeLastState
-		if err := k8s.Create(context.Background(), fc); err != nil {
-			t.Fatal(err)
-		}
-		key := flinksim.ClusterKey{Namespace: ns, Name: "laststate"}
-		first := runningFrom(t, ns, "laststate", key, "")
-		eventually(t, time.Minute, "stable", func() error {
-			if getFC(t, ns, "laststate").Status.LastStableSpec == nil {
-				return fmt.Errorf("not stable yet")
-			}
-			return nil
-		})
+		key := startCluster(t, fc)
+		first := simJob(t, key, getFC(t, ns, "laststate").Status.Job.ID)
 		patchSpec(t, ns, "laststate", func(fc *v1.FlinkCluster) {
 			fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"pipeline.name": "orders"}
 		})
@@ -206,11 +196,8 @@ func TestHealRestoresTheCheckpointTheCancelKept(t *testing.T) {
 	fc := jobClusterAt(ns, "heal", "1.19.3")
 	fc.Spec.Checkpointing.Retention = 0
 	fc.Spec.Healing = &v1.HealingSpec{RestoreAttempts: 2, Backoff: "2s", StalledCheckpointIntervals: 3, OnStalledCheckpoints: v1.HealRestore}
-	if err := k8s.Create(context.Background(), fc); err != nil {
-		t.Fatal(err)
-	}
-	key := flinksim.ClusterKey{Namespace: ns, Name: "heal"}
-	first := runningFrom(t, ns, "heal", key, "")
+	key := startCluster(t, fc)
+	first := simJob(t, key, getFC(t, ns, "heal").Status.Job.ID)
 	eventually(t, time.Minute, "checkpoints", func() error {
 		if j := simJob(t, key, first.ID); j.CheckpointsCompleted < 2 {
 			return fmt.Errorf("%d checkpoints", j.CheckpointsCompleted)
