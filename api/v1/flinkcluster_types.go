@@ -401,6 +401,10 @@ const (
 	// ConditionHighAvailabilityPermissions, with Kubernetes HA, is True when
 	// the pods' ServiceAccount may use ConfigMaps as Flink's HA services do.
 	ConditionHighAvailabilityPermissions = "HighAvailabilityPermissions"
+	// ConditionStateHold is True while the state rule holds or refuses a
+	// stop, cancel or replacement of the job (lifecycle.RestorePoint): the
+	// reason says which condition of the rule is not met. Absent otherwise.
+	ConditionStateHold = "StateHold"
 )
 
 // ComponentStatus counts the pods of one tier.

@@ -142,10 +142,16 @@ type HealthPolicy struct {
 type SavepointReason string
 
 const (
-	SavepointForUpgrade  SavepointReason = "Upgrade"
-	SavepointPeriodic    SavepointReason = "Periodic"
-	SavepointManual      SavepointReason = "Manual"
-	SavepointForSuspend  SavepointReason = "Suspend"
+	SavepointForUpgrade SavepointReason = "Upgrade"
+	SavepointPeriodic   SavepointReason = "Periodic"
+	SavepointManual     SavepointReason = "Manual"
+	SavepointForSuspend SavepointReason = "Suspend"
+	// SavepointForRemoval stops the job of a spec that no longer has one;
+	// a returning spec.job restores from it.
+	SavepointForRemoval SavepointReason = "Removal"
+	// SavepointForHeal stops a running job being restarted whose
+	// checkpoints would not survive a cancel.
+	SavepointForHeal     SavepointReason = "Heal"
 	CheckpointForUpgrade SavepointReason = "UpgradeCheckpoint"
 )
 
@@ -222,6 +228,12 @@ type JobStatus struct {
 	// FailureCause is Flink's root exception of a FAILED job.
 	// +optional
 	FailureCause string `json:"failureCause,omitempty"`
+	// EndedAt is when the operator first saw Flink report the job ended.
+	// Flink answers from caches (web.refresh-interval,
+	// rest.cache.checkpoint-statistics.timeout), so the state an ended job
+	// restores from is read no sooner than those after it.
+	// +optional
+	EndedAt *metav1.Time `json:"endedAt,omitempty"`
 }
 
 // CheckpointInfo is one completed checkpoint.
@@ -260,10 +272,15 @@ type UpgradeStatus struct {
 	StartedAt metav1.Time `json:"startedAt"`
 	// PhaseStartedAt is when the current phase started; deadlines count from it.
 	PhaseStartedAt metav1.Time `json:"phaseStartedAt"`
-	// RestorePath is the savepoint or checkpoint the job is restored from,
-	// and the one a rollback returns to.
+	// RestorePath is the savepoint or checkpoint the job is restored from.
 	// +optional
 	RestorePath string `json:"restorePath,omitempty"`
+	// RollbackPath is the state a rollback returns to: the state of the
+	// last stable spec's job, saved when the upgrade stopped it. A new spec
+	// during the upgrade keeps it (restorePath then moves on to the state
+	// of the job it stops). Empty means restorePath.
+	// +optional
+	RollbackPath string `json:"rollbackPath,omitempty"`
 	// CheckpointsAtRestore is the completed-checkpoint count when the job
 	// was restored; the stability gate counts from it.
 	// +optional

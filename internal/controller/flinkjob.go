@@ -171,8 +171,13 @@ func (r *Reconciler) observeFlink(ctx context.Context, fc *v1.FlinkCluster, jmRe
 		if detail.State.Terminal() && detail.EndTime > 0 {
 			obs.EndedAt = time.UnixMilli(detail.EndTime)
 		}
-		if cps, err := c.Checkpoints(ctx, job.ID); err == nil {
+		switch cps, err := c.Checkpoints(ctx, job.ID); {
+		case err == nil:
 			readCheckpoints(&obs, cps)
+		case !flink.IsNotFound(err):
+			// Not "checkpointing has not been enabled": the history is
+			// unknown, and a restore point is not read from it.
+			obs.HistoryUnread = true
 		}
 		if detail.State == flink.JobFailed {
 			obs.FailureCause = r.failureCause(ctx, c, job.ID)

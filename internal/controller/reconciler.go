@@ -215,23 +215,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // the recorded trigger and job IDs make the repeat harmless.
 func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterSpec, lifecycle.Step, error) {
 	fc := s.fc
-	if fc.Spec.Job == nil {
-		return &fc.Spec, lifecycle.Step{}, nil
-	}
 	deployed, err := decodeSpec(fc.Status.DeployedSpec, "status.deployedSpec")
 	if err != nil {
 		return nil, lifecycle.Step{}, err
+	}
+	if fc.Spec.Job == nil && (deployed == nil || deployed.Job == nil) && fc.Status.Upgrade == nil {
+		// A session cluster: no job of the operator's to protect. A
+		// removed spec.job goes through the lifecycle, which stops its job
+		// with a savepoint before the pods roll.
+		return &fc.Spec, lifecycle.Step{}, nil
 	}
 	stable, err := decodeSpec(fc.Status.LastStableSpec, "status.lastStableSpec")
 	if err != nil {
 		return nil, lifecycle.Step{}, err
 	}
-	rolledOut, drift := false, false
+	rolledOut, drift, retention := false, false, ""
 	if deployed != nil {
 		if s.desired, err = resources.Build(withSpec(fc, deployed), r.Platform); err == nil {
 			s.desiredFor = deployed
 			rolledOut = rolledOutTo(s.desired, s.obs)
 			drift = renderingDrift(s.desired, s.obs)
+			retention = s.desired.Config.Settings[flink.LastStateRetentionKey]
 		}
 	}
 	now := time.Now()
@@ -256,6 +260,7 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 		Rescale:    rescale,
 		InPlace:    inPlace(spec),
 		Heal:       auto.heal,
+		Retention:  retention,
 	})
 	events := settleAutopilot(fc, auto, &step, obs, stable, now)
 	if auto.requeue > 0 && (step.RequeueAfter == 0 || auto.requeue < step.RequeueAfter) {
@@ -267,7 +272,7 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 	r.recordAutopilot(fc, events, step)
 	// While state is saved the pods keep what they run, even where this
 	// operator would render them differently (Input.Drift).
-	s.hold = step.Status.Upgrade != nil && step.Status.Upgrade.Phase == v1.UpgradeSavingState
+	s.hold = step.Hold || step.Status.Upgrade != nil && step.Status.Upgrade.Phase == v1.UpgradeSavingState
 	return step.Deploy, step, nil
 }
 

@@ -30,6 +30,9 @@ const (
 	// resubmission, gate, rollback); a failed one does not mark the
 	// generation failed, since the autopilot reverts its own target.
 	ChangeRescale Change = "Rescale"
+	// ChangeRemoval: spec.job removed. Its job stops with a savepoint,
+	// recorded in status.job for a returning spec.job, then the pods roll.
+	ChangeRemoval Change = "JobRemoval"
 	// ChangeRescaleInPlace is a Rescale through the adaptive scheduler's
 	// resource requirements: the job keeps running, no savepoint.
 	ChangeRescaleInPlace Change = "RescaleInPlace"

@@ -10,74 +10,109 @@ import (
 	"github.com/datapilot/datapilot/internal/flink"
 )
 
-// Decide makes one step of the lifecycle of a cluster with spec.job: the
-// phase the status is in picks one function, which returns the step.
+// Decide makes one step of the lifecycle of a cluster with a job: the
+// phase the status is in picks one function. A phase that moves the
+// upgrade on returns true, and the phase it moved to decides in the same
+// step, from the same observation: no phase calls another. Every move goes
+// forward (supersede, steady, a start, deploying is the longest chain), so
+// the bound only guards the loop.
 func Decide(in Input) Step {
 	s := newStep(in)
-	up := s.upgrade()
-	switch {
-	case in.Deployed == nil:
-		first(s)
-	case up == nil:
-		steady(s)
-	case up.TargetGeneration != in.Generation:
-		supersede(s)
-	case up.Phase == v1.UpgradeSavingState:
-		savingState(s)
-	case up.Phase == v1.UpgradeDeploying:
-		deploying(s)
-	case up.Phase == v1.UpgradeVerifying:
-		verifying(s)
-	case up.Phase == v1.UpgradeRollingBack:
-		rollingBack(s)
-	default:
-		// A phase this operator does not know: stop, say so, touch nothing.
-		s.setUpgrading(metav1.ConditionFalse, "UnknownPhase", fmt.Sprintf("status.upgrade.phase %q is not a phase of this operator; the upgrade is abandoned", up.Phase))
-		s.endUpgrade(true)
+	for range maxChain {
+		if !phaseOf(s)(s) {
+			break
+		}
 	}
+	s.setStateHold()
 	return *s
 }
 
+const maxChain = 6
+
+// phaseOf is the phase function for the status as the step has it.
+func phaseOf(s *Step) func(*Step) bool {
+	in, up := s.in, s.upgrade()
+	switch {
+	case in.Deployed == nil:
+		return first
+	case up == nil:
+		return steady
+	case up.TargetGeneration != in.Generation:
+		return supersede
+	case up.Phase == v1.UpgradeSavingState:
+		return savingState
+	case up.Phase == v1.UpgradeDeploying && Change(up.Kind) == ChangeRescaleInPlace:
+		return inPlace
+	case up.Phase == v1.UpgradeDeploying:
+		return deploying
+	case up.Phase == v1.UpgradeVerifying:
+		return verifying
+	case up.Phase == v1.UpgradeRollingBack:
+		return rollingBack
+	}
+	return unknownPhase
+}
+
+// unknownPhase: a phase this operator does not know: stop, say so, touch
+// nothing.
+func unknownPhase(s *Step) bool {
+	s.setUpgrading(metav1.ConditionFalse, "UnknownPhase", fmt.Sprintf("status.upgrade.phase %q is not a phase of this operator; the upgrade is abandoned", s.upgrade().Phase))
+	s.endUpgrade(true)
+	return false
+}
+
 // first deploys a cluster that runs nothing yet: no state to protect.
-func first(s *Step) {
+func first(s *Step) bool {
 	s.Deploy = s.in.Spec
 	s.setUpgrading(metav1.ConditionFalse, "NoUpgrade", "No upgrade in flight")
+	return false
 }
 
 // steady handles a cluster with no upgrade in flight.
-func steady(s *Step) {
+func steady(s *Step) bool {
 	in := s.in
+	if in.Spec.Job == nil {
+		// spec.job removed: its job stops with a savepoint first, recorded
+		// for a returning spec.job, then the pods roll.
+		if in.Deployed.Job != nil && in.Status.LastFailedGeneration != in.Generation {
+			return startUpgrade(s, ChangeRemoval)
+		}
+		s.Deploy = in.Spec
+		return false
+	}
 	change := Classify(in.Deployed, in.Spec)
 	switch {
 	case change == ChangeNone && in.Drift && in.Status.LastFailedGeneration != in.Generation:
 		// The same spec, rendered differently: the pods must roll, so the
 		// job's state is made safe first, as for a configuration change.
 		s.event(false, "RenderingChanged", "The operator renders this cluster differently from what its pods run (an operator upgrade or a platform setting); rolling them through the state-safe upgrade path")
-		startUpgrade(s, ChangeConfigRoll)
-		return
+		return startUpgrade(s, ChangeConfigRoll)
 	case change == ChangeNone:
+		// Drift here is after a failed generation (see below).
+		s.Hold = in.Drift
 	case change == ChangeScale:
 		// Scaling changes the replica count only; Flink reschedules from
 		// its latest checkpoint by itself.
 		s.Deploy = in.Spec
 	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec) && in.InPlace && alive(in):
-		startInPlace(s)
-		return
+		return startInPlace(s)
 	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec):
-		startUpgrade(s, ChangeRescale)
-		return
+		return startUpgrade(s, ChangeRescale)
 	case in.Status.LastFailedGeneration == in.Generation:
 		// This generation failed and was rolled back or abandoned:
 		// retrying it would fail the same way. A new spec clears it.
+		// Meanwhile the pods keep what they run, even where this operator
+		// renders them differently: rolling them would skip the state rule.
+		s.Hold = in.Drift
 	default:
-		startUpgrade(s, change)
-		return
+		return startUpgrade(s, change)
 	}
 	if s.job().PendingSavepoint != nil {
 		s.follow()
-		return
+		return false
 	}
 	runJob(s)
+	return false
 }
 
 // runJob keeps the job in its desired state and serves savepoint requests.
@@ -102,21 +137,33 @@ func runJob(s *Step) {
 		case !in.Flink.JobFound && neverReached(job):
 			s.resubmit()
 			return
-		case !in.Flink.JobFound && wasSeen:
+		}
+		from, v := s.restorePoint(ForRestart)
+		if v.Do != Restore {
+			return
+		}
+		if !in.Flink.JobFound && wasSeen {
 			// Flink lost a job it ran: a JobManager restart without high
 			// availability forgets every job. Restore from the newest
 			// state held, never from less.
-			from := newestState(job, spec)
 			s.transition(Transition{Kind: JobLost})
-			s.event(true, "JobLost", "Flink no longer knows job %s (a JobManager restart without high availability loses its jobs); restoring from %s", job.ID, orUnknown(from))
-			s.submit(from, "Restored")
+			s.event(true, "JobLost", "Flink no longer knows job %s (a JobManager restart without high availability loses its jobs); restoring from %s", job.ID, orUnknown(from.Path))
+			s.submit(from.Path, "Restored")
 			return
 		}
-		s.submit(newestState(job, spec), "Submitted")
+		s.submit(from.Path, "Submitted")
 	case wantRunning && in.Heal != "" && in.Flink.JobState != flink.JobCancelling:
 		healRunning(s)
 	case !wantRunning && alive(in):
-		s.trigger(v1.SavepointForSuspend, true, false)
+		switch _, v := s.restorePoint(ForSuspend); v.Do {
+		case TakeSavepoint:
+			s.trigger(v1.SavepointForSuspend, true, false)
+		case Cancel:
+			if in.Flink.JobState != flink.JobCancelling {
+				s.act(ActCancel, "")
+			}
+			s.requeue(Poll)
+		}
 	case !wantRunning:
 		job.State = "SUSPENDED"
 	case spec.SavepointTriggerNonce != job.LastSavepointNonce:
@@ -175,9 +222,23 @@ func markStable(s *Step) {
 	s.MarkStable = true
 }
 
-// startUpgrade begins a state-safe change.
-func startUpgrade(s *Step, change Change) {
+// startUpgrade begins a state-safe change, as far as the state rule allows:
+// while it holds, nothing starts and the pods keep what they run.
+func startUpgrade(s *Step, change Change) bool {
 	in, job := s.in, s.job()
+	snap, v := s.restorePoint(purposeOf(change, modeOf(in)))
+	switch v.Do {
+	case Hold, Wait:
+		return false
+	case Refuse:
+		if change != ChangeRescale {
+			s.Status.LastFailedGeneration = in.Generation
+		}
+		s.transition(Transition{Kind: UpgradeFailed})
+		s.setUpgrading(metav1.ConditionFalse, v.Reason, fmt.Sprintf("The %s to generation %d was refused: %s. Change the spec to try again", change, in.Generation, v.Message))
+		s.event(true, "UpgradeRefused", "The %s to generation %d was refused: %s", change, in.Generation, v.Message)
+		return false
+	}
 	now := s.now()
 	s.Status.Upgrade = &v1.UpgradeStatus{Kind: string(change), TargetGeneration: in.Generation, StartedAt: now}
 	if c := findCondition(s.Status.Conditions, v1.ConditionRolledBack); c != nil && c.Status == metav1.ConditionTrue {
@@ -185,85 +246,181 @@ func startUpgrade(s *Step, change Change) {
 	}
 	s.transition(Transition{Kind: UpgradeStarted})
 	s.event(false, "UpgradeStarted", "Started %s to generation %d", change, in.Generation)
-	savepoint, checkpoint := needsState(change, in.Spec.Job.UpgradeMode, in.Deployed.Version)
-	if (savepoint || checkpoint) && in.Flink.Reachable && in.Flink.JobState == flink.JobRunning && in.Flink.JobFound {
-		s.toPhase(v1.UpgradeSavingState)
-		if job.PendingSavepoint == nil {
-			triggerForUpgrade(s, savepoint, checkpoint)
-		} else {
-			// A periodic or manual savepoint is in flight; the upgrade's own
-			// trigger waits for it rather than racing it.
-			s.requeue(Poll)
+	checkpoint := false
+	switch v.Do {
+	case Restore:
+		// Nothing runs: the rule named the newest state it left.
+		s.Status.Upgrade.RestorePath = snap.Path
+		s.toPhase(v1.UpgradeDeploying)
+		return true
+	case Cancel:
+		_, checkpoint = needsState(change, modeOf(in), in.Deployed.Version)
+		if !checkpoint || in.Flink.JobState != flink.JobRunning {
+			s.toPhase(v1.UpgradeDeploying)
+			return true
 		}
-		return
 	}
-	// Nothing running to save: restore from the newest state held.
-	if savepoint || checkpoint {
-		s.Status.Upgrade.RestorePath = savedState(job, in.Spec.Job)
+	// A savepoint first, or, for a last-state roll of a RUNNING job, a
+	// fresh checkpoint: less to replay; the restore point is still read
+	// from Flink after the cancel.
+	s.toPhase(v1.UpgradeSavingState)
+	if job.PendingSavepoint == nil {
+		s.trigger(upgradeReason(change, checkpoint), !checkpoint, checkpoint)
+	} else {
+		// A periodic or manual savepoint is in flight; the upgrade's own
+		// trigger waits for it rather than racing it.
+		s.requeue(Poll)
 	}
-	s.toPhase(v1.UpgradeDeploying)
-	deploying(s)
+	return false
 }
 
-func triggerForUpgrade(s *Step, savepoint, checkpoint bool) {
-	reason := v1.SavepointForUpgrade
-	if checkpoint {
-		reason = v1.CheckpointForUpgrade
+// purposeOf names what a change must carry the job's state across.
+func purposeOf(change Change, mode v1.UpgradeMode) Purpose {
+	switch {
+	case change == ChangeRemoval:
+		return ForRemoval
+	case mode == v1.UpgradeStateless:
+		return ForStateless
+	case change == ChangeUpgrade:
+		return ForVersion
+	case change == ChangeConfigRoll && mode == v1.UpgradeLastState:
+		return ForLastState
 	}
-	s.trigger(reason, savepoint, checkpoint)
+	return ForChange
+}
+
+// modeOf is the job's upgrade mode: the spec's, or the deployed one's
+// when spec.job was removed.
+func modeOf(in Input) v1.UpgradeMode {
+	switch {
+	case in.Spec.Job != nil:
+		return in.Spec.Job.UpgradeMode
+	case in.Deployed != nil && in.Deployed.Job != nil:
+		return in.Deployed.Job.UpgradeMode
+	}
+	return v1.UpgradeSavepoint
+}
+
+// upgradeReason is why an upgrade's savepoint or checkpoint is taken.
+func upgradeReason(change Change, checkpoint bool) v1.SavepointReason {
+	switch {
+	case checkpoint:
+		return v1.CheckpointForUpgrade
+	case change == ChangeRemoval:
+		return v1.SavepointForRemoval
+	}
+	return v1.SavepointForUpgrade
+}
+
+// forUpgrade: a savepoint or checkpoint taken by an upgrade.
+func forUpgrade(r v1.SavepointReason) bool {
+	return r == v1.SavepointForUpgrade || r == v1.CheckpointForUpgrade || r == v1.SavepointForRemoval
 }
 
 // savingState waits for the savepoint or checkpoint that makes state safe.
-func savingState(s *Step) {
-	in, up := s.in, s.upgrade()
+func savingState(s *Step) bool {
+	in := s.in
 	if s.job().PendingSavepoint == nil {
-		// The upgrade waited for another savepoint; take its own now.
-		savepoint, checkpoint := needsState(Change(up.Kind), in.Spec.Job.UpgradeMode, in.Deployed.Version)
-		triggerForUpgrade(s, savepoint, checkpoint)
-		return
+		// The upgrade waited for another savepoint; ask the rule again.
+		s.toPhase(v1.UpgradeDeploying)
+		return true
 	}
 	result, done := s.follow()
 	switch {
-	case result != completed:
-	case done.Reason != v1.SavepointForUpgrade && done.Reason != v1.CheckpointForUpgrade:
+	case result == inFlight:
+		return false
+	case result == failed && (alive(in) || !in.Flink.Reachable):
+		// The job runs on, untouched: a savepoint or checkpoint does not
+		// stop it, and a failed stop-with-savepoint leaves it running.
+		untouched(s)
+		return false
+	case result == completed && !forUpgrade(done.Reason):
 		// Another savepoint finished; the upgrade's own comes next.
 		s.requeue(Poll)
-	default:
-		up.RestorePath = done.Path
-		s.toPhase(v1.UpgradeDeploying)
-		deploying(s)
+		return false
 	}
+	// The state is saved, or the job ended anyway: the rule reads the
+	// newest state it left.
+	s.toPhase(v1.UpgradeDeploying)
+	return true
 }
 
-// deploying stops the old job, rolls the pods once Flink reports it gone,
-// and submits the new job once they run the new spec.
-func deploying(s *Step) {
-	in, up := s.in, s.upgrade()
-	if Change(up.Kind) == ChangeRescaleInPlace {
-		inPlace(s)
-		return
-	}
-	if !specEqual(in.Deployed, in.Spec) {
-		if !s.stopJob() {
-			if timedOut(up.PhaseStartedAt, savepointTimeout(in.Spec), in.Now) {
-				abandon(s, fmt.Sprintf("job %s did not stop within %s (state %s); the running cluster is untouched", s.job().ID, savepointTimeout(in.Spec), orUnknown(string(in.Flink.JobState))))
+// untouched ends an upgrade whose state could not be saved while its job
+// runs on.
+func untouched(s *Step) {
+	target := s.upgrade().TargetGeneration
+	s.endUpgrade(true)
+	s.transition(Transition{Kind: UpgradeFailed})
+	s.setUpgrading(metav1.ConditionFalse, "SavepointFailed",
+		fmt.Sprintf("The upgrade to generation %d did not start: the job's state could not be saved (see the SavepointFailed event); the job runs on, untouched. Change the spec to retry", target))
+}
+
+// deploying stops the old job as the state rule allows, records the state
+// it restores from, rolls the pods, and submits the new job once they run
+// the new spec. The restore point is settled (the old job seen ended, its
+// state read) before anything rolls: a JobManager without HA forgets the
+// old job, and its history with it, when it restarts.
+func deploying(s *Step) bool {
+	in, up, job := s.in, s.upgrade(), s.job()
+	if !specEqual(in.Deployed, in.Spec) || job.EndedAt == nil {
+		snap, v := s.restorePoint(purposeOf(Change(up.Kind), modeOf(in)))
+		switch v.Do {
+		case TakeSavepoint:
+			// The job runs (again): its state is saved first.
+			s.toPhase(v1.UpgradeSavingState)
+			if job.PendingSavepoint == nil {
+				s.trigger(upgradeReason(Change(up.Kind), false), true, false)
 			}
-			return
+		case Cancel:
+			if in.Flink.JobState != flink.JobCancelling {
+				s.act(ActCancel, "")
+			}
+			if limit := savepointTimeout(in.Spec); timedOut(up.PhaseStartedAt, limit, in.Now) {
+				// A cancel always ends in Flink; giving up here would leave
+				// a job stopped with nothing to restore it.
+				s.hold(Verdict{Do: Hold, Reason: "StopInProgress", Message: fmt.Sprintf(
+					"Job %s has not stopped within %s (state %s); the operator waits for Flink to report it ended before it rolls the pods", job.ID, limit, orUnknown(string(in.Flink.JobState)))})
+			}
+			s.requeue(Poll)
+		case Refuse:
+			abandon(s, v.Message)
+		case Restore:
+			up.RestorePath = snap.Path
+			if up.RollbackPath == "" {
+				up.RollbackPath = snap.Path
+			}
+			s.Deploy = in.Spec
+			s.requeue(Poll)
 		}
-		s.Deploy = in.Spec
-		s.requeue(Poll)
-		return
+		return false
 	}
 	s.Deploy = in.Spec
 	if !in.RolledOut {
 		s.requeue(Poll)
-		return
+		return false
+	}
+	if in.Spec.Job == nil {
+		removed(s)
+		return false
 	}
 	// The job is submitted and verified in one phase: its ID is recorded
 	// with the phase change, before the submission.
 	s.submit(up.RestorePath, "Restored")
 	up.CheckpointsAtRestore = 0
 	s.toPhase(v1.UpgradeVerifying)
+	return false
+}
+
+// removed ends the removal of spec.job: the job stopped, its state is
+// recorded in status.job, the pods run the spec without it.
+func removed(s *Step) {
+	in, up := s.in, s.upgrade()
+	from := up.RestorePath
+	s.endUpgrade(false)
+	s.setUpgrading(metav1.ConditionFalse, "JobRemoved", fmt.Sprintf(
+		"spec.job was removed: job %s stopped and its state, %s, is recorded in status.job; adding spec.job again restores from it", s.job().ID, orUnknown(from)))
+	s.transition(Transition{Kind: UpgradeSucceeded})
+	s.event(false, "JobRemoved", "Generation %d runs without a job; job %s stopped with its state at %s", in.Generation, s.job().ID, orUnknown(from))
 }
 
 // abandon ends an upgrade that could not start its rollout.
@@ -277,7 +434,7 @@ func abandon(s *Step, why string) {
 
 // verifying is the stability gate: the job RUNNING with N checkpoints
 // completed since the restore, within the deadline.
-func verifying(s *Step) {
+func verifying(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
 	if !in.Flink.JobFound && in.Flink.Reachable && in.RolledOut && neverReached(job) {
 		s.resubmit()
@@ -297,12 +454,12 @@ func verifying(s *Step) {
 		s.transition(Transition{Kind: UpgradeSucceeded})
 		s.event(false, "UpgradeSucceeded", "Generation %d passed the stability gate", in.Generation)
 		s.MarkStable = true
-		return
+		return false
 	}
 	jobFailed := in.Flink.JobFound && in.Flink.JobState == flink.JobFailed
 	if !jobFailed && !timedOut(up.PhaseStartedAt, stabilityTimeout(in.Spec), in.Now) {
 		s.requeue(Poll)
-		return
+		return false
 	}
 	why := fmt.Sprintf("the job did not run with %d checkpoints within %s (state %s, %d checkpoints)",
 		need, stabilityTimeout(in.Spec), orUnknown(string(in.Flink.JobState)), in.Flink.CheckpointsCompleted-up.CheckpointsAtRestore)
@@ -314,7 +471,7 @@ func verifying(s *Step) {
 		s.endUpgrade(true)
 		s.setUpgrading(metav1.ConditionFalse, "UpgradeFailed", fmt.Sprintf("Generation %d failed its gate: %s; no rollback (disabled or no stable spec)", in.Generation, why))
 		s.event(true, "UpgradeFailed", "Generation %d failed its gate: %s", in.Generation, why)
-		return
+		return false
 	}
 	s.event(true, "RollingBack", "Generation %d failed its gate (%s); rolling back to the last stable spec", in.Generation, why)
 	s.toPhase(v1.UpgradeRollingBack)
@@ -322,34 +479,41 @@ func verifying(s *Step) {
 	// when it is made, and its absence is what says "stop the failed job".
 	job.SubmittedAt = nil
 	s.setUpgrading(metav1.ConditionFalse, "UpgradeFailed", fmt.Sprintf("Generation %d failed its gate: %s", in.Generation, why))
-	s.setCondition(v1.ConditionRollingBack, metav1.ConditionTrue, "GateFailed", fmt.Sprintf("Rolling back to the last stable spec and restoring from %s", orUnknown(up.RestorePath)))
-	rollingBack(s)
+	s.setCondition(v1.ConditionRollingBack, metav1.ConditionTrue, "GateFailed", fmt.Sprintf("Rolling back to the last stable spec and restoring from %s", orUnknown(rollbackPoint(up))))
+	return true
 }
 
 // rollingBack stops the failed job, returns the pods to the last stable
 // spec and restores the job from the state saved before the upgrade (no
 // HA metadata needed). It ends within the stability timeout either way.
-func rollingBack(s *Step) {
+func rollingBack(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
 	if timedOut(up.PhaseStartedAt, stabilityTimeout(in.Spec), in.Now) {
 		rollbackFailed(s, fmt.Sprintf("it did not finish within %s (job state %s)", stabilityTimeout(in.Spec), orUnknown(string(in.Flink.JobState))))
-		return
+		return false
 	}
 	if job.SubmittedAt == nil {
 		// The failed job first; then the pods; then the rollback's job.
-		if !specEqual(in.Deployed, in.LastStable) {
-			if s.stopJob() {
+		if !specEqual(in.Deployed, in.LastStable) || job.EndedAt == nil {
+			switch _, v := s.restorePoint(ForRollback); v.Do {
+			case Cancel:
+				if in.Flink.JobState != flink.JobCancelling {
+					s.act(ActCancel, "")
+				}
+				s.requeue(Poll)
+			case Restore:
 				s.Deploy = in.LastStable
+				s.requeue(Poll)
 			}
-			return
+			return false
 		}
 		s.Deploy = in.LastStable
 		if !in.RolledOut {
 			s.requeue(Poll)
-			return
+			return false
 		}
-		s.submit(up.RestorePath, "RolledBack")
-		return
+		s.submit(rollbackPoint(up), "RolledBack")
+		return false
 	}
 	s.Deploy = in.LastStable
 	if !in.Flink.JobFound && in.Flink.Reachable && neverReached(job) {
@@ -361,14 +525,15 @@ func rollingBack(s *Step) {
 		s.endUpgrade(true)
 		s.setCondition(v1.ConditionRollingBack, metav1.ConditionFalse, "RollbackComplete", "The rollback finished")
 		s.setCondition(v1.ConditionRolledBack, metav1.ConditionTrue, "GateFailed",
-			fmt.Sprintf("Generation %d failed its gate; running the last stable spec restored from %s. Change the spec to try again", in.Generation, orUnknown(up.RestorePath)))
+			fmt.Sprintf("Generation %d failed its gate; running the last stable spec restored from %s. Change the spec to try again", in.Generation, orUnknown(rollbackPoint(up))))
 		s.transition(Transition{Kind: RollbackSucceeded})
-		s.event(false, "RolledBack", "Rolled back to the last stable spec; the job runs from %s", orUnknown(up.RestorePath))
+		s.event(false, "RolledBack", "Rolled back to the last stable spec; the job runs from %s", orUnknown(rollbackPoint(up)))
 	case in.Flink.JobFound && in.Flink.JobState.Terminal():
 		rollbackFailed(s, fmt.Sprintf("the restored job is %s: %s", in.Flink.JobState, orUnknown(in.Flink.FailureCause)))
 	default:
 		s.requeue(Poll)
 	}
+	return false
 }
 
 // rollbackFailed ends a rollback that did not bring the job back: a
@@ -378,40 +543,46 @@ func rollbackFailed(s *Step, why string) {
 	s.endUpgrade(true)
 	s.setCondition(v1.ConditionRollingBack, metav1.ConditionFalse, "RollbackFailed", "The rollback failed: "+why)
 	s.setCondition(v1.ConditionRolledBack, metav1.ConditionFalse, "RollbackFailed",
-		fmt.Sprintf("Generation %d failed its gate and the rollback to the last stable spec failed too: %s (restoring from %s). Change the spec to try again", in.Generation, why, orUnknown(up.RestorePath)))
+		fmt.Sprintf("Generation %d failed its gate and the rollback to the last stable spec failed too: %s (restoring from %s). Change the spec to try again", in.Generation, why, orUnknown(rollbackPoint(up))))
 	s.transition(Transition{Kind: RollbackFailed})
 	s.event(true, "RollbackFailed", "The rollback to the last stable spec failed: %s", why)
 }
 
 // supersede handles a new spec during an upgrade: the user's newest spec
-// wins. State already saved by this upgrade is reused, never taken twice.
-func supersede(s *Step) {
+// wins, from the newest state of whatever job runs now (the old one, the
+// one being verified, the rollback's): the state rule takes a savepoint of
+// it while it runs, or reads the newest state it left. A rollback returns
+// to the state recorded before the first of the superseded upgrades.
+func supersede(s *Step) bool {
 	in, up := s.in, s.upgrade()
 	if up.Phase == v1.UpgradeSavingState && s.job().PendingSavepoint != nil {
-		// Let the savepoint finish: its result is the state the new spec
-		// starts from.
-		result, done := s.follow()
-		switch result {
-		case inFlight:
-			return
-		case failed:
-			// The upgrade is abandoned; the new generation starts afresh.
-			steady(s)
-			return
+		// Let the savepoint finish: the new spec starts from it.
+		result, _ := s.follow()
+		switch {
+		case result == inFlight:
+			return false
+		case result == failed && (alive(in) || !in.Flink.Reachable):
+			// The upgrade is over, its job untouched; the new generation
+			// starts afresh, from steady.
+			untouched(s)
+			return true
 		}
-		up.RestorePath = done.Path
 	}
 	if up.Phase == v1.UpgradeRollingBack {
 		s.setCondition(v1.ConditionRollingBack, metav1.ConditionFalse, "Superseded", fmt.Sprintf("Generation %d replaced the rollback", in.Generation))
 	}
 	s.transition(Transition{Kind: UpgradeSuperseded})
 	s.event(false, "UpgradeSuperseded", "Generation %d supersedes the upgrade to generation %d", in.Generation, up.TargetGeneration)
+	if up.RollbackPath == "" {
+		up.RollbackPath = up.RestorePath
+	}
 	up.TargetGeneration = in.Generation
 	up.Kind = string(Classify(in.Deployed, in.Spec))
-	// Whatever job runs now (the old one, the failed one, the rollback's)
-	// stops before the new spec rolls out.
+	if in.Spec.Job == nil {
+		up.Kind = string(ChangeRemoval)
+	}
 	s.toPhase(v1.UpgradeDeploying)
-	deploying(s)
+	return true
 }
 
 func specEqual(a, b *v1.FlinkClusterSpec) bool {

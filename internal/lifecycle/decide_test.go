@@ -60,11 +60,22 @@ type world struct {
 	now      time.Time
 	rescale  bool
 	heal     string
+	// retention is Input.Retention; empty stands for RETAIN_ON_CANCELLATION,
+	// which the operator renders for every job, and "-" for unset.
+	retention string
 }
 
 func (w *world) decide() Step {
+	retention := w.retention
+	switch retention {
+	case "":
+		retention = "RETAIN_ON_CANCELLATION"
+	case "-":
+		retention = ""
+	}
 	return Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
-		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Rescale: w.rescale, Heal: w.heal})
+		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Rescale: w.rescale, Heal: w.heal,
+		Retention: retention})
 }
 
 // commit stores a plan as the controller does: status, deployed spec and,
@@ -232,17 +243,60 @@ func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
 	}
 }
 
-func TestSavepointTimeout(t *testing.T) {
-	w := stableWorld()
-	w.gen, w.spec = 2, baseSpec()
-	w.spec.Version = "1.18.1"
-	w.spec.UpgradePolicy = &v1.UpgradePolicy{SavepointTimeout: "30s", StableCheckpoints: 2}
-	w.commit(w.decide())
-	w.flink.Pending = &Operation{}
-	w.now = w.now.Add(31 * time.Second)
-	p := w.decide()
-	if p.Status.Upgrade != nil || p.Deploy.Version != "1.17.1" {
-		t.Fatalf("stalled savepoint: upgrade %+v deploy %s", p.Status.Upgrade, p.Deploy.Version)
+// TestSlowStopIsFollowedToFlinksAnswer (issue 19, path 4): a
+// stop-with-savepoint slower than savepointTimeout is not abandoned while
+// Flink may still complete it (the old job would be left stopped, its
+// savepoint ignored): the upgrade holds, says so, and restores from the
+// savepoint the stop produced. A stop Flink answers failed, with the job
+// running on, ends the upgrade untouched. End to end:
+// TestSlowStopWithSavepointIsFollowed (simulator: a stop slower than the
+// operator's deadline completes later, its savepoint in the history).
+func TestSlowStopIsFollowedToFlinksAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		later Flink // Flink's answer after the deadline
+		phase v1.UpgradePhase
+		from  string
+	}{
+		{"the stop completes late", Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "s3://sp/late"}},
+			v1.UpgradeDeploying, "s3://sp/late"},
+		{"Flink forgot the stop; its savepoint is in the history", Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Unknown: true},
+			Savepoints: []Checkpoint{{ID: 12, Path: "s3://sp/history", TriggeredAt: t0.Add(time.Second)}}},
+			v1.UpgradeDeploying, "s3://sp/history"},
+		{"the stop failed, the job runs on", Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Done: true, Failure: "Checkpoint expired"}},
+			"", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := stableWorld()
+			w.gen, w.spec = 2, baseSpec()
+			w.spec.Version = "1.18.1"
+			w.spec.UpgradePolicy = &v1.UpgradePolicy{SavepointTimeout: "30s", StableCheckpoints: 2}
+			w.commit(w.decide())
+			for _, f := range []Flink{{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{}}, {}} {
+				w.flink = f // in flight, then Flink unreachable
+				w.now = w.now.Add(31 * time.Second)
+				p := w.decide()
+				if p.Status.Upgrade == nil || p.Status.Upgrade.Phase != v1.UpgradeSavingState || p.Deploy.Version != "1.17.1" || p.Action.Kind != ActNone || !p.Hold {
+					t.Fatalf("past the deadline: upgrade %+v deploy %s action %s hold %v", p.Status.Upgrade, p.Deploy.Version, p.Action.Kind, p.Hold)
+				}
+				if c := cond(p, v1.ConditionStateHold); c == nil || c.Reason != "StopInProgress" {
+					t.Fatalf("StateHold = %+v", c)
+				}
+				w.commit(p)
+			}
+			w.flink = tc.later
+			w.now = w.now.Add(5 * time.Minute)
+			p := w.decide()
+			switch {
+			case tc.phase == "" && (p.Status.Upgrade != nil || p.Status.LastFailedGeneration != 2):
+				t.Fatalf("failed stop: upgrade %+v", p.Status.Upgrade)
+			case tc.phase != "" && (p.Status.Upgrade == nil || p.Status.Upgrade.Phase != tc.phase || p.Status.Upgrade.RestorePath != tc.from || p.Deploy.Version != "1.18.1"):
+				t.Fatalf("late answer: upgrade %+v deploy %s, want %s from %s", p.Status.Upgrade, p.Deploy.Version, tc.phase, tc.from)
+			}
+			if c := cond(p, v1.ConditionStateHold); c != nil {
+				t.Errorf("StateHold left after Flink answered: %+v", c)
+			}
+		})
 	}
 }
 
@@ -312,24 +366,76 @@ func TestGateTimeoutRollsBack(t *testing.T) {
 	}
 }
 
-func TestNewSpecDuringRollbackWins(t *testing.T) {
-	w := stableWorld()
-	w.gen, w.spec = 2, baseSpec()
-	w.spec.Version = "1.18.1"
-	w.status.Upgrade = &v1.UpgradeStatus{Phase: v1.UpgradeRollingBack, Kind: "Upgrade", TargetGeneration: 2, RestorePath: "p", StartedAt: metav1.NewTime(t0), PhaseStartedAt: metav1.NewTime(t0)}
-	w.gen, w.spec = 3, baseSpec()
-	w.spec.Version = "1.18.2"
-	p := w.decide()
-	// The rollback's job still runs: it stops before anything rolls.
-	if p.Status.Upgrade == nil || p.Status.Upgrade.TargetGeneration != 3 || p.Status.Upgrade.Phase != v1.UpgradeDeploying ||
-		p.Deploy.Version != "1.17.1" || p.Action.Kind != ActCancel || p.Status.Upgrade.RestorePath != "p" {
-		t.Fatalf("superseded: %+v deploy %s action %s", p.Status.Upgrade, p.Deploy.Version, p.Action.Kind)
-	}
-	w.commit(p)
-	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled}
-	p = w.decide()
-	if p.Deploy.Version != "1.18.2" || p.Action.Kind == ActTrigger {
-		t.Fatalf("after the cancel: deploy %s action %s; want the new spec and no second savepoint", p.Deploy.Version, p.Action.Kind)
+// TestNewSpecDuringAnUpgradeStartsFromTheRunningJobsState (issue 19,
+// path 7): a new spec while a job of the upgrade runs (the one being
+// verified, the rollback's) starts from a savepoint of that job, not from
+// the state saved before the upgrade, which would throw away what it
+// processed since; a rollback of the new spec still returns to the state
+// recorded before the first upgrade. A job that does not run leaves its
+// newest retained checkpoint. End to end: TestNewSpecDuringVerification.
+func TestNewSpecDuringAnUpgradeStartsFromTheRunningJobsState(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		phase v1.UpgradePhase
+		flink Flink
+		// want: a stop-with-savepoint of the running job, else the
+		// restore point after its cancel
+		savepoint bool
+		from      string
+	}{
+		{"verifying, the job runs", v1.UpgradeVerifying, running("job-2", 4), true, ""},
+		{"rolling back, the rollback's job runs", v1.UpgradeRollingBack, running("job-2", 4), true, ""},
+		{"verifying, the job restarts", v1.UpgradeVerifying, Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting, CheckpointsCompleted: 4,
+			LatestCheckpoint: &Checkpoint{ID: 14, Path: "s3://cp/job-2/chk-14"}}, false, "s3://cp/job-2/chk-14"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := stableWorld()
+			w.gen, w.spec = 3, baseSpec()
+			w.spec.Version = "1.18.2"
+			w.deployed = baseSpec()
+			w.deployed.Version = "1.18.1"
+			w.status.Job = &v1.JobStatus{ID: "job-2", State: "RUNNING", RestoredFrom: "s3://sp/pre", SubmittedAt: &metav1.Time{Time: t0}}
+			if tc.phase == v1.UpgradeRollingBack {
+				w.deployed = baseSpec()
+			}
+			w.status.Upgrade = &v1.UpgradeStatus{Phase: tc.phase, Kind: "Upgrade", TargetGeneration: 2, RestorePath: "s3://sp/pre", StartedAt: metav1.NewTime(t0), PhaseStartedAt: metav1.NewTime(t0)}
+			w.flink = tc.flink
+			w.spec.Job.UpgradeMode = v1.UpgradeLastState
+			if !tc.savepoint {
+				// Same version: a checkpoint may carry the job across.
+				w.spec.Version = w.deployed.Version
+				w.spec.FlinkConfiguration = v1.FlinkConfiguration{"pipeline.name": "orders"}
+			}
+			p := w.decide()
+			up := p.Status.Upgrade
+			if up == nil || up.TargetGeneration != 3 || up.RollbackPath != "s3://sp/pre" {
+				t.Fatalf("superseded: %+v", up)
+			}
+			if tc.savepoint {
+				sp := p.Status.Job.PendingSavepoint
+				if up.Phase != v1.UpgradeSavingState || p.Action.Kind != ActTrigger || sp == nil || !sp.Stop || sp.JobID != "job-2" {
+					t.Fatalf("want a stop-with-savepoint of job-2: %+v action %s pending %+v", up, p.Action.Kind, sp)
+				}
+				w.commit(p)
+				w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "s3://sp/job-2-stop"}}
+				p = w.decide()
+				if p.Status.Upgrade.RestorePath != "s3://sp/job-2-stop" || p.Deploy.Version != "1.18.2" || p.Status.Upgrade.RollbackPath != "s3://sp/pre" {
+					t.Fatalf("after the stop: %+v deploy %s", p.Status.Upgrade, p.Deploy.Version)
+				}
+				return
+			}
+			if p.Action.Kind != ActCancel || p.Deploy.FlinkConfiguration != nil {
+				t.Fatalf("want a cancel before anything rolls: action %s deploy %v", p.Action.Kind, p.Deploy.FlinkConfiguration)
+			}
+			w.commit(p)
+			w.flink.JobState = flink.JobCanceled
+			w.commit(w.decide())
+			w.now = w.now.Add(10 * time.Second)
+			p = w.decide()
+			if p.Status.Upgrade.RestorePath != tc.from || p.Deploy.FlinkConfiguration == nil {
+				t.Fatalf("after the cancel: %+v deploy %v, want %s", p.Status.Upgrade, p.Deploy.FlinkConfiguration, tc.from)
+			}
+		})
 	}
 }
 

@@ -41,6 +41,8 @@ func heal(s *Step) {
 		return
 	}
 	h := s.healing()
+	// The backoff counts towards the wait for Flink's caches.
+	s.sawEnd()
 	cause := job.FailureCause
 	if cause == "" {
 		cause = "no root exception reported"
@@ -61,18 +63,27 @@ func heal(s *Step) {
 		s.requeue(due.Sub(in.Now))
 		return
 	}
-	from := newestState(job, in.Spec.Job)
+	from, v := s.restorePoint(ForRestart)
+	if v.Do != Restore {
+		return
+	}
 	h.Restores++
 	now := s.now()
 	h.LastRestore, h.FailedJob = &now, job.ID
 	s.transition(Transition{Kind: JobRestored})
-	s.event(true, "JobRestored", "Job %s failed past its restart strategy (%s); restoring it from %s, attempt %d of %d", job.ID, cause, orUnknown(from), h.Restores, attempts)
-	s.submit(from, "Restored")
+	s.event(true, "JobRestored", "Job %s failed past its restart strategy (%s); restoring it from %s, attempt %d of %d", job.ID, cause, orUnknown(from.Path), h.Restores, attempts)
+	s.submit(from.Path, "Restored")
 }
 
-// healRunning cancels a running job the autopilot found unhealthy (a
-// restart loop, stalled checkpoints) so that the next step restores it
-// from the newest state held; it counts against the same attempts.
+// healRunning restarts a running job the autopilot found unhealthy (a
+// restart loop, stalled checkpoints) from its latest state; it counts
+// against the same attempts. The state rule decides how: a cancel where
+// the job's checkpoints survive it (RETAIN_ON_CANCELLATION, rendered for
+// every job), the next step then restoring from the newest checkpoint
+// Flink retains, read after the job ended; a stop-with-savepoint where
+// they would not; neither, with the StateHold condition, where the job can
+// do neither. Flink's own restart strategy restores the same checkpoint;
+// the cancel is for what it does not reset (the job's restart budget).
 func healRunning(s *Step) {
 	in, job := s.in, s.job()
 	attempts, backoff := healingPolicy(in.Spec)
@@ -84,11 +95,20 @@ func healRunning(s *Step) {
 		s.requeue(h.LastRestore.Add(backoff << h.Restores).Sub(in.Now))
 		return
 	}
+	_, v := s.restorePoint(ForLastState)
+	if v.Do != Cancel && v.Do != TakeSavepoint {
+		return
+	}
 	h.Restores++
 	now := s.now()
 	h.LastRestore, h.FailedJob = &now, job.ID
 	s.transition(Transition{Kind: JobRestored})
-	s.event(true, "JobRestored", "Job %s: %s; cancelling it to restore from %s, attempt %d of %d", job.ID, in.Heal, orUnknown(newestState(job, in.Spec.Job)), h.Restores, attempts)
+	if v.Do == TakeSavepoint {
+		s.event(true, "JobRestored", "Job %s: %s; stopping it with a savepoint to restore from it (its checkpoints would not survive a cancel), attempt %d of %d", job.ID, in.Heal, h.Restores, attempts)
+		s.trigger(v1.SavepointForHeal, true, false)
+		return
+	}
+	s.event(true, "JobRestored", "Job %s: %s; cancelling it to restore from its latest retained checkpoint, attempt %d of %d", job.ID, in.Heal, h.Restores, attempts)
 	s.act(ActCancel, "")
 	s.requeue(Poll)
 }
@@ -115,7 +135,7 @@ func healed(s *Step) {
 // startInPlace begins a rescale through the adaptive scheduler: no
 // savepoint (the job restarts from its latest checkpoint by itself, and
 // keeps its ID); a rollback restores the newest state held now.
-func startInPlace(s *Step) {
+func startInPlace(s *Step) bool {
 	in := s.in
 	// The rollback's restore point: the checkpoint Flink reports now, not
 	// only the last one written.
@@ -125,21 +145,22 @@ func startInPlace(s *Step) {
 	s.transition(Transition{Kind: UpgradeStarted})
 	s.event(false, "UpgradeStarted", "Started an in-place rescale to parallelism %d (adaptive scheduler)", in.Spec.Job.Parallelism)
 	s.toPhase(v1.UpgradeDeploying)
-	inPlace(s)
+	return true
 }
 
 // inPlace scales the TaskManagers first, then sets the job's resource
 // requirements, then hands over to the stability gate, which also waits
 // for the new parallelism.
-func inPlace(s *Step) {
+func inPlace(s *Step) bool {
 	in, up := s.in, s.upgrade()
 	s.Deploy = in.Spec
 	if !specEqual(in.Deployed, in.Spec) || !in.RolledOut {
 		s.requeue(Poll)
-		return
+		return false
 	}
 	s.Action = Action{Kind: ActRescale, Parallelism: in.Spec.Job.Parallelism}
 	up.CheckpointsAtRestore = in.Flink.CheckpointsCompleted
 	s.toPhase(v1.UpgradeVerifying)
 	s.requeue(Poll)
+	return false
 }

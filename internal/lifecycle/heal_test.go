@@ -30,6 +30,7 @@ func TestFailedJobIsRestoredFromItsLatestCheckpointWithBackoff(t *testing.T) {
 	if p.Action.Kind != ActNone || p.RequeueAfter != 10*time.Second {
 		t.Fatalf("within the backoff: %+v, requeue %s", p.Action, p.RequeueAfter)
 	}
+	w.commit(p) // records when the job was first seen FAILED
 	w.now = t0.Add(10 * time.Second)
 	p = w.decide()
 	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://cp/job-1/chk-4" {
@@ -48,6 +49,7 @@ func TestFailedJobIsRestoredFromItsLatestCheckpointWithBackoff(t *testing.T) {
 	if p = w.decide(); p.Action.Kind != ActNone {
 		t.Fatalf("second backoff: %+v", p.Action)
 	}
+	w.commit(p)
 	w.now = w.now.Add(5 * time.Second)
 	p = w.decide()
 	if p.Action.Kind != ActSubmit || p.Status.Healing.Restores != 2 {
@@ -90,7 +92,17 @@ func TestRestoresAreForgottenOnceTheJobCheckpoints(t *testing.T) {
 	}
 }
 
-func TestHealRequestCancelsThenRestores(t *testing.T) {
+// TestHealRequestRestoresTheNewestRetainedCheckpoint (issue 19, path 2): a
+// running job healed by a cancel restores from the checkpoint Flink
+// retains after the cancel, read once Flink's REST caches have expired:
+// not the one recorded before (subsumed by a checkpoint completed during
+// the cancel), and only because the cancel keeps it
+// (RETAIN_ON_CANCELLATION). Where the job's checkpoints would not survive a
+// cancel it is stopped with a savepoint instead; where it can do neither,
+// nothing happens and StateHold says why. End to end:
+// TestHealRestoresTheCheckpointTheCancelKept (Flink's default retention of
+// one checkpoint).
+func TestHealRequestRestoresTheNewestRetainedCheckpoint(t *testing.T) {
 	w := steadyWorld(flink.JobRunning)
 	w.heal = "no checkpoint completed for 3 intervals"
 	p := w.decide()
@@ -98,13 +110,24 @@ func TestHealRequestCancelsThenRestores(t *testing.T) {
 		t.Fatalf("%+v %+v", p.Action, p.Events)
 	}
 	w.commit(p)
-	// Flink reports the job CANCELED: it is submitted from the newest
-	// state, its latest checkpoint.
+	// Flink reports the job CANCELED; a checkpoint completed during the
+	// cancel subsumed chk-4, but Flink's cached history still shows it.
 	w.flink.JobState = flink.JobCanceled
 	w.now = w.now.Add(2 * time.Second)
 	p = w.decide()
-	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://cp/job-1/chk-4" {
-		t.Fatalf("%+v", p.Action)
+	if p.Action.Kind != ActNone || p.RequeueAfter == 0 {
+		t.Fatalf("restored from a history read before Flink's caches expired: %+v", p.Action)
+	}
+	w.commit(p)
+	w.now = w.now.Add(2 * time.Second)
+	if p = w.decide(); p.Action.Kind != ActNone {
+		t.Fatalf("within the cache window: %+v", p.Action)
+	}
+	w.flink.LatestCheckpoint = &Checkpoint{ID: 5, Path: "s3://cp/job-1/chk-5"}
+	w.now = w.now.Add(2 * time.Second)
+	p = w.decide()
+	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://cp/job-1/chk-5" {
+		t.Fatalf("want the newest retained checkpoint chk-5: %+v", p.Action)
 	}
 	w.commit(p)
 	// Still unhealthy right away: the backoff holds the next attempt.
@@ -112,6 +135,35 @@ func TestHealRequestCancelsThenRestores(t *testing.T) {
 	w.now = w.now.Add(time.Second)
 	if p = w.decide(); p.Action.Kind != ActNone {
 		t.Fatalf("within the backoff: %+v", p.Action)
+	}
+
+	for _, tc := range []struct {
+		name      string
+		retention string
+		state     flink.JobStatus
+		action    ActionKind
+		reason    string // StateHold's
+	}{
+		{"DELETE_ON_CANCELLATION, RUNNING: stopped with a savepoint", "DELETE_ON_CANCELLATION", flink.JobRunning, ActTrigger, ""},
+		{"DELETE_ON_CANCELLATION, RESTARTING: held", "DELETE_ON_CANCELLATION", flink.JobRestarting, ActNone, "NoStateSurvivesCancel"},
+		{"RETAIN_ON_CANCELLATION, RESTARTING: cancelled", "", flink.JobRestarting, ActCancel, ""},
+	} {
+		w := steadyWorld(tc.state)
+		w.heal, w.retention = "restart loop", tc.retention
+		p := w.decide()
+		if p.Action.Kind != tc.action {
+			t.Errorf("%s: action %s, want %s", tc.name, p.Action.Kind, tc.action)
+		}
+		if sp := p.Status.Job.PendingSavepoint; tc.action == ActTrigger && (sp == nil || !sp.Stop || sp.Reason != v1.SavepointForHeal) {
+			t.Errorf("%s: pending %+v, want a stop-with-savepoint for the heal", tc.name, sp)
+		}
+		c := cond(p, v1.ConditionStateHold)
+		switch {
+		case tc.reason == "" && c != nil:
+			t.Errorf("%s: StateHold %+v", tc.name, c)
+		case tc.reason != "" && (c == nil || c.Reason != tc.reason || p.Status.Healing.Restores != 0):
+			t.Errorf("%s: StateHold %+v, restores %d; want %s and no attempt counted", tc.name, c, p.Status.Healing.Restores, tc.reason)
+		}
 	}
 }
 

@@ -85,21 +85,6 @@ func FlinkProgressOnly(recorded, next *v1.FlinkClusterStatus, retained int32) bo
 // starting: a state a submitted job passes through before RUNNING.
 func starting(s flink.JobStatus) bool { return s == flink.JobInitializing || s == flink.JobCreated }
 
-// stopJob cancels the recorded job until Flink reports it gone. It
-// returns true once it is: only then may the pods roll, or new
-// JobManagers recovering from HA would run the old job beside the new.
-func (s *Step) stopJob() bool {
-	in := s.in
-	switch {
-	case gone(in):
-		return true
-	case alive(in) && in.Flink.JobState != flink.JobCancelling:
-		s.act(ActCancel, "")
-	}
-	s.requeue(Poll)
-	return false
-}
-
 // submit records a new job ID and its restore path before the controller
 // submits it, so a repeated submission after a restart is refused by Flink
 // as a duplicate instead of running twice.
@@ -109,6 +94,7 @@ func (s *Step) submit(restorePath, reason string) {
 	job.ID = jobID(in.UID, in.Generation, job.ID, in.Now)
 	job.State = ""
 	job.FailureCause = ""
+	job.EndedAt = nil
 	job.RestoredFrom = restorePath
 	now := s.now()
 	job.SubmittedAt = &now

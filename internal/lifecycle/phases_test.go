@@ -38,7 +38,9 @@ func hasTransition(p Step, k TransitionKind) bool {
 // operation cache expired or its JobManager restarted). The result is
 // settled from the job's checkpoint history before anything is sent
 // again; without a record, the trigger is sent again only while the job
-// runs, and every path ends by the savepoint timeout.
+// runs. A stop whose job ended goes on to the state rule, which reads what
+// it left from Flink's history (nothing rolls before); the deadline ends
+// only a stop Flink will not complete (issue 19, path 4).
 func TestForgottenTrigger(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -47,30 +49,31 @@ func TestForgottenTrigger(t *testing.T) {
 		wantAction ActionKind
 		wantPhase  v1.UpgradePhase // "" means the upgrade ended
 		wantPath   string
+		wantReason string // of Upgrading, when the upgrade ended
 	}{
 		{"settled from the history", 10 * time.Minute,
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Unknown: true},
 				Savepoints: []Checkpoint{{ID: 7, Path: "s3://sp/savepoint-7", TriggeredAt: t0.Add(time.Second)}}},
-			ActNone, v1.UpgradeDeploying, "s3://sp/savepoint-7"},
+			ActNone, v1.UpgradeDeploying, "s3://sp/savepoint-7", ""},
 		{"a savepoint older than the trigger is not ours", 10 * time.Second,
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Unknown: true},
 				Savepoints: []Checkpoint{{ID: 3, Path: "s3://sp/old", TriggeredAt: t0.Add(-time.Hour)}}},
-			ActTrigger, v1.UpgradeSavingState, ""},
-		{"job finished, no record: failed, not re-triggered", 10 * time.Second,
+			ActTrigger, v1.UpgradeSavingState, "", ""},
+		{"job finished, no record: the history is read once Flink's cache expired, not re-triggered", 10 * time.Second,
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Unknown: true}},
-			ActNone, "", ""},
-		{"job lost with its JobManager: failed", 10 * time.Second,
+			ActNone, v1.UpgradeDeploying, "", ""},
+		{"job lost with its JobManager, no state recorded: refused", 10 * time.Second,
 			Flink{Reachable: true, Pending: &Operation{Unknown: true}},
-			ActNone, "", ""},
+			ActNone, "", "", "UpgradeFailed"},
 		{"still running, within the deadline: sent again", 10 * time.Second,
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Unknown: true}},
-			ActTrigger, v1.UpgradeSavingState, ""},
-		{"still running, past the deadline: failed", 2 * time.Minute,
+			ActTrigger, v1.UpgradeSavingState, "", ""},
+		{"still running, past the deadline: failed, the job untouched", 2 * time.Minute,
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Unknown: true}},
-			ActNone, "", ""},
-		{"unreachable past the deadline: failed", 2 * time.Minute,
+			ActNone, "", "", "SavepointFailed"},
+		{"unreachable past the deadline: held, the stop may complete", 2 * time.Minute,
 			Flink{},
-			ActNone, "", ""},
+			ActNone, v1.UpgradeSavingState, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := savingWorld(t)
@@ -88,12 +91,14 @@ func TestForgottenTrigger(t *testing.T) {
 			case tc.wantPhase == "" && p.Status.Upgrade != nil:
 				t.Errorf("upgrade still in flight: %+v", p.Status.Upgrade)
 			case tc.wantPhase == "":
-				if c := cond(p, v1.ConditionUpgrading); c == nil || c.Reason != "SavepointFailed" || p.Status.LastFailedGeneration != 2 {
+				if c := cond(p, v1.ConditionUpgrading); c == nil || c.Reason != tc.wantReason || p.Status.LastFailedGeneration != 2 {
 					t.Errorf("Upgrading = %+v, failed generation %d", c, p.Status.LastFailedGeneration)
 				}
 				if p.Deploy.Version != "1.17.1" {
 					t.Errorf("deployed %s after a failed savepoint", p.Deploy.Version)
 				}
+			case p.Deploy.Version != "1.17.1" && tc.wantPath == "":
+				t.Errorf("deployed %s before the restore point was read", p.Deploy.Version)
 			case p.Status.Upgrade == nil || p.Status.Upgrade.Phase != tc.wantPhase:
 				t.Errorf("upgrade %+v, want phase %s", p.Status.Upgrade, tc.wantPhase)
 			}
@@ -104,16 +109,24 @@ func TestForgottenTrigger(t *testing.T) {
 	}
 }
 
-// TestCancelIsAsynchronous: a last-state roll cancels the job; the pods
-// roll only once Flink reports it CANCELED, never while CANCELLING, and a
-// cancel that never ends abandons the upgrade with the cluster untouched.
-func TestCancelIsAsynchronous(t *testing.T) {
+// TestLastStateRestoresTheNewestRetainedCheckpoint (issue 19, path 3): a
+// last-state roll takes a checkpoint, cancels the job, and rolls the pods
+// only once Flink reports it CANCELED (never while CANCELLING, and a slow
+// cancel is waited for, with StateHold saying so, not abandoned: the job
+// would be left stopped). The restore point is not the checkpoint the
+// trigger reported (Flink's cached history, before the cancel) but the
+// newest Flink retains, read once the job has ended and Flink's REST
+// caches have expired: with the default retention of one, a checkpoint
+// completed during the cancel subsumed the triggered one. End to end:
+// TestLastStateUpgradeWithDefaultRetention.
+func TestLastStateRestoresTheNewestRetainedCheckpoint(t *testing.T) {
 	w := stableWorld()
 	w.gen, w.spec = 2, baseSpec()
 	w.spec.Job.UpgradeMode = v1.UpgradeLastState
 	w.deployed.Job.UpgradeMode = v1.UpgradeLastState
 	w.spec.FlinkConfiguration = v1.FlinkConfiguration{"state.backend.type": "rocksdb"}
 	w.spec.UpgradePolicy = &v1.UpgradePolicy{SavepointTimeout: "1m", StabilityTimeout: "1m", StableCheckpoints: 2}
+	w.flink.LatestCheckpoint = &Checkpoint{ID: 10, Path: "s3://cp/chk-10"}
 	p := w.decide()
 	if sp := p.Status.Job.PendingSavepoint; sp == nil || !sp.Checkpoint {
 		t.Fatalf("start: %+v", sp)
@@ -121,36 +134,92 @@ func TestCancelIsAsynchronous(t *testing.T) {
 	w.commit(p)
 	w.flink.Pending = &Operation{Done: true, Path: "s3://cp/chk-11"}
 	p = w.decide()
-	if p.Action.Kind != ActCancel || p.Deploy.FlinkConfiguration != nil || p.Status.Upgrade.RestorePath != "s3://cp/chk-11" {
-		t.Fatalf("checkpoint done: action %s deploy %v restore %q", p.Action.Kind, p.Deploy.FlinkConfiguration, p.Status.Upgrade.RestorePath)
+	if p.Action.Kind != ActCancel || p.Deploy.FlinkConfiguration != nil {
+		t.Fatalf("checkpoint done: action %s deploy %v", p.Action.Kind, p.Deploy.FlinkConfiguration)
 	}
 	w.commit(p)
-	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobCancelling}
-	for i := 0; i < 3; i++ {
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobCancelling, LatestCheckpoint: &Checkpoint{ID: 11, Path: "s3://cp/chk-11"}}
+	for i := 0; i < 8; i++ {
 		w.now = w.now.Add(10 * time.Second)
 		p = w.decide()
-		if p.Action.Kind != ActNone || p.Deploy.FlinkConfiguration != nil {
-			t.Fatalf("cancelling: action %s, deploy %v; want to wait with the old spec", p.Action.Kind, p.Deploy.FlinkConfiguration)
+		if p.Action.Kind != ActNone || p.Deploy.FlinkConfiguration != nil || p.Status.Upgrade == nil {
+			t.Fatalf("cancelling: action %s, deploy %v, upgrade %+v; want to wait with the old spec", p.Action.Kind, p.Deploy.FlinkConfiguration, p.Status.Upgrade)
+		}
+		if c := cond(p, v1.ConditionStateHold); (c != nil) != (i >= 6) || c != nil && c.Reason != "StopInProgress" {
+			t.Fatalf("after %ds of cancelling: StateHold %+v", (i+1)*10, c)
 		}
 		w.commit(p)
 	}
+	// CANCELED, the history still cached from before.
 	w.flink.JobState = flink.JobCanceled
-	if p = w.decide(); p.Deploy.FlinkConfiguration == nil {
-		t.Fatalf("canceled: the new spec is not deployed")
+	p = w.decide()
+	if p.Deploy.FlinkConfiguration != nil || p.Status.Job.EndedAt == nil {
+		t.Fatalf("canceled: deployed before the history could be read fresh (ended at %v)", p.Status.Job.EndedAt)
+	}
+	w.commit(p)
+	w.flink.LatestCheckpoint = &Checkpoint{ID: 12, Path: "s3://cp/chk-12"}
+	w.now = w.now.Add(4 * time.Second)
+	p = w.decide()
+	if p.Deploy.FlinkConfiguration == nil || p.Status.Upgrade.RestorePath != "s3://cp/chk-12" {
+		t.Fatalf("after the cache window: deploy %v restore %q, want chk-12", p.Deploy.FlinkConfiguration, p.Status.Upgrade.RestorePath)
+	}
+	w.commit(p)
+	w.flink = Flink{Reachable: true}
+	if p = w.decide(); p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://cp/chk-12" {
+		t.Fatalf("rolled out: %+v", p.Action)
+	}
+}
+
+// TestUpgradeWaitsForFlinksAnswer (issue 19, path 1): an upgrade decided
+// while Flink does not answer starts nothing (the pods keep what they run,
+// StateHold says why) and takes its savepoint once Flink answers; a
+// version upgrade of a job that cannot take one never restores from a
+// checkpoint. End to end: TestUpgradeDuringRestOutage.
+func TestUpgradeWaitsForFlinksAnswer(t *testing.T) {
+	w := stableWorld()
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Version = "1.18.1"
+	w.status.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 9, Path: "s3://cp/chk-9", JobID: "job-1"}
+	w.flink = Flink{}
+	p := w.decide()
+	if p.Status.Upgrade != nil || p.Action.Kind != ActNone || !p.Hold || p.Deploy.Version != "1.17.1" || p.RequeueAfter == 0 {
+		t.Fatalf("unreachable: upgrade %+v action %s hold %v deploy %s requeue %s", p.Status.Upgrade, p.Action.Kind, p.Hold, p.Deploy.Version, p.RequeueAfter)
+	}
+	if c := cond(p, v1.ConditionStateHold); c == nil || c.Reason != "FlinkUnreachable" {
+		t.Fatalf("StateHold = %+v", c)
+	}
+	w.commit(p)
+	w.flink = running("job-1", 11)
+	p = w.decide()
+	if sp := p.Status.Job.PendingSavepoint; p.Action.Kind != ActTrigger || sp == nil || !sp.Stop || cond(p, v1.ConditionStateHold) != nil {
+		t.Fatalf("Flink answers: action %s pending %+v", p.Action.Kind, sp)
 	}
 
-	// A cancel that never completes.
-	w2 := stableWorld()
-	w2.gen, w2.spec = 2, w.spec.DeepCopy()
-	w2.deployed.Job.UpgradeMode = v1.UpgradeLastState
-	w2.commit(w2.decide())
-	w2.flink.Pending = &Operation{Done: true, Path: "s3://cp/chk-11"}
-	w2.commit(w2.decide())
-	w2.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobCancelling}
-	w2.now = w2.now.Add(2 * time.Minute)
-	p = w2.decide()
-	if p.Status.Upgrade != nil || p.Deploy.FlinkConfiguration != nil || !hasTransition(p, UpgradeFailed) {
-		t.Fatalf("stuck cancel: upgrade %+v deploy %v transitions %v", p.Status.Upgrade, p.Deploy.FlinkConfiguration, p.Transitions)
+	for _, tc := range []struct {
+		name   string
+		flink  Flink
+		do     Do
+		reason string
+	}{
+		{"restarting: waits to take a savepoint", Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting}, Hold, "WaitingForRunning"},
+		{"failed, newest state a checkpoint: refused", Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, CheckpointsCompleted: 9,
+			LatestCheckpoint: &Checkpoint{ID: 9, Path: "s3://cp/chk-9"}}, Refuse, "StateNotPortable"},
+		{"lost, newest state a checkpoint: refused", Flink{Reachable: true}, Refuse, "StateNotPortable"},
+	} {
+		w := stableWorld()
+		w.gen, w.spec = 2, baseSpec()
+		w.spec.Version = "1.18.1"
+		w.status.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 9, Path: "s3://cp/chk-9", JobID: "job-1"}
+		w.status.Job.EndedAt = &metav1.Time{Time: t0.Add(-time.Minute)}
+		w.flink = tc.flink
+		_, v := RestorePoint(Input{Spec: w.spec, Status: &w.status, Deployed: w.deployed, Flink: w.flink, Now: w.now, Retention: "RETAIN_ON_CANCELLATION"}, w.status.Job, ForVersion)
+		if v.Do != tc.do || v.Reason != tc.reason {
+			t.Errorf("%s: %+v, want %s %s", tc.name, v, tc.do, tc.reason)
+		}
+		p := w.decide()
+		if p.Status.Upgrade != nil || p.Deploy.Version != "1.17.1" || p.Action.Kind != ActNone {
+			t.Errorf("%s: upgrade %+v deploy %s action %s", tc.name, p.Status.Upgrade, p.Deploy.Version, p.Action.Kind)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -20,6 +21,10 @@ type Flink struct {
 	JobState flink.JobStatus
 	// FailureCause is the job's root exception, when it failed.
 	FailureCause string
+	// HistoryUnread: the job's checkpoint statistics did not answer (an
+	// error other than Flink's "not enabled"), so LatestCheckpoint and
+	// Savepoints say nothing.
+	HistoryUnread bool
 	// CheckpointsCompleted is the job's completed-checkpoint count.
 	CheckpointsCompleted int64
 	// LatestCheckpoint is the job's latest completed checkpoint.
@@ -90,6 +95,11 @@ type Input struct {
 	// reason given (a restart loop, stalled checkpoints), within the
 	// healing policy's attempts.
 	Heal string
+	// Retention is execution.checkpointing.externalized-checkpoint-
+	// retention as the Deployed spec renders (empty: Flink's default,
+	// NO_EXTERNALIZED_CHECKPOINTS). It says whether the job's checkpoints
+	// survive a cancel (CheckpointProperties).
+	Retention string
 }
 
 // ActionKind is a side effect for the controller to perform.
@@ -165,8 +175,14 @@ type Step struct {
 	RequeueAfter time.Duration
 	// MarkStable asks the controller to record Deploy as the last stable spec.
 	MarkStable bool
+	// Hold asks the controller to keep the pods' rendering (create only
+	// what is missing): the state rule has not let them roll.
+	Hold bool
 
 	in Input
+	// held is the state rule's Hold or Refuse of this step, for the
+	// StateHold condition.
+	held *Verdict
 }
 
 // Poll is how often an operation in flight is looked at.
@@ -196,6 +212,51 @@ func (s *Step) act(kind ActionKind, restore string) {
 	if s.Action.Kind == ActNone {
 		s.Action = Action{Kind: kind, RestorePath: restore}
 	}
+}
+
+// restorePoint asks the state rule (RestorePoint) about the recorded job,
+// first recording when Flink was first seen to report it ended. A verdict
+// that stops nothing keeps the pods as they are.
+func (s *Step) restorePoint(why Purpose) (Snapshot, Verdict) {
+	s.sawEnd()
+	snap, v := RestorePoint(s.in, s.job(), why)
+	switch v.Do {
+	case Hold:
+		s.hold(v)
+		s.requeue(Poll)
+	case Refuse:
+		s.hold(v)
+	case Wait:
+		s.Hold = true
+		s.requeue(v.After)
+	}
+	return snap, v
+}
+
+// sawEnd records when Flink was first seen to report the recorded job
+// ended or unknown.
+func (s *Step) sawEnd() {
+	in, job := s.in, s.job()
+	if job.ID != "" && in.Flink.Reachable && !alive(in) && job.EndedAt == nil {
+		now := s.now()
+		job.EndedAt = &now
+	}
+}
+
+// hold keeps the pods and says why in the StateHold condition.
+func (s *Step) hold(v Verdict) {
+	s.held = &v
+	s.Hold = true
+}
+
+// setStateHold sets the StateHold condition from the step's verdict, or
+// removes it when nothing is held.
+func (s *Step) setStateHold() {
+	if s.held == nil {
+		meta.RemoveStatusCondition(&s.Status.Conditions, v1.ConditionStateHold)
+		return
+	}
+	s.setCondition(v1.ConditionStateHold, metav1.ConditionTrue, s.held.Reason, s.held.Message)
 }
 
 func (s *Step) requeue(after time.Duration) {

@@ -66,14 +66,24 @@ func (s *Step) follow() (outcome, *v1.SavepointInfo) {
 		}
 	}
 	if limit := savepointTimeout(in.Spec); timedOut(sp.TriggeredAt, limit, in.Now) {
-		return s.triggerFailed(sp, fmt.Sprintf("it did not complete within %s", limit))
+		if !sp.Stop || !stopMayComplete(in, op) {
+			return s.triggerFailed(sp, fmt.Sprintf("it did not complete within %s", limit))
+		}
+		// Flink may still complete the stop, and the job would then be
+		// stopped with a savepoint nobody restores: the deadline does not
+		// abandon it, it is followed to Flink's answer.
+		s.hold(Verdict{Do: Hold, Reason: "StopInProgress", Message: fmt.Sprintf(
+			"The stop-with-savepoint %s of job %s has not completed within %s; Flink may still complete it, so the operator follows it to Flink's answer", sp.TriggerID, sp.JobID, limit)})
 	}
 	switch {
 	case !in.Flink.Reachable || op == nil:
 		// Nothing known this time (Flink unreachable, or the status read
 		// failed); look again.
 	case op.Unknown && !alive(in):
-		return s.triggerFailed(sp, fmt.Sprintf("Flink does not know it and job %s no longer runs (state %s)", sp.JobID, orUnknown(string(in.Flink.JobState))))
+		// The caller reads the state of a job that ended from Flink's
+		// history (RestorePoint), where the savepoint shows once Flink's
+		// cache of it has expired.
+		return s.triggerFailed(sp, fmt.Sprintf("Flink does not know it and job %s no longer runs (state %s); the state it left is read from its checkpoint history", sp.JobID, orUnknown(string(in.Flink.JobState))))
 	case op.Unknown:
 		// Never sent, or forgotten before it completed: send it again
 		// under the recorded ID.
@@ -81,6 +91,22 @@ func (s *Step) follow() (outcome, *v1.SavepointInfo) {
 	}
 	s.requeue(Poll)
 	return inFlight, nil
+}
+
+// stopMayComplete: Flink may still complete a stop-with-savepoint past the
+// operator's deadline: its answer is not known (unreachable, or the status
+// read failed), the operation is in flight, or Flink forgot it while the
+// job is neither running on nor ended (StopWithSavepointTerminationHandler
+// ends it FINISHED with the savepoint, or fails it over, which ends the
+// operation failed). A forgotten stop of a RUNNING job will not complete.
+func stopMayComplete(in Input, op *Operation) bool {
+	switch {
+	case !in.Flink.Reachable || op == nil:
+		return true
+	case !op.Unknown:
+		return !op.Done
+	}
+	return alive(in) && in.Flink.JobState != flink.JobRunning
 }
 
 // settled finds, in Flink's checkpoint history, the result of a trigger
@@ -142,8 +168,8 @@ func (s *Step) triggerDone(sp *v1.SavepointInfo, path string) (outcome, *v1.Save
 }
 
 // triggerFailed records a failed trigger. A manual one consumes its nonce
-// so the failure is not retried in a loop; an upgrade's abandons the
-// upgrade before anything was touched.
+// so the failure is not retried in a loop; the caller decides what the
+// failure means for its phase.
 func (s *Step) triggerFailed(sp *v1.SavepointInfo, cause string) (outcome, *v1.SavepointInfo) {
 	in := s.in
 	s.job().PendingSavepoint = nil
@@ -152,13 +178,6 @@ func (s *Step) triggerFailed(sp *v1.SavepointInfo, cause string) (outcome, *v1.S
 	}
 	s.transition(Transition{Kind: SavepointFailed, Reason: sp.Reason})
 	s.event(true, "SavepointFailed", "The %s %s %s failed: %s", sp.Reason, kindOf(*sp), sp.TriggerID, cause)
-	if up := s.upgrade(); up != nil && up.Phase == v1.UpgradeSavingState {
-		target := up.TargetGeneration
-		s.endUpgrade(true)
-		s.transition(Transition{Kind: UpgradeFailed})
-		s.setUpgrading(metav1.ConditionFalse, "SavepointFailed",
-			fmt.Sprintf("The upgrade to generation %d did not start: the %s failed (%s); the running cluster is untouched. Change the spec to retry", target, kindOf(*sp), cause))
-	}
 	return failed, nil
 }
 

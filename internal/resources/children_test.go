@@ -219,3 +219,36 @@ func TestHashes(t *testing.T) {
 		t.Error("scaling changed the ConfigMap")
 	}
 }
+
+// TestCheckpointRetention: every job's checkpoints survive its end
+// (RETAIN_ON_CANCELLATION), so the operator's restores from them exist; a
+// user's own value is kept except with last-state, which owns the key.
+func TestCheckpointRetention(t *testing.T) {
+	const key = "execution.checkpointing.externalized-checkpoint-retention"
+	for _, tc := range []struct {
+		name string
+		job  *v1.JobSpec
+		user string
+		want string
+	}{
+		{"session cluster: Flink's default", nil, "", ""},
+		{"a job", &v1.JobSpec{UpgradeMode: v1.UpgradeSavepoint}, "", "RETAIN_ON_CANCELLATION"},
+		{"a stateless job", &v1.JobSpec{UpgradeMode: v1.UpgradeStateless}, "", "RETAIN_ON_CANCELLATION"},
+		{"the user's value outside last-state", &v1.JobSpec{UpgradeMode: v1.UpgradeSavepoint}, "DELETE_ON_CANCELLATION", "DELETE_ON_CANCELLATION"},
+		{"last-state owns the key", &v1.JobSpec{UpgradeMode: v1.UpgradeLastState}, "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION"},
+	} {
+		fc := loadExample(t, "realtime-warehouse.yaml")
+		fc.Spec.Job = tc.job
+		fc.Spec.FlinkConfiguration = nil
+		if tc.user != "" {
+			fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{key: v1.ConfigValue(tc.user)}
+		}
+		cfg, err := RenderConfig(fc, platformStorage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Settings[key]; got != tc.want {
+			t.Errorf("%s: %s = %q, want %q", tc.name, key, got, tc.want)
+		}
+	}
+}

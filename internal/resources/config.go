@@ -82,15 +82,20 @@ func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 		s[keys.CheckpointInterval] = cp.Interval
 		s[keys.CheckpointsRetained] = strconv.Itoa(int(max(cp.Retention, 1)))
 	}
-	if j := fc.Spec.Job; j != nil && j.UpgradeMode == v1.UpgradeLastState {
-		s[keys.CheckpointRetention] = "RETAIN_ON_CANCELLATION"
-	} else if _, own := fc.Spec.FlinkConfiguration[keys.CheckpointRetention]; !own && j != nil && fc.Spec.Checkpointing != nil &&
-		(fc.Spec.Healing == nil || fc.Spec.Healing.RestoreAttempts > 0) {
-		// Healing restores a FAILED job from its latest checkpoint, which
-		// Flink discards when the job ends unless it is externalized
-		// (CheckpointProperties: NO_EXTERNALIZED_CHECKPOINTS discards on
-		// failure too); DELETE_ON_CANCELLATION keeps it on failure only.
-		s[keys.CheckpointRetention] = "DELETE_ON_CANCELLATION"
+	if j := fc.Spec.Job; j != nil {
+		if _, own := fc.Spec.FlinkConfiguration[keys.CheckpointRetention]; !own || j.UpgradeMode == v1.UpgradeLastState {
+			// A job's checkpoints must outlive its end for every restore the
+			// operator makes from them: healing a failed job, restarting a
+			// running one (a cancel), a last-state upgrade, a job lost with a
+			// JobManager stopped gracefully (SUSPENDED). CheckpointProperties:
+			// only RETAIN_ON_CANCELLATION keeps them on CANCELED and
+			// SUSPENDED (NO_EXTERNALIZED_CHECKPOINTS, Flink's default,
+			// discards on every end; DELETE_ON_CANCELLATION on cancel and
+			// suspension). A user's own value is kept outside last-state;
+			// the lifecycle's state rule then refuses to cancel a job whose
+			// checkpoints would not survive (lifecycle.Input.RetainsOnCancel).
+			s[keys.CheckpointRetention] = "RETAIN_ON_CANCELLATION"
+		}
 	}
 	st := StateOf(fc, p)
 	s[keys.CheckpointsDir] = st.Checkpoints

@@ -1,0 +1,167 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// TestRestorePoint walks the state rule's every branch: what it allows
+// before a stop, and what a job that ended restores from.
+func TestRestorePoint(t *testing.T) {
+	ended := metav1.NewTime(t0.Add(-time.Minute))
+	justEnded := metav1.NewTime(t0.Add(-2 * time.Second))
+	done := metav1.NewTime(t0.Add(-time.Minute))
+	stop := &v1.SavepointInfo{Path: "s3://sp/stop", JobID: "job-1", Stop: true, CheckpointID: 8, CompletedAt: &done}
+	cp := func(id int64) *Checkpoint { return &Checkpoint{ID: id, Path: "s3://cp/chk-" + string(rune('0'+id))} }
+	for _, tc := range []struct {
+		name      string
+		job       v1.JobStatus
+		flink     Flink
+		retention string
+		why       Purpose
+		do        Do
+		path      string
+		reason    string
+	}{
+		{"nothing ever ran", v1.JobStatus{}, Flink{}, "", ForVersion, Restore, "s3://sp/initial", ""},
+		{"Flink unreachable", v1.JobStatus{ID: "job-1"}, Flink{}, "", ForChange, Hold, "", "FlinkUnreachable"},
+		{"the checkpoint history unread", v1.JobStatus{ID: "job-1", EndedAt: &ended}, Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, HistoryUnread: true},
+			"RETAIN_ON_CANCELLATION", ForLastState, Hold, "", "FlinkUnreachable"},
+
+		{"running, version change: savepoint", v1.JobStatus{ID: "job-1"}, running("job-1", 3), "", ForVersion, TakeSavepoint, "", ""},
+		{"running, job change: savepoint", v1.JobStatus{ID: "job-1"}, running("job-1", 3), "", ForChange, TakeSavepoint, "", ""},
+		{"running, removal: savepoint", v1.JobStatus{ID: "job-1"}, running("job-1", 3), "", ForRemoval, TakeSavepoint, "", ""},
+		{"restarting, version change: waits", v1.JobStatus{ID: "job-1"}, Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting}, "", ForVersion, Hold, "", "WaitingForRunning"},
+		{"restarting, job change, checkpoint retained: cancel", v1.JobStatus{ID: "job-1"},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForChange, Cancel, "", ""},
+		{"running, last-state, checkpoint retained: cancel", v1.JobStatus{ID: "job-1"},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForLastState, Cancel, "", ""},
+		{"running, last-state, no checkpoint: savepoint", v1.JobStatus{ID: "job-1"}, running("job-1", 0), "RETAIN_ON_CANCELLATION", ForLastState, TakeSavepoint, "", ""},
+		{"running, last-state, cancel deletes: savepoint", v1.JobStatus{ID: "job-1"},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, LatestCheckpoint: cp(3)}, "DELETE_ON_CANCELLATION", ForLastState, TakeSavepoint, "", ""},
+		{"restarting, last-state, cancel deletes: held", v1.JobStatus{ID: "job-1"},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting, LatestCheckpoint: cp(3)}, "", ForLastState, Hold, "", "NoStateSurvivesCancel"},
+		{"restarting, last-state, no checkpoint ever: cancel", v1.JobStatus{ID: "job-1", RestoredFrom: "s3://sp/pre"},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting}, "", ForLastState, Cancel, "", ""},
+		{"rollback: the failed job is cancelled", v1.JobStatus{ID: "job-1"}, running("job-1", 3), "", ForRollback, Cancel, "", ""},
+		{"stop completed, Flink's cache says RUNNING: waits", v1.JobStatus{ID: "job-1", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/stop", JobID: "job-1", Stop: true, CompletedAt: &justEnded}},
+			running("job-1", 3), "", ForVersion, Wait, "", ""},
+		{"stop completed long ago, still RUNNING: held", v1.JobStatus{ID: "job-1", LastSavepoint: stop},
+			running("job-1", 3), "", ForVersion, Hold, "", "StopNotObserved"},
+
+		{"stopped with a savepoint: that savepoint, at once", v1.JobStatus{ID: "job-1", LastSavepoint: stop, EndedAt: &justEnded},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, LatestCheckpoint: cp(7)}, "", ForVersion, Restore, "s3://sp/stop", ""},
+		{"ended within Flink's cache window: waits", v1.JobStatus{ID: "job-1", EndedAt: &justEnded},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForLastState, Wait, "", ""},
+		{"ended: the newest retained checkpoint", v1.JobStatus{ID: "job-1", EndedAt: &ended, LastCheckpoint: &v1.CheckpointInfo{ID: 2, Path: "s3://cp/chk-2", JobID: "job-1"}},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForLastState, Restore, "s3://cp/chk-3", ""},
+		{"ended: a newer savepoint of the job beats the checkpoint", v1.JobStatus{ID: "job-1", EndedAt: &ended},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, LatestCheckpoint: cp(3), Savepoints: []Checkpoint{{ID: 4, Path: "s3://sp/sp-4"}}}, "RETAIN_ON_CANCELLATION", ForRestart, Restore, "s3://sp/sp-4", ""},
+		{"cancelled with DELETE_ON_CANCELLATION: nothing retained, refused", v1.JobStatus{ID: "job-1", EndedAt: &ended},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, CheckpointsCompleted: 3, LatestCheckpoint: cp(3)}, "DELETE_ON_CANCELLATION", ForRestart, Refuse, "", "NoRetainedState"},
+		{"failed with DELETE_ON_CANCELLATION: retained", v1.JobStatus{ID: "job-1", EndedAt: &ended},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, CheckpointsCompleted: 3, LatestCheckpoint: cp(3)}, "DELETE_ON_CANCELLATION", ForRestart, Restore, "s3://cp/chk-3", ""},
+		{"ended without a checkpoint: the state it started from", v1.JobStatus{ID: "job-1", EndedAt: &ended, RestoredFrom: "s3://sp/pre"},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed}, "RETAIN_ON_CANCELLATION", ForRestart, Restore, "s3://sp/pre", ""},
+		{"ended, version change, newest a checkpoint: refused", v1.JobStatus{ID: "job-1", EndedAt: &ended},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForVersion, Refuse, "", "StateNotPortable"},
+		{"ended, stateless: empty", v1.JobStatus{ID: "job-1", EndedAt: &ended},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForStateless, Restore, "", ""},
+
+		{"lost: the newest state recorded", v1.JobStatus{ID: "job-1", State: "RUNNING", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"},
+			LastCheckpoint: &v1.CheckpointInfo{ID: 5, Path: "s3://cp/chk-5", JobID: "job-1"}}, Flink{Reachable: true}, "", ForRestart, Restore, "s3://cp/chk-5", ""},
+		{"lost, stopped with a savepoint: it", v1.JobStatus{ID: "job-1", State: "FINISHED", LastSavepoint: stop,
+			LastCheckpoint: &v1.CheckpointInfo{ID: 7, Path: "s3://cp/chk-7", JobID: "job-1"}}, Flink{Reachable: true}, "", ForVersion, Restore, "s3://sp/stop", ""},
+		{"lost with checkpoints, none recorded: refused", v1.JobStatus{ID: "job-1", State: "RUNNING", CheckpointsCompleted: 4}, Flink{Reachable: true}, "", ForRestart, Refuse, "", "StateUnknown"},
+		{"rollback: its recorded point", v1.JobStatus{ID: "job-1", EndedAt: &ended}, Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForRollback, Restore, "s3://sp/pre-upgrade", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := baseSpec()
+			spec.Job.InitialSavepointPath = "s3://sp/initial"
+			status := &v1.FlinkClusterStatus{Job: &tc.job, Upgrade: &v1.UpgradeStatus{RollbackPath: "s3://sp/pre-upgrade"}}
+			in := Input{Spec: spec, Status: status, Deployed: baseSpec(), Flink: tc.flink, Now: t0, Retention: tc.retention}
+			snap, v := RestorePoint(in, &tc.job, tc.why)
+			if v.Do != tc.do || snap.Path != tc.path || v.Reason != tc.reason {
+				t.Errorf("RestorePoint = %+v, %+v; want %s %q reason %q", snap, v, tc.do, tc.path, tc.reason)
+			}
+			if (v.Do == Hold || v.Do == Refuse) && v.Message == "" {
+				t.Errorf("%s without a message", v.Do)
+			}
+		})
+	}
+}
+
+// TestRestCacheWindow reads Flink's cache settings as Flink does: a Long
+// of milliseconds before 1.20, a Duration after; the checkpoint statistics
+// timeout falls back to the refresh interval.
+func TestRestCacheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  v1.FlinkConfiguration
+		want time.Duration
+	}{
+		{nil, 3 * time.Second},
+		{v1.FlinkConfiguration{"web.refresh-interval": "10000"}, 10 * time.Second},
+		{v1.FlinkConfiguration{"web.refresh-interval": "1 min"}, time.Minute},
+		{v1.FlinkConfiguration{"jobmanager.web.refresh-interval": "500"}, 500 * time.Millisecond},
+		{v1.FlinkConfiguration{"web.refresh-interval": "1000", "rest.cache.checkpoint-statistics.timeout": "20s"}, 20 * time.Second},
+		{v1.FlinkConfiguration{"rest.cache.checkpoint-statistics.timeout": "1 s"}, 3 * time.Second},
+		{v1.FlinkConfiguration{"web.refresh-interval": "soon"}, time.Minute},
+	} {
+		spec := baseSpec()
+		spec.FlinkConfiguration = tc.cfg
+		if got := restCacheWindow(spec); got != tc.want {
+			t.Errorf("%v: window %s, want %s", tc.cfg, got, tc.want)
+		}
+	}
+}
+
+// TestRemovingTheJobStopsItWithASavepoint (issue 19, path 5): removing
+// spec.job stops the job with a savepoint before the pods roll, records
+// it, and a returning spec.job restores from it. End to end:
+// TestRemovingTheJobKeepsItsState.
+func TestRemovingTheJobStopsItWithASavepoint(t *testing.T) {
+	w := stableWorld()
+	w.gen = 2
+	w.spec = baseSpec()
+	w.spec.Job = nil
+	p := w.decide()
+	sp := p.Status.Job.PendingSavepoint
+	if p.Status.Upgrade == nil || p.Status.Upgrade.Kind != string(ChangeRemoval) || p.Action.Kind != ActTrigger || sp == nil || !sp.Stop || sp.Reason != v1.SavepointForRemoval {
+		t.Fatalf("removal: upgrade %+v action %s pending %+v", p.Status.Upgrade, p.Action.Kind, sp)
+	}
+	if p.Deploy.Job == nil {
+		t.Fatal("the pods roll before the job stopped")
+	}
+	w.commit(p)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "s3://sp/removed"}}
+	p = w.decide()
+	if p.Deploy.Job != nil || p.Status.Job.LastSavepoint == nil || p.Status.Job.LastSavepoint.Path != "s3://sp/removed" {
+		t.Fatalf("stopped: deploy job %+v last savepoint %+v", p.Deploy.Job, p.Status.Job.LastSavepoint)
+	}
+	w.commit(p)
+	w.flink = Flink{Reachable: true}
+	p = w.decide()
+	if p.Status.Upgrade != nil || p.Action.Kind != ActNone || p.MarkStable {
+		t.Fatalf("rolled out: upgrade %+v action %s stable %v", p.Status.Upgrade, p.Action.Kind, p.MarkStable)
+	}
+	if c := cond(p, v1.ConditionUpgrading); c == nil || c.Reason != "JobRemoved" {
+		t.Fatalf("Upgrading = %+v", c)
+	}
+	w.commit(p)
+	// spec.job returns.
+	w.gen, w.spec = 3, baseSpec()
+	p = w.decide()
+	if p.Status.Upgrade == nil {
+		t.Fatalf("re-adding the job started nothing: %+v", p.Action)
+	}
+	w.commit(p)
+	p = w.decide()
+	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://sp/removed" {
+		t.Fatalf("re-added: action %s from %q, want the removal's savepoint", p.Action.Kind, p.Action.RestorePath)
+	}
+}

@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/flinksim"
+)
+
+// The state rule's paths (issue 19), end to end. Each restores from a
+// snapshot the simulator still holds: a restore from a deleted one fails
+// the job at initialization.
+
+// waitStateHold waits until StateHold is True with reason.
+func waitStateHold(t *testing.T, ns, name, reason string, timeout time.Duration) *v1.FlinkCluster {
+	t.Helper()
+	var fc *v1.FlinkCluster
+	eventually(t, timeout, "StateHold "+reason, func() error {
+		fc = getFC(t, ns, name)
+		c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionStateHold)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
+			return fmt.Errorf("StateHold = %+v, upgrade %+v", c, fc.Status.Upgrade)
+		}
+		return nil
+	})
+	return fc
+}
+
+// runningFrom waits until the cluster's recorded job runs in the simulator
+// and returns it.
+func runningFrom(t *testing.T, ns, name string, key flinksim.ClusterKey, not string) flinksim.JobView {
+	t.Helper()
+	var j flinksim.JobView
+	eventually(t, 2*time.Minute, "a new job running", func() error {
+		fc := getFC(t, ns, name)
+		if fc.Status.Job == nil || fc.Status.Job.ID == "" || fc.Status.Job.ID == not {
+			return fmt.Errorf("job %+v", fc.Status.Job)
+		}
+		view, err := sim.Engine.View(key)
+		if err != nil {
+			return err
+		}
+		for _, v := range view.Jobs {
+			if v.ID == fc.Status.Job.ID && v.State == flink.JobRunning {
+				j = v
+				return nil
+			}
+		}
+		return fmt.Errorf("job %s not running in Flink", fc.Status.Job.ID)
+	})
+	return j
+}
+
+// TestUpgradeDuringRestOutage (path 1): an upgrade decided while Flink's
+// REST API answers 503 starts nothing until it answers, then takes its
+// savepoint; it never restores the last recorded checkpoint.
+func TestUpgradeDuringRestOutage(t *testing.T) {
+	t.Parallel()
+	ns, key := startJobCluster(t, "outage")
+	oldJob := getFC(t, ns, "outage").Status.Job.ID
+	sim.Engine.InjectUnavailable(key, -1)
+	patchSpec(t, ns, "outage", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	fc := waitStateHold(t, ns, "outage", "FlinkUnreachable", time.Minute)
+	if fc.Status.Upgrade != nil || jobManagerImage(t, ns, "outage") != "flink:1.17.1" {
+		t.Fatalf("during the outage: upgrade %+v, image %s", fc.Status.Upgrade, jobManagerImage(t, ns, "outage"))
+	}
+	sim.Engine.ClearFaults(key)
+	fc = waitUpgradeResult(t, ns, "outage", "UpgradeSucceeded", 2*time.Minute)
+	old := simJob(t, key, oldJob)
+	nw := simJob(t, key, fc.Status.Job.ID)
+	if old.StopsTriggered != 1 || nw.RestoredFrom == nil || !nw.RestoredFrom.IsSavepoint || nw.RestoredFrom.ExternalPath != old.LatestSavepoint {
+		t.Errorf("old job %d stops; new job restored from %+v, want the stop's savepoint %s", old.StopsTriggered, nw.RestoredFrom, old.LatestSavepoint)
+	}
+	if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionStateHold); c != nil {
+		t.Errorf("StateHold left: %+v", c)
+	}
+}
+
+// TestLastStateUpgradeWithDefaultRetention (path 3): with Flink's default
+// of one retained checkpoint, a last-state roll restores the checkpoint
+// Flink retains after the cancel, the old job's latest, on every minor.
+func TestLastStateUpgradeWithDefaultRetention(t *testing.T) {
+	eachPath(t, func(t *testing.T, p upgradePath) {
+		ns := newNamespace(t)
+		fc := jobClusterAt(ns, "laststate", p.from)
+		fc.Spec.Checkpointing.Retention = 0 // Flink's default, one
+		fc.Spec.Job.UpgradeMode = v1.UpgradeLastState
+		key := startCluster(t, fc)
+		first := simJob(t, key, getFC(t, ns, "laststate").Status.Job.ID)
+		patchSpec(t, ns, "laststate", func(fc *v1.FlinkCluster) {
+			fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"pipeline.name": "orders"}
+		})
+		got := waitUpgradeResult(t, ns, "laststate", "UpgradeSucceeded", 2*time.Minute)
+		old := simJob(t, key, first.ID)
+		nw := simJob(t, key, got.Status.Job.ID)
+		if old.State != flink.JobCanceled || nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.IsSavepoint ||
+			nw.RestoredFrom.ExternalPath != old.LatestCheckpoint {
+			t.Errorf("old job %s, latest checkpoint %s; new job %s restored from %+v; want the old job's latest checkpoint",
+				old.State, old.LatestCheckpoint, nw.State, nw.RestoredFrom)
+		}
+	})
+}
+
+// TestSlowStopWithSavepointIsFollowed (path 4): a stop-with-savepoint
+// slower than savepointTimeout is followed to its end, not abandoned with
+// the job stopped; the new job restores from the savepoint it produced.
+func TestSlowStopWithSavepointIsFollowed(t *testing.T) {
+	t.Parallel()
+	ns, key := startJobCluster(t, "slowstop")
+	oldJob := getFC(t, ns, "slowstop").Status.Job.ID
+	sim.Engine.SetSavepointFault(key, flinksim.FaultStall)
+	patchSpec(t, ns, "slowstop", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	fc := waitStateHold(t, ns, "slowstop", "StopInProgress", time.Minute)
+	if fc.Status.Upgrade == nil || fc.Status.Upgrade.Phase != v1.UpgradeSavingState || jobManagerImage(t, ns, "slowstop") != "flink:1.17.1" {
+		t.Fatalf("past the deadline: upgrade %+v, image %s", fc.Status.Upgrade, jobManagerImage(t, ns, "slowstop"))
+	}
+	sim.Engine.ClearFaults(key)
+	fc = waitUpgradeResult(t, ns, "slowstop", "UpgradeSucceeded", 2*time.Minute)
+	old := simJob(t, key, oldJob)
+	nw := simJob(t, key, fc.Status.Job.ID)
+	if old.StopsTriggered != 1 || old.State != flink.JobFinished || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != old.LatestSavepoint {
+		t.Errorf("old job %s after %d stops; new job restored from %+v, want %s", old.State, old.StopsTriggered, nw.RestoredFrom, old.LatestSavepoint)
+	}
+}
+
+// TestRemovingTheJobKeepsItsState (path 5): removing spec.job stops the
+// job with a savepoint before the pods roll; adding it back restores it.
+func TestRemovingTheJobKeepsItsState(t *testing.T) {
+	t.Parallel()
+	ns, key := startJobCluster(t, "removal")
+	before := getFC(t, ns, "removal")
+	oldJob := before.Status.Job.ID
+	patchSpec(t, ns, "removal", func(fc *v1.FlinkCluster) { fc.Spec.Job = nil })
+	fc := waitUpgradeResult(t, ns, "removal", "JobRemoved", 2*time.Minute)
+	old := simJob(t, key, oldJob)
+	sp := fc.Status.Job.LastSavepoint
+	if old.StopsTriggered != 1 || sp == nil || sp.Reason != v1.SavepointForRemoval || sp.Path != old.LatestSavepoint {
+		t.Fatalf("removed: %d stops, last savepoint %+v, simulator's %s", old.StopsTriggered, sp, old.LatestSavepoint)
+	}
+	patchSpec(t, ns, "removal", func(fc *v1.FlinkCluster) { fc.Spec.Job = before.Spec.Job.DeepCopy() })
+	nw := runningFrom(t, ns, "removal", key, oldJob)
+	if nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != sp.Path {
+		t.Errorf("re-added job restored from %+v, want %s", nw.RestoredFrom, sp.Path)
+	}
+}
+
+// TestNewSpecDuringVerification (path 7): a new spec while the upgraded
+// job is being verified starts from a savepoint of that job, not from the
+// pre-upgrade savepoint, which a rollback still returns to.
+func TestNewSpecDuringVerification(t *testing.T) {
+	t.Parallel()
+	ns, key := startJobCluster(t, "verifying")
+	patchSpec(t, ns, "verifying", func(fc *v1.FlinkCluster) {
+		fc.Spec.Version = "1.18.1"
+		fc.Spec.UpgradePolicy.StableCheckpoints = 100
+		fc.Spec.UpgradePolicy.StabilityTimeout = "5m"
+	})
+	var verifying string
+	var pre string
+	eventually(t, 2*time.Minute, "the upgraded job verifying with checkpoints", func() error {
+		fc := getFC(t, ns, "verifying")
+		if fc.Status.Upgrade == nil || fc.Status.Upgrade.Phase != v1.UpgradeVerifying {
+			return fmt.Errorf("upgrade %+v", fc.Status.Upgrade)
+		}
+		verifying, pre = fc.Status.Job.ID, fc.Status.Upgrade.RestorePath
+		if j := simJob(t, key, verifying); j.State != flink.JobRunning || j.CheckpointsCompleted < 2 {
+			return fmt.Errorf("job %s %s with %d checkpoints", j.ID, j.State, j.CheckpointsCompleted)
+		}
+		return nil
+	})
+	patchSpec(t, ns, "verifying", func(fc *v1.FlinkCluster) {
+		fc.Spec.Version = "1.18.2"
+		fc.Spec.UpgradePolicy.StableCheckpoints = 2
+	})
+	fc := waitUpgradeResult(t, ns, "verifying", "UpgradeSucceeded", 2*time.Minute)
+	v := simJob(t, key, verifying)
+	nw := simJob(t, key, fc.Status.Job.ID)
+	if v.StopsTriggered != 1 || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != v.LatestSavepoint || v.LatestSavepoint == pre {
+		t.Errorf("verifying job %d stops, savepoint %s; new job restored from %+v; want the verifying job's savepoint, not %s", v.StopsTriggered, v.LatestSavepoint, nw.RestoredFrom, pre)
+	}
+}
+
+// TestHealRestoresTheCheckpointTheCancelKept (path 2): a running job whose
+// checkpoints stall is healed by a cancel that keeps its checkpoints
+// (RETAIN_ON_CANCELLATION) and restored from the newest one Flink retains,
+// with Flink's default retention of one.
+func TestHealRestoresTheCheckpointTheCancelKept(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	fc := jobClusterAt(ns, "heal", "1.19.3")
+	fc.Spec.Checkpointing.Retention = 0
+	fc.Spec.Healing = &v1.HealingSpec{RestoreAttempts: 2, Backoff: "2s", StalledCheckpointIntervals: 3, OnStalledCheckpoints: v1.HealRestore}
+	key := startCluster(t, fc)
+	first := simJob(t, key, getFC(t, ns, "heal").Status.Job.ID)
+	eventually(t, time.Minute, "checkpoints", func() error {
+		if j := simJob(t, key, first.ID); j.CheckpointsCompleted < 2 {
+			return fmt.Errorf("%d checkpoints", j.CheckpointsCompleted)
+		}
+		return nil
+	})
+	sim.Engine.SetCheckpointFault(key, flinksim.FaultStall)
+	eventually(t, 2*time.Minute, "the stalled job cancelled", func() error {
+		if j := simJob(t, key, first.ID); j.State != flink.JobCanceled {
+			return fmt.Errorf("job %s", j.State)
+		}
+		return nil
+	})
+	sim.Engine.ClearFaults(key)
+	nw := runningFrom(t, ns, "heal", key, first.ID)
+	old := simJob(t, key, first.ID)
+	if nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != old.LatestCheckpoint || old.LatestCheckpoint == "" {
+		t.Errorf("healed job restored from %+v, want the cancelled job's latest checkpoint %q", nw.RestoredFrom, old.LatestCheckpoint)
+	}
+}
