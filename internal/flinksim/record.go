@@ -27,7 +27,7 @@ type Record struct {
 	// Dispatcher of the cluster; MaxRunningAt and MaxRunningJobs say when
 	// that was first reached and which jobs they were.
 	MaxRunning     int       `json:"maxRunning"`
-	MaxRunningAt   time.Time `json:"maxRunningAt,omitempty"`
+	MaxRunningAt   time.Time `json:"maxRunningAt,omitzero"`
 	MaxRunningJobs []string  `json:"maxRunningJobs,omitempty"`
 }
 
@@ -74,7 +74,7 @@ type SnapshotRecord struct {
 	CheckpointID int64 `json:"checkpointID,omitempty"`
 	Savepoint    bool  `json:"savepoint,omitempty"`
 	// CompletedAt is when Flink completed it; zero when unknown.
-	CompletedAt time.Time `json:"completedAt,omitempty"`
+	CompletedAt time.Time `json:"completedAt,omitzero"`
 }
 
 // recordStart notes a submission the Dispatcher accepted.
@@ -172,9 +172,15 @@ func (e *Engine) snapshotAt(d *dispatcher, pointer string) *SnapshotRecord {
 }
 
 // completedAt finds when Flink completed the snapshot at pointer, in the
-// statistics of any job that took it; zero when none has it any more.
+// statistics of any job that took it (or, once a recovery replaced that
+// job, in the record of its end); zero when none has it any more.
 func (e *Engine) completedAt(pointer string) time.Time {
 	for _, c := range e.clusters {
+		for _, end := range c.record.Ends {
+			if n := end.Newest; n != nil && n.Path == pointer && !n.CompletedAt.IsZero() {
+				return n.CompletedAt
+			}
+		}
 		for _, h := range c.history {
 			j := h.job
 			for _, st := range append([]*flink.CheckpointStatistics{j.latestCompleted, j.latestSavepoint}, historyRefs(j)...) {

@@ -105,8 +105,11 @@ func runSchedule(t *testing.T, sch faults.Schedule) {
 	if fc != nil {
 		fmt.Fprintf(&b, "Status: phase %s, job %+v, upgrade %+v\n", fc.Status.Phase, fc.Status.Job, fc.Status.Upgrade)
 	}
-	fmt.Fprintf(&b, "Events:\n%s\nOperator log (this cluster):\n%s\nReplay: go test ./test/faults -run TestFaultSchedules -count=1 -args -faults.seed=%d",
-		r.events(), r.operatorLog(), sch.Seed)
+	fmt.Fprintf(&b, "Events:\n%s", r.events())
+	if l := r.operatorLog(); l != "" {
+		fmt.Fprintf(&b, "Operator log (this cluster):\n%s\n", l)
+	}
+	fmt.Fprintf(&b, "Replay: go test ./test/faults -run TestFaultSchedules -count=1 -args -faults.seed=%d", sch.Seed)
 	t.Error(b.String())
 }
 
