@@ -83,7 +83,7 @@ test-chaos: build
 ## test-faults: seeded fault schedules against one job cluster each (internal/faults), the state
 ## invariants judged from the simulator's record; a failing seed prints its schedule and replays
 ## with `go test ./test/faults -run TestFaultSchedules -count=1 -args -faults.seed=N`
-FAULTS_SEEDS ?= 4
+FAULTS_SEEDS ?= 3
 FAULTS_FIRST ?= 1
 FAULTS_PARALLEL ?= 1
 test-faults: build

@@ -115,7 +115,7 @@ func Check(f Facts) []Violation {
 // settled: a cluster that should run its job and runs none says so in a
 // condition of its current generation.
 func CheckSettled(fc *v1.FlinkCluster, view flinksim.ClusterView) []Violation {
-	if fc.Spec.Job == nil || fc.Spec.Job.State == v1.JobStateSuspended || running(view) != nil || explained(fc) {
+	if fc.Spec.Job == nil || fc.Spec.Job.State == v1.JobStateSuspended || len(runningIDs(view)) > 0 || explained(fc) {
 		return nil
 	}
 	var states []string
@@ -145,22 +145,34 @@ func Settled(fc *v1.FlinkCluster, view flinksim.ClusterView) (bool, string) {
 	case st.Job.PendingSavepoint != nil:
 		return false, fmt.Sprintf("savepoint in flight: %+v", *st.Job.PendingSavepoint)
 	}
-	if j := running(view); j != nil && j.ID == st.Job.ID && st.Job.State == string(flink.JobRunning) {
+	if runs(view, st.Job.ID) && st.Job.State == string(flink.JobRunning) {
 		return true, ""
 	}
 	if explained(fc) {
 		return true, ""
 	}
-	return false, fmt.Sprintf("status.job %s, Flink runs %v", jobStatus(fc), running(view))
+	return false, fmt.Sprintf("status.job %s, Flink runs %s", jobStatus(fc), orNone(runningIDs(view)))
 }
 
-func running(view flinksim.ClusterView) *flinksim.JobView {
-	for i, j := range view.Jobs {
-		if j.Present && j.State == flink.JobRunning {
-			return &view.Jobs[i]
+// runs: Flink runs the job with this ID (another may run beside it: that
+// is OneJobRunning's business).
+func runs(view flinksim.ClusterView, id string) bool {
+	for _, j := range view.Jobs {
+		if j.Present && j.State == flink.JobRunning && j.ID == id {
+			return true
 		}
 	}
-	return nil
+	return false
+}
+
+func runningIDs(view flinksim.ClusterView) []string {
+	var out []string
+	for _, j := range view.Jobs {
+		if j.Present && j.State == flink.JobRunning {
+			out = append(out, j.ID)
+		}
+	}
+	return out
 }
 
 // explained: a condition of the current generation says the job does not

@@ -103,20 +103,26 @@ func TestCheckSettled(t *testing.T) {
 		return metav1.Condition{Type: typ, Status: s, ObservedGeneration: gen, Reason: "R"}
 	}
 	for _, tc := range []struct {
-		name  string
-		fc    *v1.FlinkCluster
-		view  flinksim.ClusterView
-		wants bool
+		name    string
+		fc      *v1.FlinkCluster
+		view    flinksim.ClusterView
+		wants   bool
+		settled bool
 	}{
-		{"stopped, nothing says so", cluster(cond(v1.ConditionJobsRunning, metav1.ConditionTrue, 4), cond(v1.ConditionDegraded, metav1.ConditionFalse, 4)), finished, true},
-		{"stopped, JobsRunning False", cluster(cond(v1.ConditionJobsRunning, metav1.ConditionFalse, 4)), finished, false},
-		{"stopped, Degraded", cluster(cond(v1.ConditionDegraded, metav1.ConditionTrue, 4)), finished, false},
-		{"stopped, said of an older generation", cluster(cond(v1.ConditionJobsRunning, metav1.ConditionFalse, 3)), finished, true},
+		{"stopped, nothing says so", cluster(cond(v1.ConditionJobsRunning, metav1.ConditionTrue, 4), cond(v1.ConditionDegraded, metav1.ConditionFalse, 4)), finished, true, false},
+		{"stopped, JobsRunning False", cluster(cond(v1.ConditionJobsRunning, metav1.ConditionFalse, 4)), finished, false, true},
+		{"stopped, Degraded", cluster(cond(v1.ConditionDegraded, metav1.ConditionTrue, 4)), finished, false, true},
+		{"stopped, said of an older generation", cluster(cond(v1.ConditionJobsRunning, metav1.ConditionFalse, 3)), finished, true, false},
+		{"the status names a job Flink does not run", func() *v1.FlinkCluster {
+			fc := cluster(cond(v1.ConditionJobsRunning, metav1.ConditionTrue, 4))
+			fc.Status.Job = &v1.JobStatus{ID: "c", State: "RUNNING"}
+			return fc
+		}(), runs, false, false},
 		{"a job runs", func() *v1.FlinkCluster {
 			fc := cluster()
 			fc.Status.Job = &v1.JobStatus{ID: "b", State: "RUNNING"}
 			return fc
-		}(), runs, false},
+		}(), runs, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := CheckSettled(tc.fc, tc.view)
@@ -126,7 +132,7 @@ func TestCheckSettled(t *testing.T) {
 			if tc.wants && (got[0].Invariant != StoppedSaysWhy || !strings.Contains(got[0].Detail, "a FINISHED")) {
 				t.Errorf("violation %v", got[0])
 			}
-			if ok, why := Settled(tc.fc, tc.view); ok == tc.wants {
+			if ok, why := Settled(tc.fc, tc.view); ok != tc.settled {
 				t.Errorf("settled = %v (%s)", ok, why)
 			}
 		})

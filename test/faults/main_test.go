@@ -38,7 +38,7 @@ import (
 )
 
 var (
-	seeds    = flag.Int("faults.seeds", 4, "how many seeds to run, from -faults.first")
+	seeds    = flag.Int("faults.seeds", 3, "how many seeds to run, from -faults.first")
 	first    = flag.Int64("faults.first", 1, "the first seed")
 	oneSeed  = flag.Int64("faults.seed", 0, "replay this one seed (overrides -faults.seeds)")
 	parallel = flag.Int("faults.parallel", 1, "seeds run at once; an operator restart then hits every cluster, so replay a failure alone")
