@@ -5,7 +5,7 @@ export PATH := $(BIN):$(PATH)
 GO ?= go
 GOTEST ?= $(GO) test
 
-.PHONY: all tools generate manifests verify-generated build test test-unit test-integration test-e2e test-chaos bench-chaos run bench
+.PHONY: all tools generate manifests verify-generated build test test-unit test-integration test-e2e test-chaos test-faults bench-chaos run bench
 
 all: build
 
@@ -67,7 +67,7 @@ bench: tools build
 ## test-unit: unit tests and the integration tier (envtest: real kube-apiserver and etcd from bin/)
 export KUBEBUILDER_ASSETS := $(BIN)
 test-unit:
-	$(GOTEST) -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e /test/e2e -e /test/chaos -e /bench)
+	$(GOTEST) -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e /test/e2e -e /test/chaos -e /test/faults -e /bench)
 
 ## test-e2e: the local platform, the Flink REST simulator and the operator binary. Its tests
 ## mostly wait on scaled Flink and Kubernetes timers, so more of them run at once than CPUs.
@@ -80,9 +80,25 @@ CHAOS_N ?= 6
 test-chaos: build
 	$(GOTEST) -count=1 -timeout 20m ./test/chaos/... -args -chaos.n=$(CHAOS_N)
 
-## bench-chaos: the chaos tier at scale, `make bench-chaos CHAOS_N=100`
+## test-faults: seeded fault schedules against one job cluster each (internal/faults), the state
+## invariants judged from the simulator's record; a failing seed prints its schedule and replays
+## with `go test ./test/faults -run TestFaultSchedules -count=1 -args -faults.seed=N`
+FAULTS_SEEDS ?= 3
+FAULTS_FIRST ?= 1
+FAULTS_PARALLEL ?= 1
+test-faults: build
+	$(GOTEST) -count=1 -timeout $(FAULTS_TIMEOUT) ./test/faults/... -run TestFaultSchedules \
+		-args -faults.seeds=$(FAULTS_SEEDS) -faults.first=$(FAULTS_FIRST) -faults.parallel=$(FAULTS_PARALLEL)
+FAULTS_TIMEOUT ?= 20m
+
+## bench-chaos: the chaos tier at scale, `make bench-chaos CHAOS_N=100`, then hundreds of fault
+## schedules (`FAULTS_SEEDS=500`), several at once; every failing seed is printed at the end
 bench-chaos: CHAOS_N = 50
+bench-chaos: FAULTS_SEEDS = 200
+bench-chaos: FAULTS_PARALLEL = 4
+bench-chaos: FAULTS_TIMEOUT = 6h
 bench-chaos: test-chaos
+	@$(MAKE) --no-print-directory test-faults FAULTS_SEEDS=$(FAULTS_SEEDS) FAULTS_PARALLEL=$(FAULTS_PARALLEL) FAULTS_TIMEOUT=$(FAULTS_TIMEOUT)
 
 ## run: the embedded local platform with Datapilot in it (Ctrl-C stops everything)
 run: tools build
@@ -122,3 +138,4 @@ test: tools verify-generated build chart-lint flink-charts-check kustomize-check
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-image
 	@$(MAKE) --no-print-directory test-e2e
 	@$(MAKE) --no-print-directory test-chaos
+	@$(MAKE) --no-print-directory test-faults

@@ -43,6 +43,8 @@ type ClusterView struct {
 	Events []string `json:"events"`
 	// Workload is what the cluster's workload last did; nil without one.
 	Workload *WorkloadView `json:"workload,omitempty"`
+	// Record is every job start and end and the most jobs RUNNING at once.
+	Record Record `json:"record"`
 }
 
 // ProcessView is one JobManager or TaskManager process.
@@ -129,7 +131,7 @@ func (e *Engine) View(k ClusterKey) (ClusterView, error) {
 		UnavailableRemaining: c.unavailable,
 		SavepointFault:       c.savepointFault, CheckpointFault: c.checkpointFault,
 		Requests: maps.Clone(c.requests), Totals: c.totals, Jobs: []JobView{}, Events: append([]string{}, c.events...),
-		Workload: c.workload.view(),
+		Workload: c.workload.view(), Record: c.record.clone(),
 	}
 	lead := c.resourceManager()
 	for _, p := range c.jms {

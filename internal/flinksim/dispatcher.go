@@ -217,6 +217,7 @@ func (d *dispatcher) recover(e *Engine, c *cluster, now time.Time, s *haStore) e
 		hj := s.jobs[id]
 		j := e.newJob(c, d, hj.sub, now, true)
 		d.add(j)
+		e.recordRecovery(c, d, now, hj)
 		d.jm.logf(now, "INFO Recovered job %s from the job graph store", id)
 	}
 	return nil
@@ -279,6 +280,7 @@ func (d *dispatcher) submit(e *Engine, c *cluster, now time.Time, sub *submissio
 		}
 	}
 	d.add(e.newJob(c, d, sub, now, false))
+	e.recordStart(c, d, now, sub)
 	return nil
 }
 

@@ -195,6 +195,7 @@ type cluster struct {
 	totals          Totals
 	history         map[string]*jobHistory
 	historyOrder    []string
+	record          Record   // what Flink saw of its jobs (record.go)
 	events          []string // what happened to processes, newest last
 	workload        *workload
 }
@@ -446,6 +447,7 @@ func (e *Engine) stop(c *cluster, now time.Time, p *process, clean bool, why str
 	}
 	if p.d != nil {
 		p.d.suspend(now, c)
+		e.recordSuspended(c, p.d, now)
 	}
 	if p.ha != nil {
 		if s := c.ha[p.ha.identity]; s != nil && s.leader == p.id() {
@@ -600,10 +602,12 @@ func (e *Engine) advance(c *cluster, now time.Time) {
 		fn(at)
 		e.elect(c, at)
 		e.schedule(c, at)
+		c.recordRunning(at)
 	}
 	e.stepWorkload(c, now)
 	e.elect(c, now)
 	e.schedule(c, now)
+	c.recordRunning(now)
 	for _, p := range c.jms {
 		if p.d != nil {
 			p.d.savepoints.evict(now)

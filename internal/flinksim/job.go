@@ -764,4 +764,5 @@ func (e *Engine) terminate(c *cluster, j *job, at time.Time, s flink.JobStatus) 
 	j.store = nil
 	j.d.recordResult(e, j.id)
 	j.d.jm.logf(at, "INFO Job %s reached globally terminal state %s", j.id, s)
+	e.recordEnd(c, j, at, s)
 }
