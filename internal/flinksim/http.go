@@ -271,11 +271,12 @@ func (h *handler) call(r *http.Request, t target, opID string, params map[string
 		}
 		claim, _ := body["claimMode"].(string)
 		_, inBody := body["allowNonRestoredState"]
-		if err := runQuery(r, &req, schema); err != nil {
+		inQuery, err := runQuery(r, &req, schema)
+		if err != nil {
 			return nil, 0, err
 		}
 		var allow *bool
-		if inBody || req.AllowNonRestoredState || r.URL.Query().Has("allowNonRestoredState") {
+		if inBody || inQuery {
 			allow = &req.AllowNonRestoredState
 		}
 		out, err := e.runJar(t, params["jarid"], req, claim, allow)
@@ -324,8 +325,9 @@ func (h *handler) upload(r *http.Request, t target) (*flink.JarUploadResponse, e
 
 // runQuery applies the query parameters of /jars/{jarid}/run that the
 // minor declares, where the body leaves them unset
-// (JarHandlerUtils#fromRequestBodyOrQueryParameter).
-func runQuery(r *http.Request, req *flink.JarRunRequest, schema *flinkschema.Schema) error {
+// (JarHandlerUtils#fromRequestBodyOrQueryParameter); allowSet says the
+// query gave allowNonRestoredState.
+func runQuery(r *http.Request, req *flink.JarRunRequest, schema *flinkschema.Schema) (allowSet bool, err error) {
 	_, op, _, _ := schema.Operation(http.MethodPost, "/jars/x/run")
 	declared := map[string]bool{}
 	for _, p := range op.Parameters {
@@ -352,14 +354,14 @@ func runQuery(r *http.Request, req *flink.JarRunRequest, schema *flinkschema.Sch
 	if v := get("allowNonRestoredState"); v != "" && !req.AllowNonRestoredState {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return bad("allowNonRestoredState", v)
+			return false, bad("allowNonRestoredState", v)
 		}
-		req.AllowNonRestoredState = b
+		req.AllowNonRestoredState, allowSet = b, true
 	}
 	if v := get("parallelism"); v != "" && req.Parallelism == 0 {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil {
-			return bad("parallelism", v)
+			return false, bad("parallelism", v)
 		}
 		req.Parallelism = int32(n)
 	}
@@ -369,7 +371,7 @@ func runQuery(r *http.Request, req *flink.JarRunRequest, schema *flinkschema.Sch
 	if v := get("program-args"); v != "" && req.ProgramArgs == "" {
 		req.ProgramArgs = v
 	}
-	return nil
+	return allowSet, nil
 }
 
 // admin serves /admin/clusters/...
