@@ -395,7 +395,8 @@ func (e *Engine) triggerSavepoint(t target, jobID string, req flink.SavepointTri
 
 // StopWithSavepoint answers POST /jobs/{jobid}/stop. The job keeps running
 // until the savepoint completes, then FINISHES; if the savepoint fails it
-// keeps running.
+// keeps running; if its tasks do not finish (StopTasksDoNotFinish) it
+// fails over and the operation fails.
 func (e *Engine) StopWithSavepoint(k ClusterKey, jobID string, req flink.StopWithSavepointRequest) (*flink.TriggerResponse, error) {
 	return e.stopWithSavepoint(target{k: k}, jobID, req)
 }
