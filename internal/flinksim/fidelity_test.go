@@ -316,6 +316,16 @@ func TestSourceMetricsByKind(t *testing.T) {
 			path := "/jobs/" + id + "/vertices/" + src + "/subtasks/metrics"
 			var names aggregated
 			restGet(t, srv, path, &names) // starts the MetricFetcher
+			clk.step(time.Second)
+			restGet(t, srv, path, &names) // what it fetched as the tasks started
+			for _, m := range names {
+				if strings.HasSuffix(m.ID, ".pendingRecords") {
+					t.Fatalf("pendingRecords before the reader fetched anything: %v", names)
+				}
+			}
+			if len(names) == 0 {
+				t.Fatal("no task metrics at all as the tasks started")
+			}
 			clk.step(70 * time.Second)
 			restGet(t, srv, path, &names)
 			restGet(t, srv, path, &names)
