@@ -28,9 +28,10 @@ type ClusterView struct {
 	SlotsAvailable int           `json:"slotsAvailable"`
 	// UnavailableRemaining is how many more requests get a 503; -1 means
 	// until cleared.
-	UnavailableRemaining int   `json:"unavailableRemaining"`
-	SavepointFault       Fault `json:"savepointFault,omitempty"`
-	CheckpointFault      Fault `json:"checkpointFault,omitempty"`
+	UnavailableRemaining int       `json:"unavailableRemaining"`
+	SavepointFault       Fault     `json:"savepointFault,omitempty"`
+	CheckpointFault      Fault     `json:"checkpointFault,omitempty"`
+	StopFault            StopFault `json:"stopFault,omitempty"`
 	// Requests counts REST requests by "METHOD /path/{template}".
 	Requests map[string]int `json:"requests"`
 	// Totals count over the cluster's life, across resubmissions that
@@ -129,7 +130,7 @@ func (e *Engine) View(k ClusterKey) (ClusterView, error) {
 		Namespace: k.Namespace, Name: k.Name, JobManagers: []ProcessView{},
 		TaskManagers: len(c.registered()), SlotsTotal: c.slotsTotal(), SlotsAvailable: c.slotsAvailable(),
 		UnavailableRemaining: c.unavailable,
-		SavepointFault:       c.savepointFault, CheckpointFault: c.checkpointFault,
+		SavepointFault:       c.savepointFault, CheckpointFault: c.checkpointFault, StopFault: c.stopFault,
 		Requests: maps.Clone(c.requests), Totals: c.totals, Jobs: []JobView{}, Events: append([]string{}, c.events...),
 		Workload: c.workload.view(), Record: c.record.clone(),
 	}
@@ -207,6 +208,20 @@ func (e *Engine) SetCheckpointFault(k ClusterKey, f Fault) {
 	e.setFault(k, func(c *cluster) { c.checkpointFault = f })
 }
 
+// SetStopFault changes how stop-with-savepoint ends once its savepoint is
+// complete (see StopTasksDoNotFinish).
+func (e *Engine) SetStopFault(k ClusterKey, f StopFault) {
+	e.setFault(k, func(c *cluster) { c.stopFault = f })
+}
+
+// SetSavepointDelay makes savepoints (and stop-with-savepoint) triggered
+// from now on take d on the engine clock; zero restores
+// EngineOptions.SavepointDelay. A delay beyond
+// execution.checkpointing.timeout expires them.
+func (e *Engine) SetSavepointDelay(k ClusterKey, d time.Duration) {
+	e.setFault(k, func(c *cluster) { c.savepointDelay = d })
+}
+
 // SetCancelDelay makes cancellations (and failing jobs) take d: the tasks
 // are slow to cancel. Zero restores EngineOptions.CancelDelay.
 func (e *Engine) SetCancelDelay(k ClusterKey, d time.Duration) {
@@ -217,6 +232,7 @@ func (e *Engine) SetCancelDelay(k ClusterKey, d time.Duration) {
 func (e *Engine) ClearFaults(k ClusterKey) {
 	e.setFault(k, func(c *cluster) {
 		c.unavailable, c.savepointFault, c.checkpointFault, c.cancelDelay = 0, FaultNone, FaultNone, 0
+		c.stopFault, c.savepointDelay = StopFinishes, 0
 	})
 }
 

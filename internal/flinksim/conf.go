@@ -181,6 +181,11 @@ func (c *conf) memory(option string) (bytes int64, set bool, err error) {
 	if !ok {
 		return 0, false, nil
 	}
+	if _, explicit := c.raw(option); !explicit && v == "infinite" {
+		// The docs print a MemorySize.MAX_VALUE default (network.max from
+		// 1.19) as "infinite" (@Documentation.OverrideDefault).
+		return math.MaxInt64, true, nil
+	}
 	n, err := parseMemorySize(v)
 	if err != nil {
 		return 0, true, parseErr(option, v, err)
@@ -328,100 +333,4 @@ func humanBytes(b int64) string {
 		}
 	}
 	return fmt.Sprintf("%d bytes", b)
-}
-
-// processMemory checks what JobManagerProcessUtils and
-// TaskExecutorProcessUtils derive before the start scripts launch the JVM
-// (BashJavaUtils): a process whose memory cannot be derived never starts.
-// ProcessMemoryUtils#memoryProcessSpecFromConfig takes the fine-grained
-// options, else the total Flink memory, else the total process memory,
-// else fails; 1.x still maps the legacy heap keys onto the total process
-// memory first (MemoryBackwardsCompatibilityUtils).
-func (c *conf) processMemory(jobManager bool) error {
-	who, prefix, fine, legacy := "TaskManager", "taskmanager", []string{"taskmanager.memory.task.heap.size", "taskmanager.memory.managed.size"}, []string{"taskmanager.heap.size", "taskmanager.heap.mb"}
-	if jobManager {
-		who, prefix, fine, legacy = "JobManager", "jobmanager", []string{"jobmanager.memory.heap.size"}, []string{"jobmanager.heap.size", "jobmanager.heap.mb"}
-	}
-	fail := func(err error) error {
-		return fmt.Errorf("org.apache.flink.configuration.IllegalConfigurationException: %s memory configuration failed: %w", who, err)
-	}
-	allFine := true
-	for _, o := range fine {
-		if _, set, err := c.memory(o); err != nil {
-			return fail(err)
-		} else if !set {
-			allFine = false
-		}
-	}
-	if allFine {
-		return nil
-	}
-	if _, set, err := c.memory(prefix + ".memory.flink.size"); err != nil || set {
-		if err != nil {
-			return fail(err)
-		}
-		return nil
-	}
-	process, set, err := c.memory(prefix + ".memory.process.size")
-	if err != nil {
-		return fail(err)
-	}
-	if !set && !c.version.AtLeast(2, 0) {
-		for _, k := range legacy {
-			if v, ok := c.values[k]; ok {
-				if strings.HasSuffix(k, ".mb") {
-					v += "m"
-				}
-				if process, err = parseMemorySize(v); err != nil {
-					return fail(parseErr(k, v, err))
-				}
-				set = true
-				break
-			}
-		}
-	}
-	if !set {
-		return fail(fmt.Errorf("Either required fine-grained memory (%s), or Total Flink Memory size (Key: '%s.memory.flink.size' , default: null (fallback keys: [])), or Total Process Memory size (Key: '%s.memory.process.size' , default: null (fallback keys: [])) need to be configured explicitly.",
-			strings.Join(fine, " and "), prefix, prefix))
-	}
-	metaspace, _, err := c.memory(prefix + ".memory.jvm-metaspace.size")
-	if err != nil {
-		return fail(err)
-	}
-	overhead, err := c.overhead(prefix, process)
-	if err != nil {
-		return fail(err)
-	}
-	if metaspace+overhead > process {
-		return fail(fmt.Errorf("Sum of configured JVM Metaspace (%s) and JVM Overhead (%s) exceed configured Total Process Memory (%s).",
-			humanBytes(metaspace), humanBytes(overhead), humanBytes(process)))
-	}
-	if jobManager {
-		offHeap, _, err := c.memory("jobmanager.memory.off-heap.size")
-		if err != nil {
-			return fail(err)
-		}
-		if flinkMem := process - metaspace - overhead; flinkMem <= offHeap {
-			return fail(fmt.Errorf("The configured Total Flink Memory (%s) is less than the configured Off-heap Memory (%s).", humanBytes(flinkMem), humanBytes(offHeap)))
-		}
-	}
-	return nil
-}
-
-// overhead is the JVM overhead derived from the process size: its
-// fraction, within [min, max] (ProcessMemoryUtils#deriveWithFraction).
-func (c *conf) overhead(prefix string, process int64) (int64, error) {
-	lo, _, err := c.memory(prefix + ".memory.jvm-overhead.min")
-	if err != nil {
-		return 0, err
-	}
-	hi, _, err := c.memory(prefix + ".memory.jvm-overhead.max")
-	if err != nil {
-		return 0, err
-	}
-	f, err := c.float(prefix + ".memory.jvm-overhead.fraction")
-	if err != nil {
-		return 0, err
-	}
-	return min(max(int64(float64(process)*f), lo), hi), nil
 }

@@ -114,6 +114,10 @@ type haJob struct {
 	blob        loc
 	checkpoints []haCheckpoint
 	counter     int64
+	// requirements are the JobResourceRequirements written into the stored
+	// job graph, per vertex ID its lower and upper parallelism bound; nil
+	// until the first update.
+	requirements map[string][2]int
 }
 
 type haCheckpoint struct {
@@ -254,9 +258,11 @@ type submission struct {
 	// conf is the job's effective configuration: the cluster's plus the
 	// request's flinkConfiguration (JarRunHandler).
 	conf *conf
-	// restorePath and claimMode are its SavepointRestoreSettings.
-	restorePath string
-	claimMode   string
+	// restorePath, claimMode and allowNonRestored are its
+	// SavepointRestoreSettings.
+	restorePath      string
+	claimMode        string
+	allowNonRestored bool
 	// graph is the JobGraph's vertices as the program built them.
 	graph []*vertex
 }

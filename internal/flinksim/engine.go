@@ -86,6 +86,18 @@ const (
 	FaultStall Fault = "stall"
 )
 
+// StopFault is an injected ending of stop-with-savepoint.
+type StopFault string
+
+const (
+	// StopFinishes is Flink's usual ending: the tasks finish after the
+	// savepoint and the job is FINISHED.
+	StopFinishes StopFault = ""
+	// StopTasksDoNotFinish makes a task fail instead of finishing once the
+	// savepoint is complete: the job fails over, the stop fails.
+	StopTasksDoNotFinish StopFault = "tasksDoNotFinish"
+)
+
 // Engine holds the simulated state of every cluster. Time-driven changes
 // are applied lazily, in time order, whenever a cluster is read or
 // observed, so the Engine needs no goroutine and a test clock drives it
@@ -190,7 +202,9 @@ type cluster struct {
 	unavailable     int // remaining 503 answers; <0 means until cleared
 	savepointFault  Fault
 	checkpointFault Fault
+	stopFault       StopFault
 	cancelDelay     time.Duration // 0: EngineOptions.CancelDelay
+	savepointDelay  time.Duration // 0: EngineOptions.SavepointDelay
 	requests        map[string]int
 	totals          Totals
 	history         map[string]*jobHistory

@@ -148,6 +148,18 @@ type snapshot struct {
 	state    []loc
 	// props say when Flink deletes it.
 	props props
+	// operators are its metadata's OperatorStates, one per operator of the
+	// job graph it was taken from (CheckpointMetadata#getOperatorStates).
+	operators []operatorState
+}
+
+// operatorState is an OperatorState as the restore checks it: the
+// operator's ID, the max parallelism its key groups were written for, and
+// whether any subtask wrote state (OperatorSubtaskState#hasState).
+type operatorState struct {
+	id             string
+	maxParallelism int
+	state          bool
 }
 
 // readable reports whether every file of the snapshot still exists, and

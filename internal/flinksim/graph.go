@@ -15,12 +15,21 @@ type vertex struct {
 	id, name       string
 	parallelism    int
 	maxParallelism int
+	// explicitMax is a max parallelism the program set (the operator's
+	// setMaxParallelism or pipeline.max-parallelism): restoring state
+	// cannot change it (SchedulerBase#computeVertexParallelismStore).
+	explicitMax bool
+	// stateful says the vertex's operators write state into snapshots.
+	stateful bool
 	// lower and upper are the vertex's resource requirements, which only
 	// the AdaptiveScheduler acts on (JobVertexResourceRequirements).
 	lower, upper int
 	// samples are the current run's task metrics, one per workload
 	// second; a restart starts new task attempts, with new metrics.
 	samples []sample
+	// consumed says the current run's tasks have had records: a Kafka
+	// source reader registers pendingRecords only then.
+	consumed bool
 }
 
 // defaultVertexName is the job graph of a program run without a workload.
@@ -30,8 +39,10 @@ const defaultVertexName = "Source: simulated -> Sink: simulated"
 // vertices (or the default one) at the submitted parallelism, each capped
 // by its maximum parallelism. Without one set, the maximum is
 // pipeline.max-parallelism, else KeyGroupRangeAssignment#
-// computeDefaultMaxParallelism of the vertex's parallelism.
-func buildGraph(jobID string, parallelism int, w *workload, cf *conf) ([]*vertex, error) {
+// computeDefaultMaxParallelism of the vertex's parallelism. A vertex's ID
+// is its head operator's ID, which the program determines, not the job:
+// resubmitting the same program yields the same IDs (operatorID).
+func buildGraph(parallelism int, w *workload, cf *conf) ([]*vertex, error) {
 	models := []VertexModel{{Name: defaultVertexName}}
 	if w != nil {
 		models = w.w.Vertices
@@ -45,16 +56,15 @@ func buildGraph(jobID string, parallelism int, w *workload, cf *conf) ([]*vertex
 		configured = n
 	}
 	out := make([]*vertex, 0, len(models))
+	upstream := ""
 	for i, m := range models {
-		v := &vertex{id: vertexID(jobID), name: m.Name}
-		if i > 0 {
-			v.id = vertexID(fmt.Sprintf("%s/%d", jobID, i))
-		}
+		v := &vertex{id: operatorID(i, upstream, m.UID), name: m.Name, stateful: !m.Stateless}
+		upstream = v.id
 		switch {
 		case m.MaxParallelism > 0:
-			v.maxParallelism = m.MaxParallelism
+			v.maxParallelism, v.explicitMax = m.MaxParallelism, true
 		case configured > 0:
-			v.maxParallelism = configured
+			v.maxParallelism, v.explicitMax = configured, true
 		default:
 			v.maxParallelism = defaultMaxParallelism(parallelism)
 		}
@@ -64,6 +74,19 @@ func buildGraph(jobID string, parallelism int, w *workload, cf *conf) ([]*vertex
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// operatorID is StreamGraphHasherV2's hash of a chain's head operator:
+// of its uid when the program sets one (DataStream#uid), else of its
+// place in the topology (its position and its input's hash), so removing
+// or inserting a vertex upstream changes the IDs of those downstream, and
+// a uid keeps an operator's ID whatever changes around it. Names do not
+// count.
+func operatorID(position int, upstream, uid string) string {
+	if uid != "" {
+		return vertexID("uid:" + uid)
+	}
+	return vertexID(fmt.Sprintf("generated:%d:%s", position, upstream))
 }
 
 // checkParallelism is ExecutionJobVertex's constructor, which the
@@ -123,7 +146,7 @@ func (j *job) vertex(id string) *vertex {
 // new TaskIOMetricGroup, whose MeterViews and TimerGauges start empty.
 func (j *job) resetMetrics() {
 	for _, v := range j.vertices {
-		v.samples = nil
+		v.samples, v.consumed = nil, false
 	}
 }
 
@@ -267,6 +290,18 @@ func (e *Engine) scheduleAdaptive(c *cluster, j *job, free map[string]int, tms [
 	}
 	for _, v := range j.vertices {
 		v.parallelism = min(v.upper, total)
+	}
+	if s := j.restoreFrom; s != nil {
+		// AdaptiveScheduler#createExecutionGraphAndRestoreState: the state
+		// is assigned to the graph built for these slots; if it does not
+		// fit, CreatingExecutionGraph ends the job FAILED.
+		if err := j.assignStates(s); err != nil {
+			j.failureCause, j.failedAt = err.Error(), now
+			j.exceptions = append(j.exceptions, rootException{cause: j.failureCause, at: now})
+			j.waiting = false
+			e.terminate(c, j, now, flink.JobFailed)
+			return
+		}
 	}
 	j.parallelism = j.slotsNeeded()
 	need := j.parallelism

@@ -270,10 +270,16 @@ func (h *handler) call(r *http.Request, t target, opID string, params map[string
 			return nil, 0, err
 		}
 		claim, _ := body["claimMode"].(string)
-		if err := runQuery(r, &req, schema); err != nil {
+		_, inBody := body["allowNonRestoredState"]
+		inQuery, err := runQuery(r, &req, schema)
+		if err != nil {
 			return nil, 0, err
 		}
-		out, err := e.runJar(t, params["jarid"], req, claim)
+		var allow *bool
+		if inBody || inQuery {
+			allow = &req.AllowNonRestoredState
+		}
+		out, err := e.runJar(t, params["jarid"], req, claim, allow)
 		return out, http.StatusOK, err
 	}
 	return nil, 0, handlerErr(http.StatusNotImplemented, "%s: Flink %s serves this operation; the Flink REST simulator does not", opID, v)
@@ -319,8 +325,9 @@ func (h *handler) upload(r *http.Request, t target) (*flink.JarUploadResponse, e
 
 // runQuery applies the query parameters of /jars/{jarid}/run that the
 // minor declares, where the body leaves them unset
-// (JarHandlerUtils#fromRequestBodyOrQueryParameter).
-func runQuery(r *http.Request, req *flink.JarRunRequest, schema *flinkschema.Schema) error {
+// (JarHandlerUtils#fromRequestBodyOrQueryParameter); allowSet says the
+// query gave allowNonRestoredState.
+func runQuery(r *http.Request, req *flink.JarRunRequest, schema *flinkschema.Schema) (allowSet bool, err error) {
 	_, op, _, _ := schema.Operation(http.MethodPost, "/jars/x/run")
 	declared := map[string]bool{}
 	for _, p := range op.Parameters {
@@ -347,14 +354,14 @@ func runQuery(r *http.Request, req *flink.JarRunRequest, schema *flinkschema.Sch
 	if v := get("allowNonRestoredState"); v != "" && !req.AllowNonRestoredState {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return bad("allowNonRestoredState", v)
+			return false, bad("allowNonRestoredState", v)
 		}
-		req.AllowNonRestoredState = b
+		req.AllowNonRestoredState, allowSet = b, true
 	}
 	if v := get("parallelism"); v != "" && req.Parallelism == 0 {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil {
-			return bad("parallelism", v)
+			return false, bad("parallelism", v)
 		}
 		req.Parallelism = int32(n)
 	}
@@ -364,7 +371,7 @@ func runQuery(r *http.Request, req *flink.JarRunRequest, schema *flinkschema.Sch
 	if v := get("program-args"); v != "" && req.ProgramArgs == "" {
 		req.ProgramArgs = v
 	}
-	return nil
+	return allowSet, nil
 }
 
 // admin serves /admin/clusters/...
@@ -409,23 +416,36 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 			h.log.Info("Flink REST simulator: injected 503s", "cluster", k.String(), "requests", n)
 		}
 	case route == "faults" && m == http.MethodPost:
-		// {"savepoint": "fail"|"stall"|"", "checkpoint": ..., "cancelDelay":
-		// "30s"}; an absent key leaves that fault as it is.
+		// {"savepoint": "fail"|"stall"|"", "checkpoint": ..., "stop":
+		// "tasksDoNotFinish"|"", "cancelDelay": "30s", "savepointDelay":
+		// "5m"}; an absent key leaves that fault as it is.
 		req := struct {
-			Savepoint   *Fault  `json:"savepoint"`
-			Checkpoint  *Fault  `json:"checkpoint"`
-			CancelDelay *string `json:"cancelDelay"`
+			Savepoint      *Fault     `json:"savepoint"`
+			Checkpoint     *Fault     `json:"checkpoint"`
+			Stop           *StopFault `json:"stop"`
+			CancelDelay    *string    `json:"cancelDelay"`
+			SavepointDelay *string    `json:"savepointDelay"`
 		}{}
-		var delay time.Duration
+		var delay, spDelay time.Duration
 		if err = decode(r, &req); err == nil {
 			for _, f := range []*Fault{req.Savepoint, req.Checkpoint} {
 				if f != nil && *f != FaultNone && *f != FaultFail && *f != FaultStall {
 					err = errorf(http.StatusBadRequest, "Fault %q is not fail, stall or empty", *f)
 				}
 			}
-			if req.CancelDelay != nil {
-				if delay, err = time.ParseDuration(*req.CancelDelay); err != nil {
-					err = errorf(http.StatusBadRequest, "cancelDelay %q: %v", *req.CancelDelay, err)
+			if req.Stop != nil && *req.Stop != StopFinishes && *req.Stop != StopTasksDoNotFinish {
+				err = errorf(http.StatusBadRequest, "Stop fault %q is not tasksDoNotFinish or empty", *req.Stop)
+			}
+			for _, d := range []struct {
+				name string
+				in   *string
+				out  *time.Duration
+			}{{"cancelDelay", req.CancelDelay, &delay}, {"savepointDelay", req.SavepointDelay, &spDelay}} {
+				if d.in == nil || err != nil {
+					continue
+				}
+				if *d.out, err = time.ParseDuration(*d.in); err != nil {
+					err = errorf(http.StatusBadRequest, "%s %q: %v", d.name, *d.in, err)
 				}
 			}
 		}
@@ -436,10 +456,16 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 			if req.Checkpoint != nil {
 				h.e.SetCheckpointFault(k, *req.Checkpoint)
 			}
+			if req.Stop != nil {
+				h.e.SetStopFault(k, *req.Stop)
+			}
 			if req.CancelDelay != nil {
 				h.e.SetCancelDelay(k, delay)
 			}
-			h.log.Info("Flink REST simulator: injected faults", "cluster", k.String(), "savepoint", req.Savepoint, "checkpoint", req.Checkpoint, "cancelDelay", req.CancelDelay)
+			if req.SavepointDelay != nil {
+				h.e.SetSavepointDelay(k, spDelay)
+			}
+			h.log.Info("Flink REST simulator: injected faults", "cluster", k.String(), "savepoint", req.Savepoint, "checkpoint", req.Checkpoint, "stop", req.Stop, "cancelDelay", req.CancelDelay, "savepointDelay", req.SavepointDelay)
 		}
 	case route == "faults" && m == http.MethodDelete:
 		h.e.ClearFaults(k)

@@ -428,7 +428,16 @@ func TestAdminAPI(t *testing.T) {
 		t.Errorf("stalled = %+v", st)
 	}
 	do("POST", admin+"/faults", `{"savepoint":"explode"}`, 400)
+	do("POST", admin+"/faults", `{"stop":"hang"}`, 400)
+	do("POST", admin+"/faults", `{"savepointDelay":"soon"}`, 400)
+	do("POST", admin+"/faults", `{"stop":"tasksDoNotFinish","savepointDelay":"5m"}`, 204)
+	if v, _ := e.View(key); v.StopFault != StopTasksDoNotFinish {
+		t.Errorf("stop fault = %q", v.StopFault)
+	}
 	do("DELETE", admin+"/faults", "", 204)
+	if v, _ := e.View(key); v.StopFault != StopFinishes {
+		t.Errorf("stop fault after clearing = %q", v.StopFault)
+	}
 	clk.step(2 * time.Second)
 	b := do("POST", admin+"/operations/expire", "", 200)
 	if !strings.Contains(string(b), `"expired":1`) {

@@ -159,7 +159,17 @@ func (e *Engine) newJob(c *cluster, d *dispatcher, sub *submission, now time.Tim
 	if len(j.vertices) == 0 {
 		// A job recovered from HA storage written before graphs existed,
 		// or built in a test without a program.
-		j.vertices, _ = buildGraph(j.id, max(1, sub.parallelism), nil, sub.conf)
+		j.vertices, _ = buildGraph(max(1, sub.parallelism), nil, sub.conf)
+	}
+	if hj := j.haJob(); recovered && hj != nil {
+		// The recovered job graph carries the resource requirements last
+		// persisted for it, which the AdaptiveScheduler starts from
+		// (JobResourceRequirements#readFromJobGraph).
+		for id, b := range hj.requirements {
+			if v := j.vertex(id); v != nil {
+				v.lower, v.upper = b[0], b[1]
+			}
+		}
 	}
 	j.parallelism = j.slotsNeeded()
 	j.setState(flink.JobInitializing, now)
@@ -334,8 +344,10 @@ func (e *Engine) buildJobMaster(c *cluster, j *job, at time.Time) error {
 				j.store = append(j.store, cp.snap)
 			}
 			if n := len(j.store); n > 0 {
-				j.restore(j.store[n-1], at)
-				return nil
+				// CheckpointCoordinator#restoreInitialCheckpointIfPresent:
+				// the same job graph, so only the state's max parallelism
+				// can matter.
+				return j.restoreAtStart(j.store[n-1], at)
 			}
 		}
 	}
@@ -346,17 +358,37 @@ func (e *Engine) buildJobMaster(c *cluster, j *job, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	// CheckpointCoordinator#restoreSavepoint: the snapshot joins the store
-	// (CLAIM: as a checkpoint the job owns; NO_CLAIM and LEGACY: never
-	// deleted by Flink) and the ID counter continues after it.
+	mapped, err := j.loadAndValidate(snap, j.sub.allowNonRestored)
+	if err != nil {
+		return err
+	}
+	// CheckpointCoordinator#restoreSavepoint: the snapshot, with the
+	// states that map, joins the store (CLAIM: as a checkpoint the job
+	// owns; NO_CLAIM and LEGACY: never deleted by Flink) and the ID
+	// counter continues after it.
 	own := *snap
+	own.operators = mapped
 	own.props = props{}
 	if j.sub.claimMode == "CLAIM" {
 		own.props = j.retention
 	}
 	j.store = append(j.store, &own)
 	j.nextID = snap.id + 1
-	j.restore(&own, at)
+	return j.restoreAtStart(&own, at)
+}
+
+// restoreAtStart points the job's first run at a snapshot. The
+// DefaultScheduler assigns its state while it builds the ExecutionGraph,
+// in the JobMaster's start; the AdaptiveScheduler builds its graph, and
+// assigns the state, once it has slots (CreatingExecutionGraph, see
+// scheduleAdaptive).
+func (j *job) restoreAtStart(s *snapshot, at time.Time) error {
+	if j.adaptive == nil {
+		if err := j.assignStates(s); err != nil {
+			return err
+		}
+	}
+	j.restore(s, at)
 	return nil
 }
 
@@ -434,10 +466,10 @@ func (e *Engine) triggerPeriodic(c *cluster, j *job, at time.Time) {
 			return
 		}
 	}
-	e.addPending(j, &pending{kind: kindCheckpoint, periodic: true}, at)
+	e.addPending(c, j, &pending{kind: kindCheckpoint, periodic: true}, at)
 }
 
-func (e *Engine) addPending(j *job, p *pending, at time.Time) {
+func (e *Engine) addPending(c *cluster, j *job, p *pending, at time.Time) {
 	p.id, p.triggered = j.nextID, at
 	j.nextID++
 	if hj := j.haJob(); hj != nil {
@@ -446,6 +478,9 @@ func (e *Engine) addPending(j *job, p *pending, at time.Time) {
 	delay := e.opts.CheckpointDelay
 	if p.savepoint() {
 		delay = e.opts.SavepointDelay
+		if c.savepointDelay > 0 {
+			delay = c.savepointDelay
+		}
 	}
 	p.due = at.Add(delay)
 	j.pending = append(j.pending, p)
@@ -477,7 +512,7 @@ func (e *Engine) completePending(c *cluster, j *job, p *pending, at time.Time) {
 		return
 	}
 	j.dropPending(p)
-	snap := &snapshot{id: p.id, savepoint: p.savepoint(), props: j.retention}
+	snap := &snapshot{id: p.id, savepoint: p.savepoint(), props: j.retention, operators: j.operatorStates()}
 	typ := "CHECKPOINT"
 	if p.savepoint() {
 		typ = "SAVEPOINT"
@@ -512,6 +547,21 @@ func (e *Engine) completePending(c *cluster, j *job, p *pending, at time.Time) {
 		j.lastCompletedAt = at
 		j.failedInARow = 0
 		j.addToStore(e, snap)
+	}
+	if p.kind == kindStop && c.stopFault == StopTasksDoNotFinish {
+		// StopWithSavepointTerminationHandlerImpl#onAnyExecutionNotFinished
+		// (StopWithSavepointOperationHandlerImpl from 1.19): the savepoint
+		// is complete and stays, but a task did not reach FINISHED, so the
+		// scheduler fails the job over globally (its restart strategy
+		// decides, restoring the latest checkpoint, which the savepoint is
+		// not) and the stop operation fails with that exception.
+		cause := fmt.Sprintf("org.apache.flink.util.FlinkException: Inconsistent execution state after stopping with savepoint. At least one execution is still in one of the following states: FAILED. A global fail-over is triggered to recover the job %s.", j.id)
+		j.d.jm.logf(at, "WARN A savepoint was created at %s but the corresponding job %s didn't terminate successfully.", snap.pointer, j.id)
+		if p.result != nil {
+			p.result.complete(at, "", 0, cause)
+		}
+		e.failJob(c, j, at, cause, true)
+		return
 	}
 	if p.result != nil {
 		location := ""

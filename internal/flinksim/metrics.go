@@ -109,6 +109,13 @@ func (e *Engine) dumpMetrics(c *cluster, jm *process, now time.Time) *metricStor
 				}
 				busyTime := 1000 - math.Min(float64(idle+bp), 1000)
 				in, outRate := w.in*share, w.out*share
+				legacy := i == 0 && c.workload != nil && c.workload.w.legacySource()
+				if legacy {
+					// A SourceFunction's task reads no input: its
+					// numRecordsIn (task and operator) stays 0
+					// (SourceStreamTask, StreamSource).
+					in = 0
+				}
 				m := map[string]string{
 					"busyTimeMsPerSecond":            javaDouble(busyTime),
 					"idleTimeMsPerSecond":            strconv.FormatInt(idle, 10),
@@ -118,9 +125,11 @@ func (e *Engine) dumpMetrics(c *cluster, jm *process, now time.Time) *metricStor
 					head + ".numRecordsInPerSecond":  javaDouble(in),
 					head + ".numRecordsOutPerSecond": javaDouble(outRate),
 				}
-				if i == 0 && j == consumer && measured {
+				if i == 0 && j == consumer && measured && !legacy && v.consumed {
 					// The source reader's pendingRecords gauge: its
-					// splits' share of the backlog (FLIP-33).
+					// splits' share of the backlog (FLIP-33), registered
+					// once the reader has fetched records
+					// (KafkaSourceReaderMetrics#maybeAddRecordsLagMetric).
 					m[head+".pendingRecords"] = strconv.FormatInt(int64(math.Round(backlog/float64(v.parallelism))), 10)
 				}
 				subs[s] = m
@@ -516,10 +525,7 @@ func (e *Engine) updateJobResourceRequirements(t target, jobID string, req resou
 			// Dispatcher#validateMaxParallelism joins them by line.
 			return handlerErr(http.StatusBadRequest, "%s", strings.Join(errs, "\n"))
 		}
-		if j.adaptive == nil {
-			return errDefaultScheduler
-		}
-		changed := false
+		bounds := map[string][2]int{}
 		for vid, r := range req {
 			v := j.vertex(strings.ToLower(vid))
 			lo, hi := r.Parallelism.LowerBound, r.Parallelism.UpperBound
@@ -529,8 +535,24 @@ func (e *Engine) updateJobResourceRequirements(t target, jobID string, req resou
 			if hi == -1 {
 				hi = v.maxParallelism
 			}
-			changed = changed || v.lower != lo || v.upper != hi
-			v.lower, v.upper = lo, hi
+			bounds[v.id] = [2]int{lo, hi}
+		}
+		// Dispatcher#updateJobResourceRequirements persists them before the
+		// JobMaster takes them (JobGraphWriter#putJobResourceRequirements):
+		// with high availability into the job graph in the store, which a
+		// recovering leader reads back; without it, NoOpJobGraphWriter
+		// keeps nothing. The DefaultScheduler refuses them only after.
+		if hj := j.haJob(); hj != nil {
+			hj.requirements = bounds
+		}
+		if j.adaptive == nil {
+			return errDefaultScheduler
+		}
+		changed := false
+		for id, b := range bounds {
+			v := j.vertex(id)
+			changed = changed || v.lower != b[0] || v.upper != b[1]
+			v.lower, v.upper = b[0], b[1]
 		}
 		if changed {
 			j.requirementsChanged = true

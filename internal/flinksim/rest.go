@@ -311,7 +311,7 @@ func (e *Engine) triggerCheckpoint(t target, jobID string, req flink.CheckpointT
 			r.complete(now, "", 0, "org.apache.flink.runtime.checkpoint.CheckpointException: Not all required tasks are currently running.")
 			return nil
 		}
-		e.addPending(j, &pending{kind: kindCheckpoint, result: r}, now)
+		e.addPending(c, j, &pending{kind: kindCheckpoint, result: r}, now)
 		return nil
 	})
 	return out, err
@@ -395,7 +395,8 @@ func (e *Engine) triggerSavepoint(t target, jobID string, req flink.SavepointTri
 
 // StopWithSavepoint answers POST /jobs/{jobid}/stop. The job keeps running
 // until the savepoint completes, then FINISHES; if the savepoint fails it
-// keeps running.
+// keeps running; if its tasks do not finish (StopTasksDoNotFinish) it
+// fails over and the operation fails.
 func (e *Engine) StopWithSavepoint(k ClusterKey, jobID string, req flink.StopWithSavepointRequest) (*flink.TriggerResponse, error) {
 	return e.stopWithSavepoint(target{k: k}, jobID, req)
 }
@@ -468,7 +469,7 @@ func (e *Engine) savepointOp(c *cluster, jm *process, now time.Time, jobID, reqT
 	if format == "" {
 		format = flink.SavepointFormatCanonical
 	}
-	e.addPending(j, &pending{kind: kind, target: dir, format: format, result: r}, now)
+	e.addPending(c, j, &pending{kind: kind, target: dir, format: format, result: r}, now)
 	return trigger, nil
 }
 
@@ -608,8 +609,14 @@ func (e *Engine) deleteJar(t target, jarID string) error {
 }
 
 // RunJar answers POST /jars/{jarid}/run.
+// allowNonRestoredState false is taken as not given: the configured
+// ignore-unclaimed-state applies.
 func (e *Engine) RunJar(k ClusterKey, jarID string, req flink.JarRunRequest) (*flink.JarRunResponse, error) {
-	return e.runJar(target{k: k}, jarID, req, "")
+	var allow *bool
+	if req.AllowNonRestoredState {
+		allow = &req.AllowNonRestoredState
+	}
+	return e.runJar(target{k: k}, jarID, req, "", allow)
 }
 
 // runJar is JarRunHandler: the jar must be in the receiving JobManager's
@@ -617,7 +624,9 @@ func (e *Engine) RunJar(k ClusterKey, jarID string, req flink.JarRunRequest) (*f
 // configuration plus the request's flinkConfiguration, and submits its job
 // to the leading Dispatcher. Any failure of the program or the submission
 // is a 400 "Could not execute application.", its cause in the trace.
-func (e *Engine) runJar(t target, jarID string, req flink.JarRunRequest, claimMode string) (out *flink.JarRunResponse, err error) {
+// allowNonRestored is the request's allowNonRestoredState (body, else
+// query), nil when it gives none.
+func (e *Engine) runJar(t target, jarID string, req flink.JarRunRequest, claimMode string, allowNonRestored *bool) (out *flink.JarRunResponse, err error) {
 	err = e.request(t, "POST /jars/{jarid}/run", func(c *cluster, jm *process, now time.Time) error {
 		file := jm.jarDir() + "/" + jarID
 		l, err := jm.locate(file)
@@ -634,9 +643,9 @@ func (e *Engine) runJar(t target, jarID string, req flink.JarRunRequest, claimMo
 		if err != nil {
 			return err
 		}
-		sub, err := e.program(jm, jarID, req, claimMode)
+		sub, err := e.program(jm, jarID, req, claimMode, allowNonRestored)
 		if err == nil {
-			sub.graph, err = buildGraph(sub.id, sub.parallelism, c.workload, sub.conf)
+			sub.graph, err = buildGraph(sub.parallelism, c.workload, sub.conf)
 		}
 		if err == nil {
 			err = d.submit(e, c, now, sub)
@@ -654,7 +663,7 @@ func (e *Engine) runJar(t target, jarID string, req flink.JarRunRequest, claimMo
 // from the effective configuration (StreamExecutionEnvironment#configure
 // reads the checkpointing options; a value it cannot parse fails the
 // program).
-func (e *Engine) program(jm *process, jarID string, req flink.JarRunRequest, claimMode string) (*submission, error) {
+func (e *Engine) program(jm *process, jarID string, req flink.JarRunRequest, claimMode string, allowNonRestored *bool) (*submission, error) {
 	values := map[string]string{}
 	for k, v := range jm.conf.values {
 		values[k] = v
@@ -688,11 +697,21 @@ func (e *Engine) program(jm *process, jarID string, req flink.JarRunRequest, cla
 	if sub.name == "" {
 		sub.name = jarName(jarID)
 	}
-	// SavepointRestoreSettings: the request's path, else the configured
-	// one; the claim mode of the request, else the configured one.
-	pathKey, modeKey := "execution.savepoint.path", "execution.savepoint-restore-mode"
+	// SavepointRestoreSettings (JarRunHandler#getSavepointRestoreSettings):
+	// the request's path, else the configured one; its claim mode and
+	// allowNonRestoredState, else the configured ones.
+	pathKey, modeKey, ignoreKey := "execution.savepoint.path", "execution.savepoint-restore-mode", "execution.savepoint.ignore-unclaimed-state"
 	if jm.version.AtLeast(1, 20) {
-		pathKey, modeKey = "execution.state-recovery.path", "execution.state-recovery.claim-mode"
+		pathKey, modeKey, ignoreKey = "execution.state-recovery.path", "execution.state-recovery.claim-mode", "execution.state-recovery.ignore-unclaimed-state"
+	}
+	if allowNonRestored != nil {
+		sub.allowNonRestored = *allowNonRestored
+	} else {
+		allow, err := cf.boolean(ignoreKey)
+		if err != nil {
+			return nil, err
+		}
+		sub.allowNonRestored = allow
 	}
 	sub.restorePath = req.SavepointPath
 	if sub.restorePath == "" {

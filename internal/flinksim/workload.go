@@ -38,7 +38,25 @@ type Workload struct {
 	TimeScale float64 `json:"timeScale,omitempty"`
 	// Backlog, when set, replaces the records pending at the source.
 	Backlog *float64 `json:"backlog,omitempty"`
+	// Source is the kind of the first vertex's source, which decides the
+	// metrics it registers: SourceKafka (the default) or SourceLegacy.
+	Source string `json:"source,omitempty"`
 }
+
+// The kinds of source a workload's job reads with.
+const (
+	// SourceKafka is the FLIP-27 KafkaSource: its reader counts what it
+	// reads as the task's records in and registers pendingRecords once it
+	// has read records (KafkaSourceReaderMetrics#maybeAddRecordsLagMetric).
+	SourceKafka = "kafka"
+	// SourceLegacy is a SourceFunction (the legacy FlinkKafkaConsumer, say):
+	// its task has no input, so numRecordsInPerSecond is 0 and only the
+	// source operator's numRecordsOutPerSecond counts what it reads; it
+	// has no pendingRecords.
+	SourceLegacy = "legacy"
+)
+
+func (w Workload) legacySource() bool { return w.Source == SourceLegacy }
 
 // VertexModel is one job vertex (an operator chain).
 type VertexModel struct {
@@ -56,6 +74,16 @@ type VertexModel struct {
 	// Skew is the share of the vertex's input, beyond an even share, that
 	// goes to its first subtask (a hot key): 0 is even, 1 all on one.
 	Skew float64 `json:"skew,omitempty"`
+	// UID is the head operator's uid (DataStream#uid), from which its
+	// operator ID is hashed; empty means Flink's generated hash of the
+	// vertex's place in the graph. Changing the vertices or their uids
+	// between a savepoint and the next submission is how a test builds a
+	// job graph the savepoint does not fit.
+	UID string `json:"uid,omitempty"`
+	// Stateless says the vertex's operators keep no state, so a snapshot
+	// holds none for them; by default every vertex has state (a source's
+	// offsets, a window's contents).
+	Stateless bool `json:"stateless,omitempty"`
 }
 
 // RateShape is the source's arrival rate over the workload's time since
@@ -124,6 +152,11 @@ func (w Workload) validate() error {
 	}
 	if w.Backlog != nil && *w.Backlog < 0 {
 		return fmt.Errorf("backlog must not be negative")
+	}
+	switch w.Source {
+	case "", SourceKafka, SourceLegacy:
+	default:
+		return fmt.Errorf("source %q is not %s or %s", w.Source, SourceKafka, SourceLegacy)
 	}
 	return nil
 }
@@ -344,6 +377,7 @@ const viewUpdateInterval = 5
 
 func (v *vertex) record(s sample) {
 	v.samples = append(v.samples, s)
+	v.consumed = v.consumed || s.in > 0
 	// Keep a window beyond the last view update.
 	if n, keep := len(v.samples), meterWindow+viewUpdateInterval; n > keep {
 		v.samples = v.samples[n-keep:]
