@@ -303,6 +303,20 @@ func (e *Engine) onJob(k ClusterKey, jobID string, fn func(*cluster, *job, time.
 // availability its jobs are gone; with it, a JobManager recovers them once
 // the crashed leader's lease expires.
 func (e *Engine) LoseJobManager(k ClusterKey) error {
+	return e.replaceJobManager(k, false, "killed (fault injected into the Flink REST simulator)")
+}
+
+// StopJobManager stops the leading JobManager process (else the oldest)
+// gracefully, as SIGTERM does when its pod is deleted, evicted or rolled,
+// and starts a new one in its pod, as a replaced pod would. Its jobs are
+// SUSPENDED: without high availability their checkpoints are deleted
+// unless retained on cancellation, and the jobs are gone; with it the
+// leadership is released at once and the next leader recovers them.
+func (e *Engine) StopJobManager(k ClusterKey) error {
+	return e.replaceJobManager(k, true, "stopped gracefully (SIGTERM, injected into the Flink REST simulator)")
+}
+
+func (e *Engine) replaceJobManager(k ClusterKey, graceful bool, why string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.clusters[k]
@@ -320,7 +334,7 @@ func (e *Engine) LoseJobManager(k ClusterKey) error {
 		}
 	}
 	old := c.jms[i]
-	e.stop(c, now, old, false, "killed (fault injected into the Flink REST simulator)")
+	e.stop(c, now, old, graceful, why)
 	e.fs.dropPod(old.pod.UID)
 	c.jms[i] = e.start(c, now, old.pod, true, old.generation+1)
 	e.elect(c, now)

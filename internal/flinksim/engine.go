@@ -445,7 +445,7 @@ func (e *Engine) stop(c *cluster, now time.Time, p *process, clean bool, why str
 		return
 	}
 	if p.d != nil {
-		p.d.suspend(now, c)
+		e.suspend(p.d, now, c, clean)
 	}
 	if p.ha != nil {
 		if s := c.ha[p.ha.identity]; s != nil && s.leader == p.id() {

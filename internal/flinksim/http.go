@@ -446,6 +446,8 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 		h.log.Info("Flink REST simulator: cleared faults", "cluster", k.String())
 	case route == "jobmanager/lose" && m == http.MethodPost:
 		err = h.e.LoseJobManager(k)
+	case route == "jobmanager/stop" && m == http.MethodPost:
+		err = h.e.StopJobManager(k)
 	case route == "workload" && m == http.MethodPost:
 		// A Workload: the job graph, the source's rate and its backlog.
 		var w Workload

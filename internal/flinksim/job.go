@@ -100,26 +100,31 @@ type rootException struct {
 }
 
 // props are a snapshot's CheckpointProperties: whether it is deleted when
-// subsumed, and when the job ends FINISHED, CANCELED or FAILED.
-type props struct{ subsumed, finished, cancelled, failed bool }
+// subsumed, and when the job ends FINISHED, CANCELED or FAILED or is
+// SUSPENDED (its JobManager shut down).
+type props struct{ subsumed, finished, cancelled, failed, suspended bool }
 
 // retentionProps maps execution.checkpointing.externalized-checkpoint-
-// retention to CheckpointProperties#forCheckpoint: NO_EXTERNALIZED_
-// CHECKPOINTS is NEVER_RETAIN_AFTER_TERMINATION, DELETE_ON_CANCELLATION
-// is RETAIN_ON_FAILURE.
+// retention (the same key in every minor) to CheckpointProperties#
+// forCheckpoint: NO_EXTERNALIZED_CHECKPOINTS is
+// CHECKPOINT_NEVER_RETAINED, DELETE_ON_CANCELLATION is
+// CHECKPOINT_RETAINED_ON_FAILURE (deleted on suspension too), and only
+// RETAIN_ON_CANCELLATION (CHECKPOINT_RETAINED_ON_CANCELLATION) keeps a
+// checkpoint when the job is canceled or suspended.
 func retentionProps(v string) props {
 	switch v {
 	case "RETAIN_ON_CANCELLATION":
 		return props{subsumed: true, finished: true}
 	case "DELETE_ON_CANCELLATION":
-		return props{subsumed: true, finished: true, cancelled: true}
+		return props{subsumed: true, finished: true, cancelled: true, suspended: true}
 	}
-	return props{subsumed: true, finished: true, cancelled: true, failed: true}
+	return props{subsumed: true, finished: true, cancelled: true, failed: true, suspended: true}
 }
 
 // shouldDiscard is CompletedCheckpoint#shouldBeDiscardedOnShutdown.
 func (p props) shouldDiscard(s flink.JobStatus) bool {
-	return s == flink.JobFinished && p.finished || s == flink.JobCanceled && p.cancelled || s == flink.JobFailed && p.failed
+	return s == flink.JobFinished && p.finished || s == flink.JobCanceled && p.cancelled ||
+		s == flink.JobFailed && p.failed || s == flink.JobSuspended && p.suspended
 }
 
 type pendingKind string
