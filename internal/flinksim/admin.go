@@ -362,6 +362,28 @@ func (e *Engine) ExpireOperations(k ClusterKey) int {
 	return n
 }
 
+// ExpireJobs forgets every terminal job the cluster's JobManagers keep in
+// their job stores, as if jobstore.expiration-time and the store's
+// cleanup had passed: GET /jobs/{jobid} answers 404 and no listing has
+// them. It returns how many went.
+func (e *Engine) ExpireJobs(k ClusterKey) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.clusters[k]
+	if c == nil {
+		return 0
+	}
+	now := e.now()
+	e.advance(c, now)
+	n := 0
+	for _, p := range c.jms {
+		if p.d != nil {
+			n += p.d.expireAll(c, now)
+		}
+	}
+	return n
+}
+
 // LosePath deletes every file at or under a path, as the leading
 // JobManager resolves it (an object store prefix, a claim, its own disk):
 // a savepoint or checkpoint there can no longer be restored.

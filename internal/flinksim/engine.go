@@ -336,6 +336,8 @@ type process struct {
 	webTmp        string // web.tmpdir: unique per process (ClusterEntrypoint)
 	// d is the process's Dispatcher while it leads (always, without HA).
 	d *dispatcher
+	// jobStore is the process's ExecutionGraphInfoStore.
+	jobStore *jobStore
 
 	// A TaskManager's slots (taskmanager.numberOfTaskSlots).
 	slots int
@@ -412,6 +414,9 @@ func (e *Engine) start(c *cluster, now time.Time, pod Pod, jobManager bool, gene
 	}
 	if p.metricsInterval < 0 {
 		return fail(fmt.Errorf("java.lang.IllegalArgumentException: The update interval must be larger than 0."))
+	}
+	if p.jobStore, err = readJobStore(p.conf, now); err != nil {
+		return fail(err)
 	}
 	if p.ha, err = readHAConfig(p); err != nil {
 		return fail(err)
@@ -608,6 +613,7 @@ func (e *Engine) advance(c *cluster, now time.Time) {
 		if p.d != nil {
 			p.d.savepoints.evict(now)
 			p.d.checkpoints.evict(now)
+			p.d.expireJobs(c, now)
 		}
 	}
 }

@@ -457,6 +457,8 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 		}
 	case route == "operations/expire" && m == http.MethodPost:
 		out = map[string]int{"expired": h.e.ExpireOperations(k)}
+	case route == "jobstore/expire" && m == http.MethodPost:
+		out = map[string]int{"expired": h.e.ExpireJobs(k)}
 	case route == "paths/lose" && m == http.MethodPost:
 		req := struct {
 			Path string `json:"path"`

@@ -89,6 +89,11 @@ type job struct {
 	lastCompletedAt      time.Time
 	// numRestarts is the job's numRestarts metric: restarts and rescales.
 	numRestarts int
+
+	// archivedAt is when the job went into its process's job store;
+	// unlisted that the store no longer lists it, expired.
+	archivedAt time.Time
+	unlisted   bool
 }
 
 // rootException is a RootExceptionHistoryEntry.
@@ -768,5 +773,6 @@ func (e *Engine) terminate(c *cluster, j *job, at time.Time, s flink.JobStatus) 
 	}
 	j.store = nil
 	j.d.recordResult(e, j.id)
+	j.d.archive(c, j, at)
 	j.d.jm.logf(at, "INFO Job %s reached globally terminal state %s", j.id, s)
 }

@@ -43,20 +43,14 @@ func (e *Engine) overview(t target) (out *flink.ClusterOverview, err error) {
 			FlinkVersion: jm.version.String(), FlinkCommit: SimulatedFlinkRevision,
 			TaskManagers: int32(len(c.registered())), SlotsTotal: int32(c.slotsTotal()), SlotsAvailable: int32(c.slotsAvailable()),
 		}
+		// Dispatcher#requestClusterOverview: the jobs its runners run,
+		// plus what the job store counts of the archived ones.
 		for _, j := range d.jobs {
-			switch j.state {
-			case flink.JobFinished:
-				out.JobsFinished++
-			case flink.JobCanceled:
-				out.JobsCancelled++
-			case flink.JobFailed:
-				out.JobsFailed++
-			default:
-				// JobsOverview counts every job not globally terminal as
-				// running.
+			if j.archivedAt.IsZero() {
 				out.JobsRunning++
 			}
 		}
+		out.JobsFinished, out.JobsCancelled, out.JobsFailed = d.storedOverview()
 		return nil
 	})
 	return out, err
@@ -92,7 +86,9 @@ func (e *Engine) jobs(t target) (out *flink.JobIDsWithStatusOverview, err error)
 		}
 		out = &flink.JobIDsWithStatusOverview{Jobs: []flink.JobIDWithStatus{}}
 		for _, id := range d.order {
-			out.Jobs = append(out.Jobs, flink.JobIDWithStatus{ID: id, Status: d.jobs[id].state})
+			if j := d.jobs[id]; !j.unlisted {
+				out.Jobs = append(out.Jobs, flink.JobIDWithStatus{ID: id, Status: j.state})
+			}
 		}
 		return nil
 	})
@@ -113,6 +109,9 @@ func (e *Engine) jobsOverview(t target) (out *flink.MultipleJobsDetails, err err
 		out = &flink.MultipleJobsDetails{Jobs: []flink.JobDetails{}}
 		for _, id := range d.order {
 			j := d.jobs[id]
+			if j.unlisted {
+				continue
+			}
 			tasks := map[string]int32{"total": int32(j.subtasks())}
 			for _, s := range executionStates {
 				tasks[strings.ToLower(s)] = 0
