@@ -308,20 +308,8 @@ func (d *dispatcher) submit(e *Engine, c *cluster, now time.Time, sub *submissio
 	return nil
 }
 
-// lookupJob is a job by its path parameter, as the answering JobManager's
-// Dispatcher knows it (Dispatcher#requestJob through the leader gateway).
-func (c *cluster) lookupJob(jm *process, jobID string) (*job, error) {
-	id, err := pathID("jobid", jobID)
-	if err != nil {
-		return nil, err
-	}
-	d, err := c.dispatcherFor(jm)
-	if err != nil {
-		return nil, err
-	}
-	return d.lookup(id)
-}
-
+// lookup is a job as the Dispatcher knows it (Dispatcher#requestJob
+// through the leader gateway).
 func (d *dispatcher) lookup(id string) (*job, error) {
 	j := d.jobs[id]
 	if j == nil {

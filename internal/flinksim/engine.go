@@ -336,8 +336,10 @@ type process struct {
 	webTmp        string // web.tmpdir: unique per process (ClusterEntrypoint)
 	// d is the process's Dispatcher while it leads (always, without HA).
 	d *dispatcher
-	// jobStore is the process's ExecutionGraphInfoStore.
+	// jobStore is the process's ExecutionGraphInfoStore; rest its REST
+	// endpoint's caches.
 	jobStore *jobStore
+	rest     *restCaches
 
 	// A TaskManager's slots (taskmanager.numberOfTaskSlots).
 	slots int
@@ -416,6 +418,9 @@ func (e *Engine) start(c *cluster, now time.Time, pod Pod, jobManager bool, gene
 		return fail(fmt.Errorf("java.lang.IllegalArgumentException: The update interval must be larger than 0."))
 	}
 	if p.jobStore, err = readJobStore(p.conf, now); err != nil {
+		return fail(err)
+	}
+	if p.rest, err = readRestCaches(p.conf); err != nil {
 		return fail(err)
 	}
 	if p.ha, err = readHAConfig(p); err != nil {
