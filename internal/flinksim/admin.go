@@ -321,6 +321,20 @@ func (e *Engine) onJob(k ClusterKey, jobID string, fn func(*cluster, *job, time.
 // availability its jobs are gone; with it, a JobManager recovers them once
 // the crashed leader's lease expires.
 func (e *Engine) LoseJobManager(k ClusterKey) error {
+	return e.replaceJobManager(k, false, "killed (fault injected into the Flink REST simulator)")
+}
+
+// StopJobManager stops the leading JobManager process (else the oldest)
+// gracefully, as SIGTERM does when its pod is deleted, evicted or rolled,
+// and starts a new one in its pod, as a replaced pod would. Its jobs are
+// SUSPENDED: without high availability their checkpoints are deleted
+// unless retained on cancellation, and the jobs are gone; with it the
+// leadership is released at once and the next leader recovers them.
+func (e *Engine) StopJobManager(k ClusterKey) error {
+	return e.replaceJobManager(k, true, "stopped gracefully (SIGTERM, injected into the Flink REST simulator)")
+}
+
+func (e *Engine) replaceJobManager(k ClusterKey, graceful bool, why string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.clusters[k]
@@ -338,7 +352,7 @@ func (e *Engine) LoseJobManager(k ClusterKey) error {
 		}
 	}
 	old := c.jms[i]
-	e.stop(c, now, old, false, "killed (fault injected into the Flink REST simulator)")
+	e.stop(c, now, old, graceful, why)
 	e.fs.dropPod(old.pod.UID)
 	c.jms[i] = e.start(c, now, old.pod, true, old.generation+1)
 	e.elect(c, now)
@@ -361,6 +375,28 @@ func (e *Engine) ExpireOperations(k ClusterKey) int {
 	for _, p := range c.jms {
 		if p.d != nil {
 			n += p.d.savepoints.expireAll() + p.d.checkpoints.expireAll()
+		}
+	}
+	return n
+}
+
+// ExpireJobs forgets every terminal job the cluster's JobManagers keep in
+// their job stores, as if jobstore.expiration-time and the store's
+// cleanup had passed: GET /jobs/{jobid} answers 404 and no listing has
+// them. It returns how many went.
+func (e *Engine) ExpireJobs(k ClusterKey) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.clusters[k]
+	if c == nil {
+		return 0
+	}
+	now := e.now()
+	e.advance(c, now)
+	n := 0
+	for _, p := range c.jms {
+		if p.d != nil {
+			n += p.d.expireAll(c, now)
 		}
 	}
 	return n

@@ -234,21 +234,47 @@ func (d *dispatcher) add(j *job) {
 	d.jobs[j.id] = j
 }
 
-// suspend is what a JobManager's shutdown does to its jobs: they stop
-// without reaching a globally terminal state, so with high availability
-// their job graphs and checkpoints stay for the next leader, and without
-// it they are simply gone, as are the archived ones.
-func (d *dispatcher) suspend(now time.Time, c *cluster) {
+// suspend is what a JobManager's end does to its jobs: they stop without
+// reaching a globally terminal state, so with high availability their job
+// graphs and checkpoint pointers stay for the next leader, and without it
+// the jobs are gone, as are the archived ones. A graceful shutdown
+// (SIGTERM: ClusterEntrypoint#closeAsync → Dispatcher#onStop →
+// JobMaster#onStop → SchedulerBase#closeAsync) suspends each job
+// (ExecutionGraph#suspend) and shuts its completed checkpoint store down
+// with SUSPENDED (SchedulerBase#shutDownCheckpointServices): without high
+// availability StandaloneCompletedCheckpointStore#shutdown deletes every
+// checkpoint whose properties discard on suspension (all but
+// RETAIN_ON_CANCELLATION's); with it DefaultCompletedCheckpointStore#
+// shutdown only releases them ("Suspending"), since the next leader
+// recovers from them. A crashed process runs none of this.
+func (e *Engine) suspend(d *dispatcher, now time.Time, c *cluster, graceful bool) {
 	for _, id := range d.order {
 		j := d.jobs[id]
 		if !j.state.Terminal() {
 			j.abortPending(now, "org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint Coordinator is suspending.")
 			j.slots = nil
+			if graceful {
+				e.suspendJob(d, j, now)
+			}
 		}
 		if h := c.history[j.id]; h.job == j {
 			h.present = false
 		}
 	}
+}
+
+func (e *Engine) suspendJob(d *dispatcher, j *job, now time.Time) {
+	j.setState(flink.JobSuspended, now)
+	j.tasks = "CANCELED"
+	if d.ha == nil {
+		for _, snap := range j.store {
+			if snap.props.shouldDiscard(flink.JobSuspended) {
+				e.discard(snap)
+			}
+		}
+	}
+	j.store = nil
+	d.jm.logf(now, "INFO Job %s switched to SUSPENDED: its JobManager shuts down", j.id)
 }
 
 // submission is a job as submitted: what its JobGraph carries.
@@ -290,20 +316,8 @@ func (d *dispatcher) submit(e *Engine, c *cluster, now time.Time, sub *submissio
 	return nil
 }
 
-// lookupJob is a job by its path parameter, as the answering JobManager's
-// Dispatcher knows it (Dispatcher#requestJob through the leader gateway).
-func (c *cluster) lookupJob(jm *process, jobID string) (*job, error) {
-	id, err := pathID("jobid", jobID)
-	if err != nil {
-		return nil, err
-	}
-	d, err := c.dispatcherFor(jm)
-	if err != nil {
-		return nil, err
-	}
-	return d.lookup(id)
-}
-
+// lookup is a job as the Dispatcher knows it (Dispatcher#requestJob
+// through the leader gateway).
 func (d *dispatcher) lookup(id string) (*job, error) {
 	j := d.jobs[id]
 	if j == nil {

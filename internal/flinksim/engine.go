@@ -351,6 +351,10 @@ type process struct {
 	webTmp        string // web.tmpdir: unique per process (ClusterEntrypoint)
 	// d is the process's Dispatcher while it leads (always, without HA).
 	d *dispatcher
+	// jobStore is the process's ExecutionGraphInfoStore; rest its REST
+	// endpoint's caches.
+	jobStore *jobStore
+	rest     *restCaches
 
 	// A TaskManager's slots (taskmanager.numberOfTaskSlots).
 	slots int
@@ -428,6 +432,12 @@ func (e *Engine) start(c *cluster, now time.Time, pod Pod, jobManager bool, gene
 	if p.metricsInterval < 0 {
 		return fail(fmt.Errorf("java.lang.IllegalArgumentException: The update interval must be larger than 0."))
 	}
+	if p.jobStore, err = readJobStore(p.conf, now); err != nil {
+		return fail(err)
+	}
+	if p.rest, err = readRestCaches(p.conf); err != nil {
+		return fail(err)
+	}
 	if p.ha, err = readHAConfig(p); err != nil {
 		return fail(err)
 	}
@@ -460,8 +470,9 @@ func (e *Engine) stop(c *cluster, now time.Time, p *process, clean bool, why str
 		return
 	}
 	if p.d != nil {
-		p.d.suspend(now, c)
-		e.recordSuspended(c, p.d, now)
+		suspended := p.d.live()
+		e.suspend(p.d, now, c, clean)
+		e.recordSuspended(c, suspended, now)
 	}
 	if p.ha != nil {
 		if s := c.ha[p.ha.identity]; s != nil && s.leader == p.id() {
@@ -626,6 +637,7 @@ func (e *Engine) advance(c *cluster, now time.Time) {
 		if p.d != nil {
 			p.d.savepoints.evict(now)
 			p.d.checkpoints.evict(now)
+			p.d.expireJobs(c, now)
 		}
 	}
 }

@@ -48,6 +48,11 @@ func simple(tms []string, with map[string]string) SimpleCluster {
 		"restart-strategy.type":                 "fixed-delay",
 		"restart-strategy.fixed-delay.delay":    "3s",
 		"restart-strategy.fixed-delay.attempts": "100",
+		// Fresh REST answers for every step of a test's clock: the
+		// execution graph cache (and the checkpoint statistics cache,
+		// which falls back to it) keeps an answer 1 ms, not 3 s. Tests
+		// of the caches remove it.
+		"web.refresh-interval": "1",
 	}
 	maps.Copy(s, with)
 	for k, v := range s {

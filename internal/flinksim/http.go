@@ -472,6 +472,8 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 		h.log.Info("Flink REST simulator: cleared faults", "cluster", k.String())
 	case route == "jobmanager/lose" && m == http.MethodPost:
 		err = h.e.LoseJobManager(k)
+	case route == "jobmanager/stop" && m == http.MethodPost:
+		err = h.e.StopJobManager(k)
 	case route == "workload" && m == http.MethodPost:
 		// A Workload: the job graph, the source's rate and its backlog.
 		var w Workload
@@ -481,6 +483,8 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 		}
 	case route == "operations/expire" && m == http.MethodPost:
 		out = map[string]int{"expired": h.e.ExpireOperations(k)}
+	case route == "jobstore/expire" && m == http.MethodPost:
+		out = map[string]int{"expired": h.e.ExpireJobs(k)}
 	case route == "paths/lose" && m == http.MethodPost:
 		req := struct {
 			Path string `json:"path"`

@@ -478,6 +478,10 @@ func TestAdminAPI(t *testing.T) {
 	if !strings.Contains(string(b), `"removed":`) {
 		t.Errorf("lose = %s", b)
 	}
+	if b := do("POST", admin+"/jobstore/expire", "", 200); !strings.Contains(string(b), `"expired":3`) {
+		t.Errorf("jobstore/expire = %s", b)
+	}
+	do("POST", admin+"/jobmanager/stop", "", 204)
 	do("POST", admin+"/jobmanager/lose", "", 204)
 	if jobs, err := c.Jobs(ctx); err != nil || len(jobs.Jobs) != 0 {
 		t.Errorf("after losing the JobManager: %+v, %v", jobs, err)

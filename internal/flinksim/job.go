@@ -89,6 +89,11 @@ type job struct {
 	lastCompletedAt      time.Time
 	// numRestarts is the job's numRestarts metric: restarts and rescales.
 	numRestarts int
+
+	// archivedAt is when the job went into its process's job store;
+	// unlisted that the store no longer lists it, expired.
+	archivedAt time.Time
+	unlisted   bool
 }
 
 // rootException is a RootExceptionHistoryEntry.
@@ -100,26 +105,31 @@ type rootException struct {
 }
 
 // props are a snapshot's CheckpointProperties: whether it is deleted when
-// subsumed, and when the job ends FINISHED, CANCELED or FAILED.
-type props struct{ subsumed, finished, cancelled, failed bool }
+// subsumed, and when the job ends FINISHED, CANCELED or FAILED or is
+// SUSPENDED (its JobManager shut down).
+type props struct{ subsumed, finished, cancelled, failed, suspended bool }
 
 // retentionProps maps execution.checkpointing.externalized-checkpoint-
-// retention to CheckpointProperties#forCheckpoint: NO_EXTERNALIZED_
-// CHECKPOINTS is NEVER_RETAIN_AFTER_TERMINATION, DELETE_ON_CANCELLATION
-// is RETAIN_ON_FAILURE.
+// retention (the same key in every minor) to CheckpointProperties#
+// forCheckpoint: NO_EXTERNALIZED_CHECKPOINTS is
+// CHECKPOINT_NEVER_RETAINED, DELETE_ON_CANCELLATION is
+// CHECKPOINT_RETAINED_ON_FAILURE (deleted on suspension too), and only
+// RETAIN_ON_CANCELLATION (CHECKPOINT_RETAINED_ON_CANCELLATION) keeps a
+// checkpoint when the job is canceled or suspended.
 func retentionProps(v string) props {
 	switch v {
 	case "RETAIN_ON_CANCELLATION":
 		return props{subsumed: true, finished: true}
 	case "DELETE_ON_CANCELLATION":
-		return props{subsumed: true, finished: true, cancelled: true}
+		return props{subsumed: true, finished: true, cancelled: true, suspended: true}
 	}
-	return props{subsumed: true, finished: true, cancelled: true, failed: true}
+	return props{subsumed: true, finished: true, cancelled: true, failed: true, suspended: true}
 }
 
 // shouldDiscard is CompletedCheckpoint#shouldBeDiscardedOnShutdown.
 func (p props) shouldDiscard(s flink.JobStatus) bool {
-	return s == flink.JobFinished && p.finished || s == flink.JobCanceled && p.cancelled || s == flink.JobFailed && p.failed
+	return s == flink.JobFinished && p.finished || s == flink.JobCanceled && p.cancelled ||
+		s == flink.JobFailed && p.failed || s == flink.JobSuspended && p.suspended
 }
 
 type pendingKind string
@@ -813,6 +823,7 @@ func (e *Engine) terminate(c *cluster, j *job, at time.Time, s flink.JobStatus) 
 	}
 	j.store = nil
 	j.d.recordResult(e, j.id)
+	j.d.archive(c, j, at)
 	j.d.jm.logf(at, "INFO Job %s reached globally terminal state %s", j.id, s)
 	e.recordEnd(c, j, at, s)
 }

@@ -45,7 +45,8 @@ func TestJobLifecycle(t *testing.T) {
 		t.Fatalf("checkpoints without running tasks: %+v", cp.Counts)
 	}
 	e.Observe(key, simple(tms(2), nil).Observation())
-	check(step{0, flink.JobRunning, "DEPLOYING"}, step{time.Second, flink.JobRunning, "RUNNING"})
+	// Past the execution graph cache's 1 ms (web.refresh-interval).
+	check(step{time.Millisecond, flink.JobRunning, "DEPLOYING"}, step{time.Second, flink.JobRunning, "RUNNING"})
 	j := jobDetails(t, e, id)
 	for _, s := range []flink.JobStatus{flink.JobInitializing, flink.JobCreated, flink.JobRunning} {
 		if j.Timestamps[string(s)] <= 0 {

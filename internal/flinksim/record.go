@@ -107,14 +107,24 @@ func (e *Engine) recordEnd(c *cluster, j *job, now time.Time, s flink.JobStatus)
 	c.record.Ends = append(c.record.Ends, end)
 }
 
-// recordSuspended notes the jobs a stopping JobManager suspends: every
-// one of its Dispatcher's jobs not yet globally terminal.
-func (e *Engine) recordSuspended(c *cluster, d *dispatcher, now time.Time) {
+// recordSuspended notes the jobs a stopping JobManager suspended (those
+// not yet globally terminal before it stopped), after its checkpoint
+// stores' shutdown discarded what they do.
+func (e *Engine) recordSuspended(c *cluster, jobs []*job, now time.Time) {
+	for _, j := range jobs {
+		e.recordEnd(c, j, now, flink.JobSuspended)
+	}
+}
+
+// live is the Dispatcher's jobs not yet globally terminal.
+func (d *dispatcher) live() []*job {
+	var out []*job
 	for _, id := range d.order {
 		if j := d.jobs[id]; !j.state.Terminal() {
-			e.recordEnd(c, j, now, flink.JobSuspended)
+			out = append(out, j)
 		}
 	}
+	return out
 }
 
 // recordRunning updates the most jobs RUNNING at once.

@@ -43,20 +43,14 @@ func (e *Engine) overview(t target) (out *flink.ClusterOverview, err error) {
 			FlinkVersion: jm.version.String(), FlinkCommit: SimulatedFlinkRevision,
 			TaskManagers: int32(len(c.registered())), SlotsTotal: int32(c.slotsTotal()), SlotsAvailable: int32(c.slotsAvailable()),
 		}
+		// Dispatcher#requestClusterOverview: the jobs its runners run,
+		// plus what the job store counts of the archived ones.
 		for _, j := range d.jobs {
-			switch j.state {
-			case flink.JobFinished:
-				out.JobsFinished++
-			case flink.JobCanceled:
-				out.JobsCancelled++
-			case flink.JobFailed:
-				out.JobsFailed++
-			default:
-				// JobsOverview counts every job not globally terminal as
-				// running.
+			if j.archivedAt.IsZero() {
 				out.JobsRunning++
 			}
 		}
+		out.JobsFinished, out.JobsCancelled, out.JobsFailed = d.storedOverview()
 		return nil
 	})
 	return out, err
@@ -70,7 +64,7 @@ func (e *Engine) DashboardConfiguration(k ClusterKey) (*flink.DashboardConfigura
 func (e *Engine) dashboardConfiguration(t target) (out *flink.DashboardConfiguration, err error) {
 	err = e.request(t, "GET /config", func(c *cluster, jm *process, now time.Time) error {
 		out = &flink.DashboardConfiguration{
-			RefreshInterval: 3000, TimezoneName: "Coordinated Universal Time", TimezoneOffset: 0,
+			RefreshInterval: jm.rest.graphTTL.Milliseconds(), TimezoneName: "Coordinated Universal Time", TimezoneOffset: 0,
 			FlinkVersion: jm.version.String(), FlinkRevision: SimulatedFlinkRevision,
 			Features: flink.Features{WebSubmit: true, WebCancel: true},
 		}
@@ -92,7 +86,9 @@ func (e *Engine) jobs(t target) (out *flink.JobIDsWithStatusOverview, err error)
 		}
 		out = &flink.JobIDsWithStatusOverview{Jobs: []flink.JobIDWithStatus{}}
 		for _, id := range d.order {
-			out.Jobs = append(out.Jobs, flink.JobIDWithStatus{ID: id, Status: d.jobs[id].state})
+			if j := d.jobs[id]; !j.unlisted {
+				out.Jobs = append(out.Jobs, flink.JobIDWithStatus{ID: id, Status: j.state})
+			}
 		}
 		return nil
 	})
@@ -113,6 +109,9 @@ func (e *Engine) jobsOverview(t target) (out *flink.MultipleJobsDetails, err err
 		out = &flink.MultipleJobsDetails{Jobs: []flink.JobDetails{}}
 		for _, id := range d.order {
 			j := d.jobs[id]
+			if j.unlisted {
+				continue
+			}
 			tasks := map[string]int32{"total": int32(j.subtasks())}
 			for _, s := range executionStates {
 				tasks[strings.ToLower(s)] = 0
@@ -145,7 +144,8 @@ func (e *Engine) Job(k ClusterKey, jobID string) (*flink.JobDetailsInfo, error) 
 
 func (e *Engine) job(t target, jobID string) (out *flink.JobDetailsInfo, err error) {
 	err = e.request(t, "GET /jobs/{jobid}", func(c *cluster, jm *process, now time.Time) error {
-		j, err := c.lookupJob(jm, jobID)
+		// JobDetailsHandler reads the execution graph cache.
+		j, err := e.graph(c, jm, jobID, now)
 		if err != nil {
 			return err
 		}
@@ -195,26 +195,8 @@ func (e *Engine) Checkpoints(k ClusterKey, jobID string) (*flink.CheckpointingSt
 
 func (e *Engine) checkpoints(t target, jobID string) (out *flink.CheckpointingStatistics, err error) {
 	err = e.request(t, "GET /jobs/{jobid}/checkpoints", func(c *cluster, jm *process, now time.Time) error {
-		j, err := c.lookupJob(jm, jobID)
-		if err != nil {
-			return err
-		}
-		if !j.hasGraph() {
-			// CheckpointingStatisticsHandler: a sparse graph has no stats.
-			return handlerErr(http.StatusNotFound, "Checkpointing has not been enabled.")
-		}
-		inProgress := int32(len(j.pending))
-		out = &flink.CheckpointingStatistics{
-			Counts: flink.CheckpointCounts{
-				Restored: j.restoredCount, Completed: j.completedCount, Failed: j.failedCount, InProgress: inProgress,
-				Total: j.completedCount + j.failedCount + int64(inProgress),
-			},
-			Latest: flink.LatestCheckpoints{
-				Completed: j.latestCompleted, Savepoint: j.latestSavepoint, Failed: j.latestFailed, Restored: j.restored,
-			},
-			History: append([]flink.CheckpointStatistics{}, j.history...),
-		}
-		return nil
+		out, err = e.checkpointStats(c, jm, jobID, now)
+		return err
 	})
 	return out, err
 }
@@ -235,7 +217,8 @@ func (e *Engine) JobExceptions(k ClusterKey, jobID string) (*flink.JobExceptions
 // deprecated root-exception and all-exceptions.
 func (e *Engine) jobExceptions(t target, jobID string, maxExceptions int) (out map[string]any, err error) {
 	err = e.request(t, "GET /jobs/{jobid}/exceptions", func(c *cluster, jm *process, now time.Time) error {
-		j, err := c.lookupJob(jm, jobID)
+		// JobExceptionsHandler reads the execution graph cache.
+		j, err := e.graph(c, jm, jobID, now)
 		if err != nil {
 			return err
 		}

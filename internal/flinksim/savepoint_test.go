@@ -273,6 +273,7 @@ func TestCancel(t *testing.T) {
 	if err := e.CancelJob(key, a, "cancel"); err != nil {
 		t.Fatal(err)
 	}
+	clk.step(time.Millisecond) // past the execution graph cache
 	if s := jobState(t, e, a); s != flink.JobCancelling {
 		t.Fatalf("at once: %s", s)
 	}
