@@ -70,10 +70,10 @@ func TestProcessStart(t *testing.T) {
 			env: map[string]string{"JOB_MANAGER_RPC_ADDRESS": "jobmanager"}, wantTM: "Config parameter 'jobmanager.rpc.address' is missing", wantSlots: 0},
 		{name: "FLINK_PROPERTIES appended to a writable flink-conf.yaml, envsubst over it (1.18)", version: "1.18.1", writable: true,
 			files: confWith(map[string]string{"jobmanager.rpc.address": "", "taskmanager.numberOfTaskSlots": "${SLOTS}"}),
-			env: map[string]string{"JOB_MANAGER_RPC_ADDRESS": "jobmanager", "SLOTS": "3", "FLINK_PROPERTIES": "rest.async.store-duration: 1 min"}, wantSlots: 3},
+			env:   map[string]string{"JOB_MANAGER_RPC_ADDRESS": "jobmanager", "SLOTS": "3", "FLINK_PROPERTIES": "rest.async.store-duration: 1 min"}, wantSlots: 3},
 		{name: "FLINK_PROPERTIES through config-parser-utils (1.19+)", version: "1.20.0", writable: true,
 			files: confWith(map[string]string{"jobmanager.rpc.address": ""}),
-			env: map[string]string{"JOB_MANAGER_RPC_ADDRESS": "jobmanager", "FLINK_PROPERTIES": "taskmanager.numberOfTaskSlots: 4\n  rest.async.store-duration: ${D}", "D": "5 min"}, wantSlots: 4},
+			env:   map[string]string{"JOB_MANAGER_RPC_ADDRESS": "jobmanager", "FLINK_PROPERTIES": "taskmanager.numberOfTaskSlots: 4\n  rest.async.store-duration: ${D}", "D": "5 min"}, wantSlots: 4},
 		{name: "image without a version", version: "1.19.1", image: "registry.example/flink:stable", files: confWith(nil),
 			wantJM: "takes the Flink version from the image tag", wantTM: "takes the Flink version"},
 	} {
