@@ -262,6 +262,9 @@ type Pod struct {
 	// Conf is the files in ConfDir: what is mounted there, or nil for the
 	// image's own conf directory.
 	Conf map[string]string
+	// ConfOverImage says Conf's files are mounted one by one (subPath)
+	// over the image's own conf directory, whose other files remain.
+	ConfOverImage bool
 	// NoConfDir says ConfDir does not exist in the container.
 	NoConfDir bool
 	// ConfWritable says the entrypoint can edit the conf directory it

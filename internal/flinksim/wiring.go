@@ -247,11 +247,15 @@ func podConf(v flink.Version, pod Pod, role Role) (*conf, error) {
 		return loadConf(v, nil, pod.ConfDir)
 	}
 	files := pod.Conf
-	if files == nil {
-		var err error
-		if files, err = imageConf(v); err != nil {
+	if files == nil || pod.ConfOverImage {
+		image, err := imageConf(v)
+		if err != nil {
 			return nil, err
 		}
+		for k, c := range files {
+			image[k] = c
+		}
+		files = image
 	}
 	if pod.ConfWritable {
 		files = entrypointEdits(v, files, pod.Env, pod.Hostname)
