@@ -63,8 +63,10 @@ type EngineOptions struct {
 	Clock func() time.Time
 }
 
-// ClusterKey names a Flink cluster: the namespace and the
-// app.kubernetes.io/instance label of its pods.
+// ClusterKey names a Flink cluster: the namespace and the Service in front
+// of its JobManagers (the first by name whose selector matches them; the
+// JobManager pod's name when none does). REST requests name a Service the
+// same way.
 type ClusterKey struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
