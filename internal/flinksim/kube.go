@@ -88,7 +88,7 @@ func observeNamespace(v namespaceView, access Access, confs *confCache, lastTM m
 	for _, jm := range jms {
 		k := ClusterKey{Namespace: v.namespace, Name: jm.pod.Name}
 		if s := net.selecting(jm.pod); len(s) > 0 {
-			k.Name = s[0].Name
+			k.Name = s[0].svc.Name
 		}
 		jmKey[string(jm.pod.UID)] = k
 		if jm.conf != nil {
@@ -132,8 +132,8 @@ func observeNamespace(v namespaceView, access Access, confs *confCache, lastTM m
 		o.Network = net
 		seen := map[string]bool{}
 		for _, jm := range o.JobManagers {
-			for _, s := range net.services {
-				if !seen[s.svc.Name] && s.selects(jm.UID) {
+			for _, s := range net.selectedBy[jm.UID] {
+				if !seen[s.svc.Name] {
 					seen[s.svc.Name] = true
 					o.Services = append(o.Services, s.restView())
 				}
@@ -470,25 +470,26 @@ type kubeNetwork struct {
 	pods      map[string]*corev1.Pod // by UID
 	byIP      map[string]string      // pod IP to UID
 	byFQDN    map[string]string      // hostname.subdomain.ns.svc.<domain> to UID
+	// selectedBy are the Services whose selector matches a pod, by UID.
+	selectedBy map[string][]*kubeService
 }
 
 type kubeService struct {
 	svc *corev1.Service
-	// ready and all are the pods the selector matches: Ready (or all
-	// running, with publishNotReadyAddresses), and every running one.
+	// ready and all are the pods the selector matches: the endpoints
+	// (running and Ready, or running with publishNotReadyAddresses), and
+	// every one, which names the cluster whatever the pods' state.
 	ready, all []*corev1.Pod
 }
 
 func newKubeNetwork(v namespaceView) *kubeNetwork {
-	n := &kubeNetwork{namespace: v.namespace, pods: map[string]*corev1.Pod{}, byIP: map[string]string{}, byFQDN: map[string]string{}}
+	n := &kubeNetwork{namespace: v.namespace, pods: map[string]*corev1.Pod{}, byIP: map[string]string{}, byFQDN: map[string]string{},
+		selectedBy: map[string][]*kubeService{}}
 	byLabel := map[string][]*corev1.Pod{}
 	for i := range v.pods {
 		p := &v.pods[i]
-		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-			continue
-		}
 		n.pods[string(p.UID)] = p
-		if p.Status.PodIP != "" {
+		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
 			n.byIP[p.Status.PodIP] = string(p.UID)
 		}
 		for k, val := range p.Labels {
@@ -512,7 +513,8 @@ func newKubeNetwork(v namespaceView) *kubeNetwork {
 					continue
 				}
 				ks.all = append(ks.all, p)
-				if podReady(p) || s.Spec.PublishNotReadyAddresses {
+				running := p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
+				if running && (podReady(p) || s.Spec.PublishNotReadyAddresses) {
 					ks.ready = append(ks.ready, p)
 				}
 			}
@@ -521,6 +523,9 @@ func newKubeNetwork(v namespaceView) *kubeNetwork {
 	}
 	sort.Slice(n.services, func(i, j int) bool { return n.services[i].svc.Name < n.services[j].svc.Name })
 	for _, s := range n.services {
+		for _, p := range s.all {
+			n.selectedBy[string(p.UID)] = append(n.selectedBy[string(p.UID)], s)
+		}
 		if s.svc.Spec.ClusterIP != corev1.ClusterIPNone {
 			continue
 		}
@@ -551,23 +556,8 @@ func selects(selector, labels map[string]string) bool {
 }
 
 // selecting are the Services whose selector matches the pod, by name.
-func (n *kubeNetwork) selecting(p *corev1.Pod) []*corev1.Service {
-	var out []*corev1.Service
-	for _, s := range n.services {
-		if s.selects(string(p.UID)) {
-			out = append(out, s.svc)
-		}
-	}
-	return out
-}
-
-func (s *kubeService) selects(uid string) bool {
-	for _, p := range s.all {
-		if string(p.UID) == uid {
-			return true
-		}
-	}
-	return false
+func (n *kubeNetwork) selecting(p *corev1.Pod) []*kubeService {
+	return n.selectedBy[string(p.UID)]
 }
 
 // endpoints are where a connection to the Service's port lands, as the
