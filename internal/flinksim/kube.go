@@ -472,6 +472,8 @@ type kubeNetwork struct {
 	byFQDN    map[string]string      // hostname.subdomain.ns.svc.<domain> to UID
 	// selectedBy are the Services whose selector matches a pod, by UID.
 	selectedBy map[string][]*kubeService
+	// byName and byClusterIP find a Service.
+	byName, byClusterIP map[string]*kubeService
 }
 
 type kubeService struct {
@@ -484,7 +486,7 @@ type kubeService struct {
 
 func newKubeNetwork(v namespaceView) *kubeNetwork {
 	n := &kubeNetwork{namespace: v.namespace, pods: map[string]*corev1.Pod{}, byIP: map[string]string{}, byFQDN: map[string]string{},
-		selectedBy: map[string][]*kubeService{}}
+		selectedBy: map[string][]*kubeService{}, byName: map[string]*kubeService{}, byClusterIP: map[string]*kubeService{}}
 	byLabel := map[string][]*corev1.Pod{}
 	for i := range v.pods {
 		p := &v.pods[i]
@@ -523,6 +525,10 @@ func newKubeNetwork(v namespaceView) *kubeNetwork {
 	}
 	sort.Slice(n.services, func(i, j int) bool { return n.services[i].svc.Name < n.services[j].svc.Name })
 	for _, s := range n.services {
+		n.byName[s.svc.Name] = s
+		if ip := s.svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+			n.byClusterIP[ip] = s
+		}
 		for _, p := range s.all {
 			n.selectedBy[string(p.UID)] = append(n.selectedBy[string(p.UID)], s)
 		}
@@ -651,10 +657,11 @@ func (n *kubeNetwork) dial(host string, port int32, all bool) []Endpoint {
 			break
 		}
 	}
-	for _, s := range n.services {
-		if (s.svc.Name == name && !strings.Contains(name, ".")) || (s.svc.Spec.ClusterIP != "" && s.svc.Spec.ClusterIP == host) {
-			return s.endpoints(port, all)
-		}
+	if s, ok := n.byClusterIP[host]; ok {
+		return s.endpoints(port, all)
+	}
+	if s, ok := n.byName[name]; ok && !strings.Contains(name, ".") {
+		return s.endpoints(port, all)
 	}
 	return nil
 }
