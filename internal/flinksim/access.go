@@ -22,6 +22,11 @@ import (
 // for good uses.
 var haConfigMapVerbs = []string{"get", "list", "watch", "create", "update"}
 
+// haRetrievalVerbs are what a TaskManager's Kubernetes HA services do to
+// find the leaders (KubernetesLeaderRetrievalDriver: a shared informer on
+// the leader ConfigMap, which lists, watches and gets it).
+var haRetrievalVerbs = []string{"get", "list", "watch"}
+
 // accessReviewer asks the API server, with a SubjectAccessReview, whether
 // a ServiceAccount may do what Flink's fabric8 client does, as the API
 // server would answer the client itself; answers are kept for a while per
@@ -52,8 +57,8 @@ func newAccessReviewer(cfg *rest.Config, ttl time.Duration) (*accessReviewer, er
 // not use on ConfigMaps in namespace, as fabric8 reports a 403; "" when it
 // may use them all. sa is namespace/name. A review that fails is a
 // refusal too: the client could not have been sure either.
-func (a *accessReviewer) review(ctx context.Context, namespace, sa string) string {
-	key := namespace + "\x00" + sa
+func (a *accessReviewer) review(ctx context.Context, namespace, sa string, verbs []string) string {
+	key := namespace + "\x00" + sa + "\x00" + strings.Join(verbs, ",")
 	a.mu.Lock()
 	if ans, ok := a.answers[key]; ok && a.now().Sub(ans.at) < a.ttl {
 		a.mu.Unlock()
@@ -63,7 +68,7 @@ func (a *accessReviewer) review(ctx context.Context, namespace, sa string) strin
 	saNS, saName, _ := strings.Cut(sa, "/")
 	user := "system:serviceaccount:" + saNS + ":" + saName
 	refusal := ""
-	for _, verb := range haConfigMapVerbs {
+	for _, verb := range verbs {
 		r, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User:   user,

@@ -19,10 +19,10 @@ import (
 // cluster.local on the local platform.
 const clusterDomain = "cluster.local"
 
-// Access says why a ServiceAccount (namespace/name) may not do what
-// Flink's Kubernetes HA services do with ConfigMaps in namespace; empty
+// Access says why a ServiceAccount (namespace/name) may not use the verbs
+// on ConfigMaps in namespace, as Flink's Kubernetes HA services do; empty
 // when it may.
-type Access func(namespace, serviceAccount string) string
+type Access func(namespace, serviceAccount string, verbs []string) string
 
 // namespaceView is one namespace's pods, Services and ConfigMaps as the
 // watch sees them.
@@ -96,14 +96,7 @@ func observeNamespace(v namespaceView, access Access, confs *confCache, lastTM m
 				if _, ok := haKey[id]; !ok {
 					haKey[id] = k
 				}
-				if mode, _ := jm.conf.value("high-availability.type"); strings.EqualFold(mode, "kubernetes") && access != nil {
-					ns, _ := jm.conf.value("kubernetes.namespace")
-					sa := jm.pod.Spec.ServiceAccountName
-					if sa == "" {
-						sa = "default"
-					}
-					jm.obs.KubernetesAccess = access(ns, v.namespace+"/"+sa)
-				}
+				jm.obs.KubernetesAccess = kubernetesAccess(jm, access, haConfigMapVerbs)
 			}
 		}
 		o := g.clusters[k]
@@ -111,6 +104,7 @@ func observeNamespace(v namespaceView, access Access, confs *confCache, lastTM m
 		g.clusters[k] = o
 	}
 	for _, tm := range tms {
+		tm.obs.KubernetesAccess = kubernetesAccess(tm, access, haRetrievalVerbs)
 		k, ok := tmCluster(tm, net, jmKey, haKey)
 		if !ok {
 			k, ok = lastTM[string(tm.pod.UID)]
@@ -143,6 +137,24 @@ func observeNamespace(v namespaceView, access Access, confs *confCache, lastTM m
 		g.clusters[k] = o
 	}
 	return g
+}
+
+// kubernetesAccess asks whether the pod's ServiceAccount may use the verbs
+// on ConfigMaps in kubernetes.namespace (default "default"), when its
+// process runs Kubernetes HA.
+func kubernetesAccess(fp *flinkPod, access Access, verbs []string) string {
+	if fp.conf == nil || access == nil {
+		return ""
+	}
+	if mode, _ := fp.conf.value("high-availability.type"); !strings.EqualFold(mode, "kubernetes") {
+		return ""
+	}
+	ns, _ := fp.conf.value("kubernetes.namespace")
+	sa := fp.pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	return access(ns, fp.pod.Namespace+"/"+sa, verbs)
 }
 
 // tmCluster is the cluster a TaskManager's configuration points it at.

@@ -239,13 +239,13 @@ func TestKubernetesHANeedsConfigMapRights(t *testing.T) {
 	e, _ := newTestEngine(t)
 	v := operatorNamespace(t, fc, 2)
 	var asked []string
-	refuse := func(ns, sa string) string {
-		asked = append(asked, ns+" "+sa)
+	refuse := func(ns, sa string, verbs []string) string {
+		asked = append(asked, fmt.Sprint(ns, " ", sa, " ", verbs))
 		return "configmaps is forbidden"
 	}
 	observeAll(e, v, refuse)
-	if want := "team-a team-a/demo-ha"; len(asked) != 1 || asked[0] != want {
-		t.Errorf("asked %v, want %q", asked, want)
+	if want := "team-a team-a/demo-ha [get list watch create update]"; len(asked) != 3 || asked[0] != want || asked[1] != "team-a team-a/demo-ha [get list watch]" {
+		t.Errorf("asked %v, want %q for the JobManager, then get, list and watch for each TaskManager", asked, want)
 	}
 	_, err := e.Overview(demoKey)
 	wantErr(t, err, 503, "ongoing leader election")
@@ -257,7 +257,18 @@ func TestKubernetesHANeedsConfigMapRights(t *testing.T) {
 	for i := range v.pods[1:] {
 		v.pods[1+i].Spec.Containers[0].Args = []string{"taskmanager", "-Djobmanager.rpc.address=nowhere"}
 	}
-	observeAll(e, v, func(string, string) string { return "" })
+	// The JobManager's rights alone: it leads; the TaskManagers, refused
+	// the leader ConfigMap, never find it.
+	observeAll(e, v, func(_, _ string, verbs []string) string {
+		if len(verbs) == len(haRetrievalVerbs) {
+			return "configmaps is forbidden"
+		}
+		return ""
+	})
+	if ov, err := e.Overview(demoKey); err != nil || ov.TaskManagers != 0 {
+		t.Errorf("with the JobManager's rights only: %+v, %v", ov, err)
+	}
+	observeAll(e, v, func(string, string, []string) string { return "" })
 	ov, err := e.Overview(demoKey)
 	if err != nil || ov.TaskManagers != 2 {
 		t.Errorf("with rights: %+v, %v", ov, err)

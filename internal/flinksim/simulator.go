@@ -235,8 +235,8 @@ func (w *watcher) sync(ctx context.Context, ns string) (again bool, err error) {
 	for i := range cms.Items {
 		v.configMaps[cms.Items[i].Name] = &cms.Items[i]
 	}
-	g := observeNamespace(v, func(namespace, sa string) string {
-		msg := w.access.review(ctx, namespace, sa)
+	g := observeNamespace(v, func(namespace, sa string, verbs []string) string {
+		msg := w.access.review(ctx, namespace, sa, verbs)
 		again = again || msg != ""
 		return msg
 	}, &w.confs, w.tmKeys[ns])

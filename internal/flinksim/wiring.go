@@ -324,7 +324,9 @@ func (c *cluster) resourceManagerFor(t *process) string {
 	}
 	if t.ha != nil {
 		s := c.ha[t.ha.identity]
-		if s == nil {
+		if s == nil || (t.ha.mode == "KUBERNETES" && t.pod.KubernetesAccess != "") {
+			// KubernetesLeaderRetrievalDriver cannot watch the leader
+			// ConfigMap: the TaskManager never learns a leader.
 			return ""
 		}
 		return s.leader
