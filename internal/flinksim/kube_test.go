@@ -159,6 +159,11 @@ func TestWiringFollowsFlink(t *testing.T) {
 				}
 			}
 		}, wantREST: "connection refused", wantJM: "config.yaml' (/opt/flink/conf/config.yaml) does not exist."},
+		{name: "the configuration file as a subPath over the image's conf", edit: func(v *namespaceView) {
+			for _, p := range v.pods {
+				mountConfAsFile(p.Spec.Containers, "config.yaml")
+			}
+		}, wantTMs: 2},
 		{name: "a TaskManager dialling a name that resolves to nothing registers nowhere", edit: func(v *namespaceView) {
 			replaceConf(v, "jobmanager.rpc.address: demo-jobmanager", "jobmanager.rpc.address: demo-jm")
 		}, wantTMs: 0},
@@ -304,6 +309,16 @@ func TestStartArguments(t *testing.T) {
 		got := parseStartArgs(r, args)
 		if r != RoleJobManager || got.host != tc.host || got.restPort != tc.restPort || fmt.Sprint(got.dynamic) != fmt.Sprint(tc.dynamic) {
 			t.Errorf("%v: %s %+v", tc.args, r, got)
+		}
+	}
+}
+
+// mountConfAsFile mounts the configuration ConfigMap's key as one file,
+// /opt/flink/conf/config.yaml, instead of the whole directory.
+func mountConfAsFile(cs []corev1.Container, key string) {
+	for i := range cs[0].VolumeMounts {
+		if m := &cs[0].VolumeMounts[i]; m.MountPath == "/opt/flink/conf" {
+			m.MountPath, m.SubPath = "/opt/flink/conf/config.yaml", key
 		}
 	}
 }
