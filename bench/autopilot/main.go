@@ -31,6 +31,7 @@ import (
 	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/operator"
 	"github.com/datapilot/datapilot/internal/platform"
+	"github.com/datapilot/datapilot/internal/resources"
 )
 
 func main() {
@@ -137,7 +138,7 @@ func run(ctx context.Context, window time.Duration, perKind int, out string) err
 	for ki, k := range kinds {
 		for i := range perKind {
 			name := fmt.Sprintf("k%d-%d", ki, i)
-			key := flinksim.ClusterKey{Namespace: ns, Name: name}
+			key := flinksim.ClusterKey{Namespace: ns, Name: resources.JobManagerName(&v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})}
 			if err := sim.Engine.SetWorkload(key, workload(k.vertices)); err != nil {
 				return err
 			}

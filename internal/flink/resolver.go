@@ -11,13 +11,23 @@ const restPort = 8081
 // Resolver decides where a FlinkCluster's REST API is. It is the only place
 // the operator makes that decision.
 type Resolver struct {
-	// Override, when set, is a URL template with {namespace} and {name}
-	// placeholders, such as http://127.0.0.1:8089/clusters/{namespace}/{name}
-	// for the Flink REST simulator of the local platform.
+	// Override, when set, is a URL template with {namespace}, {name} (the
+	// FlinkCluster) and {service} (its JobManager Service, which the
+	// default address names) placeholders, such as
+	// http://127.0.0.1:8089/clusters/{namespace}/{service} for the Flink
+	// REST simulator of the local platform.
 	Override string
 	// PodOverride, when set, is the template of one JobManager pod's REST
-	// API, with {namespace}, {name} and {pod}.
+	// API, with {namespace}, {name}, {service} and {pod}.
 	PodOverride string
+}
+
+// jobManagerService is the name of the FlinkCluster's JobManager Service,
+// the same as resources.JobManagerName (not imported, as restPort).
+func jobManagerService(name string) string { return name + "-jobmanager" }
+
+func placeholders(namespace, name string, more ...string) *strings.Replacer {
+	return strings.NewReplacer(append([]string{"{namespace}", namespace, "{name}", name, "{service}", jobManagerService(name)}, more...)...)
 }
 
 // JobManagerURL is the REST base URL of one JobManager pod. An uploaded jar
@@ -26,7 +36,7 @@ type Resolver struct {
 // not promise when several JobManagers stand behind it.
 func (r Resolver) JobManagerURL(namespace, name, pod, podIP string) string {
 	if r.PodOverride != "" {
-		return strings.NewReplacer("{namespace}", namespace, "{name}", name, "{pod}", pod).Replace(r.PodOverride)
+		return placeholders(namespace, name, "{pod}", pod).Replace(r.PodOverride)
 	}
 	if r.Override != "" {
 		return r.BaseURL(namespace, name)
@@ -38,7 +48,7 @@ func (r Resolver) JobManagerURL(namespace, name, pod, podIP string) string {
 // default its JobManager Service, <name>-jobmanager.<namespace>.svc:8081.
 func (r Resolver) BaseURL(namespace, name string) string {
 	if r.Override != "" {
-		return strings.NewReplacer("{namespace}", namespace, "{name}", name).Replace(r.Override)
+		return placeholders(namespace, name).Replace(r.Override)
 	}
-	return fmt.Sprintf("http://%s-jobmanager.%s.svc:%d", name, namespace, restPort)
+	return fmt.Sprintf("http://%s.%s.svc:%d", jobManagerService(name), namespace, restPort)
 }

@@ -28,15 +28,19 @@ type conf struct {
 // loadConfiguration does for the version: 1.17 and 1.18 read only
 // flink-conf.yaml; 1.19 and 1.20 read flink-conf.yaml if it exists (the
 // legacy parser), else config.yaml (standard YAML); 2.x reads only
-// config.yaml. files is nil when no conf directory is mounted, in which
-// case the image's own default file applies.
-func loadConf(v flink.Version, files map[string]string) (*conf, error) {
+// config.yaml. dir is the directory (FLINK_CONF_DIR) the files are in; a
+// nil files is a directory that does not exist.
+func loadConf(v flink.Version, files map[string]string, dir string) (*conf, error) {
 	m, err := optionTable(v.Line().String())
 	if err != nil {
 		return nil, fmt.Errorf("Flink %s is not simulated: %w", v, err)
 	}
+	if dir == "" {
+		dir = defaultConfDir
+	}
 	if files == nil {
-		files = map[string]string{m.DefaultConfName: string(m.DefaultConf)}
+		// GlobalConfiguration#loadConfiguration.
+		return nil, fmt.Errorf("org.apache.flink.configuration.IllegalConfigurationException: The given configuration directory name '%s' (%s) does not describe an existing directory.", dir, dir)
 	}
 	var names []string
 	switch {
@@ -61,7 +65,8 @@ func loadConf(v flink.Version, files map[string]string) (*conf, error) {
 		return &conf{version: v, minor: m, values: values}, nil
 	}
 	last := names[len(names)-1]
-	return nil, fmt.Errorf("org.apache.flink.configuration.IllegalConfigurationException: The Flink config file '/opt/flink/conf/%s' (/opt/flink/conf/%s) does not exist.", last, last)
+	file := strings.TrimRight(dir, "/") + "/" + last
+	return nil, fmt.Errorf("org.apache.flink.configuration.IllegalConfigurationException: The Flink config file '%s' (%s) does not exist.", file, file)
 }
 
 var (

@@ -63,8 +63,10 @@ type EngineOptions struct {
 	Clock func() time.Time
 }
 
-// ClusterKey names a Flink cluster: the namespace and the
-// app.kubernetes.io/instance label of its pods.
+// ClusterKey names a Flink cluster: the namespace and the Service in front
+// of its JobManagers (the first by name whose selector matches them; the
+// JobManager pod's name when none does). REST requests name a Service the
+// same way.
 type ClusterKey struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
@@ -193,6 +195,10 @@ type cluster struct {
 	// ha holds what high availability keeps outside the JobManagers, by
 	// its identity (type, cluster-id and where the pointers are).
 	ha map[string]*haStore
+	// services are the Services in front of the JobManagers, and net the
+	// network the TaskManagers dial, as last observed.
+	services []Service
+	net      Network
 	// rr is the Service's round-robin cursor over Ready JobManagers, and
 	// conns the JobManager each client connection reached: kube-proxy
 	// balances connections, not requests.
@@ -230,10 +236,18 @@ func (c *cluster) logf(now time.Time, format string, args ...any) {
 	}
 }
 
-// Observation is what the Kubernetes API says about one cluster's pods.
+// Observation is what the Kubernetes API says about one cluster: its
+// JobManager and TaskManager pods, the Services in front of its
+// JobManagers, and the network its processes dial through.
 type Observation struct {
 	JobManagers  []Pod
 	TaskManagers []Pod
+	// Services are the Services whose selector matches a JobManager pod;
+	// a REST client reaches the cluster through them. Observe names an
+	// unnamed one after the cluster key.
+	Services []Service
+	// Network resolves what the TaskManagers dial; nil resolves nothing.
+	Network Network
 }
 
 // Pod is one Flink pod as its spec and status show it.
@@ -249,16 +263,39 @@ type Pod struct {
 	Ready bool
 	// Image is the Flink container's image; its tag is the Flink version.
 	Image string
-	// Env is the Flink container's environment (ENABLE_BUILT_IN_PLUGINS).
+	// Role is the entrypoint's role argument; empty is jobmanager in
+	// JobManagers and taskmanager in TaskManagers.
+	Role Role
+	// StartArgs are the arguments after the entrypoint's role argument
+	// ($(VAR) references expanded), which the start script receives.
+	StartArgs []string
+	// Env is the Flink container's environment (ENABLE_BUILT_IN_PLUGINS,
+	// FLINK_PROPERTIES, ...), with the references Kubernetes resolves.
 	Env map[string]string
-	// Conf is the files of the ConfigMap mounted at /opt/flink/conf; nil
-	// when none is mounted (the image's own conf applies).
+	// Hostname is what `hostname -f` prints in the container.
+	Hostname string
+	// ConfDir is $FLINK_CONF_DIR; empty is the image's ${FLINK_HOME}/conf.
+	ConfDir string
+	// Conf is the files in ConfDir: what is mounted there, or nil for the
+	// image's own conf directory.
 	Conf map[string]string
+	// ConfOverImage says Conf's files are mounted one by one (subPath)
+	// over the image's own conf directory, whose other files remain.
+	ConfOverImage bool
+	// NoConfDir says ConfDir does not exist in the container.
+	NoConfDir bool
+	// ConfWritable says the entrypoint can edit the conf directory it
+	// edits (${FLINK_HOME}/conf, when it is ConfDir): not a ConfigMap
+	// volume, which the kubelet mounts read-only.
+	ConfWritable bool
 	// ConfMissing names the mounted ConfigMap when it does not exist: the
 	// kubelet cannot start the container.
 	ConfMissing string
 	// Mounts are the Flink container's volumes.
 	Mounts []Mount
+	// KubernetesAccess is, for a JobManager with Kubernetes HA, why its
+	// ServiceAccount may not use the leader ConfigMaps; empty when it may.
+	KubernetesAccess string
 }
 
 // Observe records what the Kubernetes API shows for a cluster: processes
@@ -271,6 +308,14 @@ func (e *Engine) Observe(k ClusterKey, o Observation) {
 	now := e.now()
 	e.advance(c, now)
 	c.observed = true
+	c.net = o.Network
+	c.services = nil
+	for _, s := range o.Services {
+		if s.Name == "" {
+			s.Name = k.Name
+		}
+		c.services = append(c.services, s)
+	}
 	c.tms = e.reconcile(c, now, c.tms, o.TaskManagers, false)
 	c.jms = e.reconcile(c, now, c.jms, o.JobManagers, true)
 	e.elect(c, now)
@@ -289,7 +334,7 @@ func (e *Engine) reconcile(c *cluster, now time.Time, have []*process, pods []Po
 	var out []*process
 	for _, p := range have {
 		if pod, ok := byUID[p.pod.UID]; ok {
-			p.pod.Ready = pod.Ready
+			p.pod.Ready, p.pod.KubernetesAccess = pod.Ready, pod.KubernetesAccess
 			out = append(out, p)
 			delete(byUID, p.pod.UID)
 			continue
@@ -358,6 +403,17 @@ type process struct {
 
 	// A TaskManager's slots (taskmanager.numberOfTaskSlots).
 	slots int
+	// rpcHost and rpcPort are, for a JobManager, its canonical RPC
+	// address (jobmanager.rpc.address) and the port it listens on; for a
+	// TaskManager without high availability, what it dials.
+	rpcHost string
+	rpcPort int32
+	// restPort is the port a JobManager's REST endpoint listens on.
+	restPort int32
+	// rm is the JobManager process a TaskManager registered with.
+	rm string
+	// refused is the Kubernetes API's refusal a JobManager last logged.
+	refused string
 
 	// A JobManager's MetricFetcher: its MetricStore and when it last
 	// fetched.
@@ -405,19 +461,42 @@ func (e *Engine) start(c *cluster, now time.Time, pod Pod, jobManager bool, gene
 		return fail(err)
 	}
 	p.version = ver
-	if p.conf, err = loadConf(ver, pod.Conf); err != nil {
+	role := RoleTaskManager
+	if jobManager {
+		role = pod.role()
+	}
+	if p.conf, err = podConf(ver, pod, role); err != nil {
 		return fail(err)
 	}
 	if err := p.conf.processMemory(jobManager); err != nil {
 		return fail(err)
 	}
+	p.rpcHost, _ = p.conf.raw("jobmanager.rpc.address")
 	if !jobManager {
 		if p.slots, err = p.conf.integer("taskmanager.numberOfTaskSlots"); err != nil {
 			return fail(err)
 		}
+		if p.ha, err = readHAConfig(p); err != nil {
+			return fail(err)
+		}
+		if p.ha == nil {
+			// HighAvailabilityServicesUtils#getJobManagerAddress.
+			if strings.TrimSpace(p.rpcHost) == "" {
+				return fail(fmt.Errorf("org.apache.flink.configuration.IllegalConfigurationException: Config parameter 'jobmanager.rpc.address' is missing (hostname/address of JobManager to connect to)."))
+			}
+			if p.rpcPort, err = p.conf.port("jobmanager.rpc.port"); err != nil {
+				return fail(err)
+			}
+		}
 		p.logf(now, "INFO TaskExecutor started with %d slots", p.slots)
 		c.logf(now, "TaskManager %s (pod %s) started with %d slots", p.id(), pod.Name, p.slots)
 		return p
+	}
+	if p.rpcPort, err = p.conf.bindPort("jobmanager.rpc.bind-port", "jobmanager.rpc.port"); err != nil {
+		return fail(err)
+	}
+	if p.restPort, err = p.conf.bindPort("rest.bind-port", "rest.port"); err != nil {
+		return fail(err)
 	}
 	if p.storeDuration, _, err = p.conf.duration("rest.async.store-duration"); err != nil {
 		return fail(err)
@@ -445,7 +524,7 @@ func (e *Engine) start(c *cluster, now time.Time, pod Pod, jobManager bool, gene
 	if p.ha == nil {
 		p.d = newDispatcher(p)
 	}
-	p.logf(now, "INFO Rest endpoint listening at %s:8081", pod.Name)
+	p.logf(now, "INFO Rest endpoint listening at %s:%d", pod.Name, p.restPort)
 	c.logf(now, "JobManager %s (pod %s) started, Flink %s, high availability %s", p.id(), pod.Name, ver, p.haMode())
 	return p
 }
@@ -492,10 +571,24 @@ func (e *Engine) stop(c *cluster, now time.Time, p *process, clean bool, why str
 // ZooKeeper or Kubernetes driver). Without high availability every
 // JobManager leads its own Dispatcher (StandaloneHaServices).
 func (e *Engine) elect(c *cluster, now time.Time) {
+	defer c.register()
 	for _, p := range c.jms {
 		if !p.serving() || p.ha == nil {
 			continue
 		}
+		if p.ha.mode == "KUBERNETES" && p.pod.KubernetesAccess != "" {
+			// KubernetesLeaderElector: fabric8's LeaderElector cannot read
+			// or create the leader ConfigMap and retries; the process
+			// serves REST but never leads (a leader it was keeps its lease
+			// until it fails to renew it; not modelled).
+			if p.refused != p.pod.KubernetesAccess {
+				p.refused = p.pod.KubernetesAccess
+				p.logf(now, "ERROR Exception occurred while acquiring lock 'ConfigMapLock': %s", p.refused)
+				c.logf(now, "JobManager %s (pod %s) cannot take part in the leader election: %s", p.id(), p.pod.Name, p.refused)
+			}
+			continue
+		}
+		p.refused = ""
 		s := c.ha[p.ha.identity]
 		if s == nil {
 			s = newHAStore(p.ha.identity)
@@ -536,29 +629,44 @@ func (c *cluster) leaderOf(p *process) *process {
 	return nil
 }
 
-// resourceManager is the JobManager the TaskManagers register with: the
-// HA leader, else (without high availability, where they connect to
-// jobmanager.rpc.address, the Service) the oldest serving JobManager.
+// resourceManager is the cluster's ResourceManager: the HA leader, else
+// (every JobManager without high availability runs its own) the oldest
+// serving JobManager that a TaskManager registered with, else the oldest
+// serving one.
 func (c *cluster) resourceManager() *process {
+	var first *process
 	for _, p := range c.jms {
 		if !p.serving() {
 			continue
 		}
-		if l := c.leaderOf(p); l != nil {
+		l := c.leaderOf(p)
+		if l == nil {
+			continue
+		}
+		if p.ha != nil {
 			return l
 		}
+		for _, t := range c.tms {
+			if t.rm == l.id() {
+				return l
+			}
+		}
+		if first == nil {
+			first = l
+		}
 	}
-	return nil
+	return first
 }
 
 // registered are the TaskManagers registered with the ResourceManager.
 func (c *cluster) registered() []*process {
-	if c.resourceManager() == nil {
+	rm := c.resourceManager()
+	if rm == nil {
 		return nil
 	}
 	var out []*process
 	for _, t := range c.tms {
-		if t.serving() {
+		if t.serving() && t.rm == rm.id() {
 			out = append(out, t)
 		}
 	}
@@ -725,53 +833,86 @@ func (e *Engine) request(t target, endpoint string, fn func(c *cluster, jm *proc
 	defer e.mu.Unlock()
 	c := e.clusters[t.k]
 	if c == nil || !c.observed {
-		return errorf(0, "no Flink cluster %s is known to the simulator", t.k)
+		c = e.serviceOwner(t.k)
+	}
+	if c == nil {
+		return errorf(0, "no Service %s in front of a Flink cluster is known to the simulator", t.k)
 	}
 	now := e.now()
 	e.advance(c, now)
-	jm := e.pick(c, t.jm)
+	var jm *process
 	if t.direct {
-		jm = nil
 		for _, p := range c.jms {
 			if p.id() == t.jm && p.serving() {
 				jm = p
 			}
 		}
+	} else {
+		jm = e.pick(c, t, t.jm)
 	}
 	if jm == nil {
-		return errorf(0, "no JobManager of %s listens on its REST port", t.k)
+		return errorf(0, "no JobManager behind %s listens on the Service's port", t.k)
 	}
 	c.requests[endpoint]++
 	if c.unavailable != 0 {
 		if c.unavailable > 0 {
 			c.unavailable--
 		}
-		return errorf(http.StatusServiceUnavailable, "Flink REST simulator: 503 injected for %s", t.k)
+		return errorf(http.StatusServiceUnavailable, "Flink REST simulator: 503 injected for %s", c.key)
 	}
 	err := fn(c, jm, now)
 	e.advance(c, now)
 	return err
 }
 
-// target is where a request goes: a cluster and, once the connection is
-// made, the JobManager process that received it.
+// target is where a request goes: a Service (its namespace and name, and
+// port; 0 is RESTPort) and, once the connection is made, the JobManager
+// process that received it.
 type target struct {
-	k  ClusterKey
-	jm string
+	k    ClusterKey
+	port int32
+	jm   string
 	// direct is a connection to the pod, not through the Service.
 	direct bool
 }
 
-// pick is the Service's choice of endpoint: the given process while it
-// serves, else round-robin over the Ready JobManagers that listen.
-func (e *Engine) pick(c *cluster, id string) *process {
-	var ready []*process
-	for _, p := range c.jms {
-		if p.pod.Ready && p.serving() {
-			if p.id() == id {
-				return p
+// RESTPort is the port a REST client dials when its address names none:
+// rest.port's default, which flink.Resolver dials.
+const RESTPort = 8081
+
+func (t target) servicePort() int32 {
+	if t.port == 0 {
+		return RESTPort
+	}
+	return t.port
+}
+
+// serviceOwner is the cluster behind the Service k names, when its key is
+// another one's. Callers hold e.mu.
+func (e *Engine) serviceOwner(k ClusterKey) *cluster {
+	for ck, c := range e.clusters {
+		if ck.Namespace != k.Namespace || !c.observed {
+			continue
+		}
+		for _, s := range c.services {
+			if s.Name == k.Name {
+				return c
 			}
-			ready = append(ready, p)
+		}
+	}
+	return nil
+}
+
+// pick is the Service's choice of endpoint (kube-proxy): the given process
+// while it is still an endpoint that listens, else round-robin over the
+// JobManagers listening on their REST port at the Service's endpoints. A
+// Service whose selector or targetPort reaches no such JobManager has
+// none: the connection is refused.
+func (e *Engine) pick(c *cluster, t target, id string) *process {
+	ready, _ := c.restEndpoints(t.k.Name, t.servicePort())
+	for _, p := range ready {
+		if p.id() == id {
+			return p
 		}
 	}
 	if id != "" || len(ready) == 0 {
@@ -781,51 +922,73 @@ func (e *Engine) pick(c *cluster, id string) *process {
 	return ready[c.rr%len(ready)]
 }
 
-// dial is the JobManager a client connection reaches: the one it reached
-// before, or a new pick for a new connection; a connection whose
-// JobManager is gone is reset. The HTTP layer then reads the request the
-// way that JobManager's Flink minor does.
-func (e *Engine) dial(k ClusterKey, conn string) (target, flink.Version, error) {
+// dial is the JobManager a client connection to a Service reaches: the
+// one it reached before, or a new pick for a new connection; a
+// connection whose JobManager is gone is reset. The HTTP layer then reads
+// the request the way that JobManager's Flink minor does.
+func (e *Engine) dial(k ClusterKey, port int32, conn string) (target, flink.Version, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.clusters[k]
 	if c == nil || !c.observed {
-		return target{}, flink.Version{}, errorf(0, "no Flink cluster %s is known to the simulator", k)
+		c = e.serviceOwner(k)
+	}
+	if c == nil {
+		return target{}, flink.Version{}, errorf(0, "no Service %s in front of a Flink cluster is known to the simulator", k)
 	}
 	e.advance(c, e.now())
+	t := target{k: k, port: port}
 	if id, ok := c.conns[conn]; ok {
-		if jm := e.pick(c, id); jm != nil {
-			return target{k: k, jm: jm.id()}, jm.version, nil
+		if jm := e.pick(c, t, id); jm != nil {
+			t.jm = jm.id()
+			return t, jm.version, nil
 		}
 		delete(c.conns, conn)
 		return target{}, flink.Version{}, errorf(0, "the JobManager this connection reached is gone")
 	}
-	jm := e.pick(c, "")
+	jm := e.pick(c, t, "")
 	if jm == nil {
-		return target{}, flink.Version{}, errorf(0, "no JobManager of %s listens on its REST port", k)
+		return target{}, flink.Version{}, errorf(0, "no JobManager behind Service %s listens on port %d", k, t.servicePort())
 	}
 	if conn != "" {
 		c.conns[conn] = jm.id()
 	}
-	return target{k: k, jm: jm.id()}, jm.version, nil
+	t.jm = jm.id()
+	return t, jm.version, nil
 }
 
-// dialPod is a connection to one JobManager pod, not through the Service:
-// it reaches the pod's process whether or not the pod is Ready.
+// dialPod is a connection to one JobManager pod at RESTPort, not through
+// the Service: it reaches the pod's process whether or not the pod is
+// Ready, if that process listens there.
 func (e *Engine) dialPod(k ClusterKey, pod string) (target, flink.Version, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := e.clusters[k]
-	if c == nil {
-		return target{}, flink.Version{}, errorf(0, "no Flink cluster %s is known to the simulator", k)
+	has := func(c *cluster) bool {
+		for _, p := range c.jms {
+			if p.pod.Name == pod {
+				return true
+			}
+		}
+		return false
 	}
-	e.advance(c, e.now())
-	for _, p := range c.jms {
-		if p.pod.Name == pod && p.serving() {
-			return target{k: k, jm: p.id(), direct: true}, p.version, nil
+	c := e.clusters[k]
+	if c == nil || !has(c) {
+		c = nil
+		for ck, o := range e.clusters {
+			if ck.Namespace == k.Namespace && has(o) {
+				c = o
+			}
 		}
 	}
-	return target{}, flink.Version{}, errorf(0, "nothing listens on JobManager pod %s", pod)
+	if c != nil {
+		e.advance(c, e.now())
+		for _, p := range c.jms {
+			if p.pod.Name == pod && p.serving() && p.restPort == RESTPort {
+				return target{k: c.key, jm: p.id(), direct: true}, p.version, nil
+			}
+		}
+	}
+	return target{}, flink.Version{}, errorf(0, "nothing listens on JobManager pod %s port %d", pod, RESTPort)
 }
 
 // ConnClosed forgets a closed client connection.

@@ -154,3 +154,17 @@ func wantErr(t *testing.T, err error, code int, contains string) {
 		t.Fatalf("err = %v, want HTTP %d containing %q", err, code, contains)
 	}
 }
+
+// withStandby adds a second JobManager pod, a copy of the first started a
+// second later, behind the same Service.
+func withStandby(o Observation) Observation {
+	second := o.JobManagers[0]
+	second.UID, second.Name, second.Hostname, second.Created = "jm-2", "jm-2", "jm-2", second.Created.Add(time.Second)
+	o.JobManagers = append(o.JobManagers, second)
+	for port, eps := range o.Services[0].Ports {
+		if port == RESTPort {
+			o.Services[0].Ports[port] = append(eps, Endpoint{Pod: second.UID, Port: port})
+		}
+	}
+	return o
+}

@@ -20,8 +20,8 @@ import (
 
 // NewHandler serves the Engine over HTTP:
 //
-//	/clusters/{namespace}/{name}/[v1/]<Flink REST path>   the Flink REST API of one cluster, through its Service
-//	/clusters/{namespace}/{name}/pods/{pod}/[v1/]<path>   the same, of one JobManager pod
+//	/clusters/{namespace}/{service}[:{port}]/[v1/]<Flink REST path>   the Flink REST API behind a Service's port (8081)
+//	/clusters/{namespace}/{service}/pods/{pod}/[v1/]<path>           the same, of one JobManager pod (its port 8081)
 //	/admin/clusters[/{namespace}/{name}[/...]]             fault injection and inspection
 //	/artifacts/<name>.jar                                  a stand-in job jar
 //	/healthz
@@ -90,9 +90,24 @@ func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p 
 	if r.URL.RawQuery != "" {
 		uri += "?" + r.URL.RawQuery
 	}
-	t, version, err := h.e.dial(k, r.RemoteAddr)
+	var (
+		t       target
+		version flink.Version
+		err     error
+	)
 	if pod != "" {
 		t, version, err = h.e.dialPod(k, pod)
+	} else {
+		// {name} is a Service, with its port when not RESTPort.
+		svc, port := k, int32(RESTPort)
+		if name, p, ok := strings.Cut(k.Name, ":"); ok {
+			n, perr := strconv.Atoi(p)
+			svc.Name, port = name, int32(n)
+			if perr != nil {
+				port = -1
+			}
+		}
+		t, version, err = h.e.dial(svc, port, r.RemoteAddr)
 	}
 	if err != nil {
 		h.log.V(1).Info("Flink REST simulator: connection refused", "cluster", k.String(), "path", route, "reason", err.Error())

@@ -524,10 +524,7 @@ func TestServiceBalancesConnections(t *testing.T) {
 	sc := simple(tms(1), map[string]string{
 		"high-availability.type": "kubernetes", "kubernetes.cluster-id": "demo", "high-availability.storageDir": "s3://bucket/ha",
 	})
-	o := sc.Observation()
-	second := o.JobManagers[0]
-	second.UID, second.Name, second.Created = "jm-2", "jm-2", second.Created.Add(time.Second)
-	o.JobManagers = append(o.JobManagers, second)
+	o := withStandby(sc.Observation())
 	e.Observe(key, o)
 	ctx := context.Background()
 	_, jar, err := c.UploadJar(ctx, "job.jar", strings.NewReader("PK"))
@@ -553,10 +550,7 @@ func TestPodURLs(t *testing.T) {
 	sc := simple(tms(1), map[string]string{
 		"high-availability.type": "kubernetes", "kubernetes.cluster-id": "demo", "high-availability.storageDir": "s3://bucket/ha",
 	})
-	o := sc.Observation()
-	second := o.JobManagers[0]
-	second.UID, second.Name, second.Created = "jm-2", "jm-2", second.Created.Add(time.Second)
-	o.JobManagers = append(o.JobManagers, second)
+	o := withStandby(sc.Observation())
 	e.Observe(key, o)
 	pod := func(name string) *flink.Client {
 		c := flink.NewClient(flink.Resolver{PodOverride: srv.URL + "/clusters/{namespace}/{name}/pods/{pod}"}.JobManagerURL(key.Namespace, key.Name, name, ""),

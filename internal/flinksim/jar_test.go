@@ -32,10 +32,7 @@ func TestJarsLiveInTheReceivingJobManager(t *testing.T) {
 			e, clk := newTestEngine(t)
 			c := simple(tms(1), tc.settings)
 			c.Mounts = tc.mounts
-			o := c.Observation()
-			second := o.JobManagers[0]
-			second.UID, second.Name, second.Created = "jm-2", "jm-2", second.Created.Add(time.Second)
-			o.JobManagers = append(o.JobManagers, second)
+			o := withStandby(c.Observation())
 			e.Observe(key, o)
 			// Round-robin: the upload reaches one JobManager, the run the
 			// other.

@@ -20,6 +20,8 @@ func TestProcessStart(t *testing.T) {
 		files   func(v string) map[string]string
 		image   string
 		env     map[string]string
+		// writable is a conf directory the entrypoint may edit.
+		writable bool
 		// wantJM is the refusal of the JobManager ("" when it starts);
 		// wantTM that of the TaskManager.
 		wantJM, wantTM string
@@ -31,8 +33,8 @@ func TestProcessStart(t *testing.T) {
 			wantJM: "JobManager memory configuration failed: Either required fine-grained memory (jobmanager.memory.heap.size), or Total Flink Memory size (Key: 'jobmanager.memory.flink.size' , default: null (fallback keys: [])), or Total Process Memory size (Key: 'jobmanager.memory.process.size' , default: null (fallback keys: [])) need to be configured explicitly.",
 			wantTM: "TaskManager memory configuration failed: Either required fine-grained memory (taskmanager.memory.task.heap.size and taskmanager.memory.managed.size)"},
 		{name: "only a TaskManager size", version: "1.19.1", files: confWith(memoryless), wantJM: "JobManager memory configuration failed", wantSlots: 2},
-		{name: "legacy heap size (1.x)", version: "1.18.1", files: rawConf("flink-conf.yaml", "jobmanager.heap.size: 1024m\ntaskmanager.heap.mb: 2048\ntaskmanager.numberOfTaskSlots: 2\n"), wantSlots: 2},
-		{name: "legacy heap size (2.x has none)", version: "2.0.0", files: rawConf("config.yaml", "jobmanager.heap.size: 1024m\ntaskmanager.memory.process.size: 2g\n"), wantJM: "JobManager memory configuration failed: Either required", wantSlots: 1},
+		{name: "legacy heap size (1.x)", version: "1.18.1", files: rawConf("flink-conf.yaml", "jobmanager.rpc.address: jobmanager\njobmanager.heap.size: 1024m\ntaskmanager.heap.mb: 2048\ntaskmanager.numberOfTaskSlots: 2\n"), wantSlots: 2},
+		{name: "legacy heap size (2.x has none)", version: "2.0.0", files: rawConf("config.yaml", "jobmanager.rpc.address: jobmanager\njobmanager.heap.size: 1024m\ntaskmanager.memory.process.size: 2g\n"), wantJM: "JobManager memory configuration failed: Either required", wantSlots: 1},
 		{name: "process size too small", version: "1.19.1", files: confWith(map[string]string{"jobmanager.memory.process.size": "400m"}),
 			wantJM: "Sum of configured JVM Metaspace (256.000mb (268435456 bytes)) and JVM Overhead (192.000mb (201326592 bytes)) exceed configured Total Process Memory (400.000mb (419430400 bytes)).", wantSlots: 2},
 		// TaskExecutorFlinkMemoryUtils: 800m leaves 352m of Flink memory
@@ -78,11 +80,24 @@ func TestProcessStart(t *testing.T) {
 		{name: "2.0 needs config.yaml", version: "2.0.0", files: func(v string) map[string]string { return ConfFiles("1.18.1", nil) },
 			wantJM: "The Flink config file '/opt/flink/conf/config.yaml' (/opt/flink/conf/config.yaml) does not exist.", wantTM: "does not exist"},
 		{name: "1.19 prefers flink-conf.yaml over config.yaml", version: "1.19.1", files: func(v string) map[string]string {
-			f := ConfFiles("1.18.1", map[string]string{"taskmanager.numberOfTaskSlots": "3"})
+			f := ConfFiles("1.18.1", map[string]string{"taskmanager.numberOfTaskSlots": "3", "jobmanager.rpc.address": "jobmanager"})
 			f["config.yaml"] = ConfFiles("1.19.1", nil)["config.yaml"]
 			return f
 		}, wantSlots: 3},
-		{name: "no mounted conf: the image's default", version: "1.20.0", files: func(string) map[string]string { return nil }, wantSlots: 1},
+		// The image's own conf directory is writable: the entrypoint points
+		// jobmanager.rpc.address at $JOB_MANAGER_RPC_ADDRESS, else at the
+		// container's own hostname, where no JobManager listens.
+		{name: "no mounted conf: the image's default", version: "1.20.0", files: func(string) map[string]string { return nil }, writable: true,
+			env: map[string]string{"JOB_MANAGER_RPC_ADDRESS": "jobmanager"}, wantSlots: 1},
+		{name: "no mounted conf, no JOB_MANAGER_RPC_ADDRESS: the TaskManager dials itself", version: "1.20.0", files: func(string) map[string]string { return nil }, writable: true, wantSlots: 0},
+		{name: "a read-only conf defeats the entrypoint's edits", version: "1.18.1", files: confWith(map[string]string{"jobmanager.rpc.address": ""}),
+			env: map[string]string{"JOB_MANAGER_RPC_ADDRESS": "jobmanager"}, wantTM: "Config parameter 'jobmanager.rpc.address' is missing", wantSlots: 0},
+		{name: "FLINK_PROPERTIES appended to a writable flink-conf.yaml, envsubst over it (1.18)", version: "1.18.1", writable: true,
+			files: confWith(map[string]string{"jobmanager.rpc.address": "", "taskmanager.numberOfTaskSlots": "${SLOTS}"}),
+			env:   map[string]string{"JOB_MANAGER_RPC_ADDRESS": "jobmanager", "SLOTS": "3", "FLINK_PROPERTIES": "rest.async.store-duration: 1 min"}, wantSlots: 3},
+		{name: "FLINK_PROPERTIES through config-parser-utils (1.19+)", version: "1.20.0", writable: true,
+			files: confWith(map[string]string{"jobmanager.rpc.address": ""}),
+			env:   map[string]string{"JOB_MANAGER_RPC_ADDRESS": "jobmanager", "FLINK_PROPERTIES": "taskmanager.numberOfTaskSlots: 4\n  rest.async.store-duration: ${D}", "D": "5 min"}, wantSlots: 4},
 		{name: "image without a version", version: "1.19.1", image: "registry.example/flink:stable", files: confWith(nil),
 			wantJM: "takes the Flink version from the image tag", wantTM: "takes the Flink version"},
 	} {
@@ -91,13 +106,13 @@ func TestProcessStart(t *testing.T) {
 			sc := SimpleCluster{Version: tc.version, JobManager: "jm-1", TaskManagers: []string{"tm-a"}, Env: tc.env}
 			o := sc.Observation()
 			for i := range o.JobManagers {
-				o.JobManagers[i].Conf = tc.files(tc.version)
+				o.JobManagers[i].Conf, o.JobManagers[i].ConfWritable = tc.files(tc.version), tc.writable
 				if tc.image != "" {
 					o.JobManagers[i].Image = tc.image
 				}
 			}
 			for i := range o.TaskManagers {
-				o.TaskManagers[i].Conf = tc.files(tc.version)
+				o.TaskManagers[i].Conf, o.TaskManagers[i].ConfWritable = tc.files(tc.version), tc.writable
 				if tc.image != "" {
 					o.TaskManagers[i].Image = tc.image
 				}
@@ -138,7 +153,8 @@ func TestProcessStart(t *testing.T) {
 // empty value removes a key.
 func confWith(settings map[string]string) func(string) map[string]string {
 	return func(v string) map[string]string {
-		s := map[string]string{"taskmanager.numberOfTaskSlots": "2", "jobmanager.memory.process.size": "1600m", "taskmanager.memory.process.size": "1728m"}
+		s := map[string]string{"taskmanager.numberOfTaskSlots": "2", "jobmanager.memory.process.size": "1600m", "taskmanager.memory.process.size": "1728m",
+			"jobmanager.rpc.address": SimpleServiceAddress}
 		for k, val := range settings {
 			s[k] = val
 			if val == "" {
@@ -230,7 +246,7 @@ func TestOverviewFollowsProcesses(t *testing.T) {
 	e, clk := newTestEngine(t)
 	o := simple(tms(3), nil).Observation()
 	// The third TaskManager runs with a configuration of its own.
-	o.TaskManagers[2].Conf = ConfFiles("1.19.1", map[string]string{"taskmanager.numberOfTaskSlots": "4"})
+	o.TaskManagers[2].Conf = ConfFiles("1.19.1", map[string]string{"taskmanager.numberOfTaskSlots": "4", "jobmanager.rpc.address": SimpleServiceAddress})
 	e.Observe(key, o)
 	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 5})
 	ov, err := e.Overview(key)

@@ -12,7 +12,12 @@ import (
 
 // SimpleCluster describes a cluster for callers that feed the Engine
 // themselves (tests of the engine and of its clients): pods of the
-// official image of Version, each mounting one configuration file.
+// official image of Version started as jobmanager and taskmanager, each
+// mounting one configuration file from a ConfigMap at /opt/flink/conf, and
+// a Service, named after the key the cluster is observed under, that
+// selects the JobManager on its REST and RPC ports. The TaskManagers'
+// jobmanager.rpc.address is that Service's address unless Settings names
+// one.
 type SimpleCluster struct {
 	// Version is the Flink version, such as 1.19.1.
 	Version string
@@ -31,23 +36,39 @@ type SimpleCluster struct {
 	Env map[string]string
 }
 
+// SimpleServiceAddress is the jobmanager.rpc.address a SimpleCluster's
+// TaskManagers dial unless its Settings name one: its Service.
+const SimpleServiceAddress = "jobmanager"
+
 // Observation is what the Kubernetes API would show of the cluster.
 func (s SimpleCluster) Observation() Observation {
-	files := ConfFiles(s.Version, s.Settings)
-	pod := func(uid string, age int) Pod {
+	settings := map[string]string{"jobmanager.rpc.address": SimpleServiceAddress}
+	for k, v := range s.Settings {
+		settings[k] = v
+	}
+	files := ConfFiles(s.Version, settings)
+	pod := func(uid string, age int, role Role) Pod {
 		return Pod{
 			UID: uid, Name: uid, Created: time.Unix(1700000000, 0).Add(time.Duration(age) * time.Second),
-			Running: true, Ready: true, Image: "flink:" + s.Version, Env: s.Env, Conf: files, Mounts: s.Mounts,
+			Running: true, Ready: true, Image: "flink:" + s.Version, Role: role, Env: s.Env, Hostname: uid,
+			Conf: files, Mounts: s.Mounts,
 		}
 	}
-	var o Observation
+	net := staticNetwork{}
+	o := Observation{Network: net, Services: []Service{{Ports: map[int32][]Endpoint{}}}}
 	if s.JobManager != "" {
-		jm := pod(s.JobManager, 0)
+		jm := pod(s.JobManager, 0, RoleJobManager)
 		jm.Ready = !s.NotReady
 		o.JobManagers = []Pod{jm}
+		if jm.Ready {
+			// The Service publishes Ready pods only.
+			o.Services[0].Ports[RESTPort] = []Endpoint{{Pod: jm.UID, Port: RESTPort}}
+			o.Services[0].Ports[6123] = []Endpoint{{Pod: jm.UID, Port: 6123}}
+			net[settings["jobmanager.rpc.address"]+":6123"] = []Endpoint{{Pod: jm.UID, Port: 6123}}
+		}
 	}
 	for i, uid := range s.TaskManagers {
-		o.TaskManagers = append(o.TaskManagers, pod(uid, i+1))
+		o.TaskManagers = append(o.TaskManagers, pod(uid, i+1, RoleTaskManager))
 	}
 	return o
 }

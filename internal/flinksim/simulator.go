@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path"
+	"reflect"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -20,8 +18,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/datapilot/datapilot/internal/resources"
 )
 
 // Options configure a Simulator.
@@ -68,9 +64,10 @@ func New(cfg *rest.Config, opts Options) (*Simulator, error) {
 func (s *Simulator) Addr() string { return s.ln.Addr().String() }
 
 // BaseURLTemplate is the Flink REST base URL template for the operator's
-// flink.Resolver Override.
+// flink.Resolver Override: the JobManager Service its default address
+// names, reached at RESTPort.
 func (s *Simulator) BaseURLTemplate() string {
-	return "http://" + s.Addr() + "/clusters/{namespace}/{name}"
+	return "http://" + s.Addr() + "/clusters/{namespace}/{service}"
 }
 
 // PodURLTemplate is the REST base URL template of one JobManager pod, for
@@ -117,24 +114,20 @@ func (s *Simulator) Start(ctx context.Context) error {
 	return err
 }
 
-// watch starts a label-filtered cache of Flink pods and their ConfigMaps,
-// and one worker that turns their changes into Observations. A single
-// worker keeps observations of a cluster in order: two stale reads applied
-// out of order would look like a lost TaskManager and restart jobs.
+// watch starts a cache of the pods, Services and ConfigMaps of the watched
+// namespaces, and one worker that turns a namespace's changes into the
+// Observations of its clusters. Every pod is watched, whoever made it: a
+// pod is a Flink process by its container's entrypoint argument, and which
+// cluster it belongs to follows from its configuration and the Services,
+// not from labels. A single worker keeps observations in order: two stale
+// reads applied out of order would look like a lost TaskManager and
+// restart jobs. Events of a namespace coalesce while the worker is busy.
 func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	managed := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
-	opts := cache.Options{
-		Scheme: scheme,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       {Label: managed},
-			&corev1.ConfigMap{}: {Label: managed},
-		},
-		DefaultTransform: cache.TransformStripManagedFields(),
-	}
+	opts := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}
 	if len(s.opts.Namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range s.opts.Namespaces {
@@ -145,7 +138,11 @@ func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 	if err != nil {
 		return fmt.Errorf("Flink REST simulator: creating the cache: %w", err)
 	}
-	queue := workqueue.NewTyped[ClusterKey]()
+	access, err := newAccessReviewer(s.cfg, accessTTL)
+	if err != nil {
+		return err
+	}
+	queue := workqueue.NewTypedDelayingQueue[string]()
 	go func() {
 		<-ctx.Done()
 		queue.ShutDown()
@@ -155,9 +152,7 @@ func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 			obj = t.Obj
 		}
 		if o, ok := obj.(client.Object); ok {
-			if name := o.GetLabels()[resources.LabelInstance]; name != "" {
-				queue.Add(ClusterKey{Namespace: o.GetNamespace(), Name: name})
-			}
+			queue.Add(o.GetNamespace())
 		}
 	}
 	handler := toolscache.ResourceEventHandlerFuncs{
@@ -165,7 +160,7 @@ func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
 	}
-	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.ConfigMap{}} {
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.ConfigMap{}, &corev1.Service{}} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("Flink REST simulator: informer for %T: %w", obj, err)
@@ -182,137 +177,93 @@ func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 	if !c.WaitForCacheSync(ctx) {
 		return fmt.Errorf("Flink REST simulator: cache did not sync")
 	}
+	w := &watcher{sim: s, cache: c, access: access, last: map[string]map[ClusterKey]observed{}, tmKeys: map[string]map[string]ClusterKey{}}
 	go func() {
 		for {
-			k, shutdown := queue.Get()
+			ns, shutdown := queue.Get()
 			if shutdown {
 				return
 			}
-			if err := s.sync(ctx, c, k); err != nil {
-				s.log.Error(err, "Flink REST simulator: observing cluster", "cluster", k.String())
+			again, err := w.sync(ctx, ns)
+			if err != nil {
+				s.log.Error(err, "Flink REST simulator: observing namespace", "namespace", ns)
 			}
-			queue.Done(k)
+			if again {
+				// A refused ServiceAccount may be granted: ask again once
+				// the cached answer expires.
+				queue.AddAfter(ns, accessTTL)
+			}
+			queue.Done(ns)
 		}
 	}()
 	return nil
 }
 
-// sync reads one cluster's pods and the ConfigMaps they mount from the
-// cache and feeds the Engine. The simulator knows a cluster only by its
-// pods, as Flink does: not by the FlinkCluster.
-func (s *Simulator) sync(ctx context.Context, c cache.Cache, k ClusterKey) error {
+// accessTTL is how long an answer about a ServiceAccount's rights is kept.
+const accessTTL = 5 * time.Second
+
+// watcher turns a namespace's objects into Observations, feeding the
+// Engine only the clusters whose observation changed.
+type watcher struct {
+	sim    *Simulator
+	cache  cache.Cache
+	access *accessReviewer
+	confs  confCache
+	last   map[string]map[ClusterKey]observed
+	tmKeys map[string]map[string]ClusterKey
+}
+
+// observed is an Observation as last fed, to compare with the next.
+type observed struct {
+	o     Observation
+	dials []string
+}
+
+// sync observes one namespace. again says a JobManager was refused its
+// Kubernetes HA rights.
+func (w *watcher) sync(ctx context.Context, ns string) (again bool, err error) {
+	v := namespaceView{namespace: ns, configMaps: map[string]*corev1.ConfigMap{}}
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(k.Namespace),
-		client.MatchingLabels{resources.LabelInstance: k.Name, resources.LabelManagedBy: resources.ManagedBy}); err != nil {
-		return err
-	}
-	configMaps := map[string]*corev1.ConfigMap{}
-	for i := range pods.Items {
-		for _, v := range pods.Items[i].Spec.Volumes {
-			if v.ConfigMap == nil || configMaps[v.ConfigMap.Name] != nil {
-				continue
-			}
-			var cm corev1.ConfigMap
-			err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: v.ConfigMap.Name}, &cm)
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			configMaps[cm.Name] = &cm
+	var svcs corev1.ServiceList
+	var cms corev1.ConfigMapList
+	for _, l := range []client.ObjectList{&pods, &svcs, &cms} {
+		if err := w.cache.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return false, err
 		}
 	}
-	o := ObservationFor(pods.Items, configMaps)
-	s.Observe(k, o)
-	s.log.V(1).Info("Flink REST simulator: observed cluster", "cluster", k.String(),
-		"jobManagers", len(o.JobManagers), "taskManagers", len(o.TaskManagers))
-	return nil
-}
-
-// ObservationFor derives what the simulated processes see from a
-// cluster's pods and the ConfigMaps (by name) they mount.
-func ObservationFor(pods []corev1.Pod, configMaps map[string]*corev1.ConfigMap) Observation {
-	var o Observation
-	for i := range pods {
-		p := &pods[i]
-		switch p.Labels[resources.LabelComponent] {
-		case resources.ComponentJobManager:
-			o.JobManagers = append(o.JobManagers, podFor(p, resources.ComponentJobManager, configMaps))
-		case resources.ComponentTaskManager:
-			o.TaskManagers = append(o.TaskManagers, podFor(p, resources.ComponentTaskManager, configMaps))
-		}
+	v.pods, v.services = pods.Items, svcs.Items
+	for i := range cms.Items {
+		v.configMaps[cms.Items[i].Name] = &cms.Items[i]
 	}
-	return o
-}
-
-// podFor reads one pod: the Flink container (named for its component,
-// else the first), its environment, and its mounts: a ConfigMap at
-// /opt/flink/conf is the configuration Flink reads, a
-// PersistentVolumeClaim outlives the pod, anything else dies with it.
-func podFor(p *corev1.Pod, component string, configMaps map[string]*corev1.ConfigMap) Pod {
-	out := Pod{
-		UID: string(p.UID), Name: p.Name, Created: p.CreationTimestamp.Time,
-		Running: p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning, Env: map[string]string{},
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			out.Ready = out.Running && c.Status == corev1.ConditionTrue
-		}
-	}
-	if len(p.Spec.Containers) == 0 {
-		return out
-	}
-	ctr := p.Spec.Containers[0]
-	for _, c := range p.Spec.Containers {
-		if c.Name == component {
-			ctr = c
-		}
-	}
-	out.Image = ctr.Image
-	for _, e := range ctr.Env {
-		if e.ValueFrom == nil {
-			out.Env[e.Name] = e.Value
-		}
-	}
-	volumes := map[string]corev1.Volume{}
-	for _, v := range p.Spec.Volumes {
-		volumes[v.Name] = v
-	}
-	for _, m := range ctr.VolumeMounts {
-		v := volumes[m.Name]
-		if path.Clean(m.MountPath) == resources.ConfDir && v.ConfigMap != nil {
-			cm := configMaps[v.ConfigMap.Name]
-			if cm == nil {
-				out.ConfMissing = v.ConfigMap.Name
-				continue
-			}
-			out.Conf = configMapFiles(cm, v.ConfigMap.Items)
+	g := observeNamespace(v, func(namespace, sa string, verbs []string) string {
+		msg := w.access.review(ctx, namespace, sa, verbs)
+		again = again || msg != ""
+		return msg
+	}, &w.confs, w.tmKeys[ns])
+	w.tmKeys[ns] = g.tmKeys
+	prev := w.last[ns]
+	next := map[ClusterKey]observed{}
+	for k, o := range g.clusters {
+		ob := observed{o: o, dials: g.dials[k]}
+		next[k] = ob
+		if p, ok := prev[k]; ok && sameObservation(p, ob) {
 			continue
 		}
-		mount := Mount{Path: m.MountPath}
-		if v.PersistentVolumeClaim != nil {
-			mount.Claim = v.PersistentVolumeClaim.ClaimName
-		}
-		out.Mounts = append(out.Mounts, mount)
+		w.sim.Observe(k, o)
+		w.sim.log.V(1).Info("Flink REST simulator: observed cluster", "cluster", k.String(),
+			"jobManagers", len(o.JobManagers), "taskManagers", len(o.TaskManagers))
 	}
-	return out
+	for k := range prev {
+		if _, ok := next[k]; !ok {
+			w.sim.Observe(k, Observation{})
+		}
+	}
+	w.last[ns] = next
+	return again, nil
 }
 
-// configMapFiles are the files a ConfigMap volume shows: every key, or the
-// listed items at their paths.
-func configMapFiles(cm *corev1.ConfigMap, items []corev1.KeyToPath) map[string]string {
-	files := map[string]string{}
-	if len(items) == 0 {
-		for k, v := range cm.Data {
-			files[k] = v
-		}
-		return files
-	}
-	for _, it := range items {
-		if v, ok := cm.Data[it.Key]; ok {
-			files[it.Path] = v
-		}
-	}
-	return files
+func sameObservation(a, b observed) bool {
+	ao, bo := a.o, b.o
+	ao.Network, bo.Network = nil, nil
+	return reflect.DeepEqual(ao, bo) && reflect.DeepEqual(a.dials, b.dials)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -85,6 +86,28 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 	var jmTemplate, tmTemplate corev1.PodTemplateSpec
 	convert(t, desired.JobManager.Spec.Template, &jmTemplate)
 	convert(t, desired.TaskManager.Spec.Template, &tmTemplate)
+	// The Services in front of the pods; the HA account comes later.
+	var jmService, tmService corev1.Service
+	convert(t, desired.JobManagerService, &jmService)
+	convert(t, desired.TaskManagerService, &tmService)
+	for _, s := range []*corev1.Service{&jmService, &tmService} {
+		s.OwnerReferences = nil
+		if err := k8s.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sa corev1.ServiceAccount
+	var role rbacv1.Role
+	var binding rbacv1.RoleBinding
+	convert(t, desired.HAAccess.ServiceAccount, &sa)
+	convert(t, desired.HAAccess.Role, &role)
+	convert(t, desired.HAAccess.RoleBinding, &binding)
+	for _, o := range []client.Object{&sa, &role} {
+		o.SetOwnerReferences(nil)
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
 	fl := flink.NewClient(flink.Resolver{Override: sim.BaseURLTemplate()}.BaseURL(ns, name), nil)
 	fl.MaxRetries = 0
 
@@ -115,6 +138,26 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 	mkPod("demo-taskmanager-0", tmTemplate)
 	mkPod("demo-taskmanager-1", tmTemplate)
 
+	// Without the RoleBinding the account may not use ConfigMaps: the
+	// JobManager listens but never leads, and says why.
+	key := ClusterKey{Namespace: ns, Name: resources.JobManagerName(fc)}
+	eventually(t, "a JobManager refused its leader ConfigMap", func() error {
+		v, err := sim.View(key)
+		if err != nil {
+			return err
+		}
+		if len(v.JobManagers) != 1 || !strings.Contains(strings.Join(v.JobManagers[0].Log, "\n"), `cannot get resource "configmaps"`) {
+			return fmt.Errorf("JobManagers %+v", v.JobManagers)
+		}
+		return nil
+	})
+	if _, err := fl.Overview(ctx); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("a JobManager without its HA rights answered: %v", err)
+	}
+	binding.OwnerReferences = nil
+	if err := k8s.Create(ctx, &binding); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "REST up: the image's version, 2 TaskManagers with the ConfigMap's 3 slots", func() error {
 		ov, err := fl.Overview(ctx)
 		if err != nil {
@@ -193,7 +236,6 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 	}
 	deletePod("demo-jobmanager-1")
 	mkPod("demo-jobmanager-2", jmTemplate)
-	key := ClusterKey{Namespace: ns, Name: name}
 	eventually(t, "the new JobManager refusing to start", func() error {
 		v, err := sim.View(key)
 		if err != nil {

@@ -222,7 +222,7 @@ func (h *harness) cluster(ns, name string, ready bool, mutate func(*v1.FlinkClus
 }
 
 func (h *harness) key(fc *v1.FlinkCluster) flinksim.ClusterKey {
-	return flinksim.ClusterKey{Namespace: fc.Namespace, Name: fc.Name}
+	return flinksim.ClusterKey{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}
 }
 
 // setReady plays the Deployment controller and the kubelet: it writes the

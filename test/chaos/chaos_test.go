@@ -14,7 +14,6 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
-	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/platform"
 )
 
@@ -218,7 +217,7 @@ func upgradeAll(t *testing.T, ns string, chaos func() (stop func())) {
 		t.Fatal(err)
 	}
 	for _, fc := range list.Items {
-		key := flinksim.ClusterKey{Namespace: ns, Name: fc.Name}
+		key := simKey(ns, fc.Name)
 		old := simJob(t, key, oldJobs[fc.Name])
 		if old.SavepointsTriggered != 1 || old.State != flink.JobFinished {
 			t.Errorf("%s: old job %s took %d savepoints (%d stop-with-savepoint) and is %s; want exactly 1 and FINISHED",

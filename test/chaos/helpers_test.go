@@ -279,7 +279,7 @@ func checkNoDuplicates(t *testing.T, ns string, job bool) {
 		if !job {
 			continue
 		}
-		live := liveJobs(t, flinksim.ClusterKey{Namespace: ns, Name: fc.Name})
+		live := liveJobs(t, simKey(ns, fc.Name))
 		if len(live) != 1 || live[0].ID != fc.Status.Job.ID {
 			t.Errorf("%s: jobs live in Flink %+v, want only %s", fc.Name, live, fc.Status.Job.ID)
 		}
@@ -505,4 +505,10 @@ func replayExpired(t *testing.T, c *http.Client, uri string) error {
 	}
 	t.Logf("replayed: HTTP %d, event %s %d %s %q", resp.StatusCode, ev.Type, ev.Object.Code, ev.Object.Reason, ev.Object.Message)
 	return nil
+}
+
+// simKey is the simulator's key of a FlinkCluster: the JobManager Service
+// in front of its JobManagers, through which it is reached.
+func simKey(ns, name string) flinksim.ClusterKey {
+	return flinksim.ClusterKey{Namespace: ns, Name: resources.JobManagerName(&v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})}
 }

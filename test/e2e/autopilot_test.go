@@ -46,7 +46,7 @@ func fastAutoscaler(mode v1.AutoscalerMode) *v1.AutoscalerSpec {
 func startAutopilot(t *testing.T, name string, p int32, w flinksim.Workload, auto *v1.AutoscalerSpec) (string, flinksim.ClusterKey) {
 	t.Helper()
 	ns := newNamespace(t)
-	key := flinksim.ClusterKey{Namespace: ns, Name: name}
+	key := simKey(ns, name)
 	if err := sim.Engine.SetWorkload(key, w); err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func hasEvent(t *testing.T, ns, reason string) error {
 func TestAutopilotRescalesInPlaceWithTheAdaptiveScheduler(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	key := flinksim.ClusterKey{Namespace: ns, Name: "inplace"}
+	key := simKey(ns, "inplace")
 	if err := sim.Engine.SetWorkload(key, chain(flinksim.RateShape{Kind: "constant", Base: 400})); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
-	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -357,7 +356,7 @@ func explainOnFailure(t *testing.T, ns, name string) {
 		if !t.Failed() {
 			return
 		}
-		if view, err := sim.Engine.View(flinksim.ClusterKey{Namespace: ns, Name: name}); err == nil {
+		if view, err := sim.Engine.View(simKey(ns, name)); err == nil {
 			t.Logf("simulator: JobManagerReady %v, %d TaskManagers, events:\n%s", view.JobManagerReady, view.TaskManagers, strings.Join(view.Events, "\n"))
 		}
 		pods := &corev1.PodList{}

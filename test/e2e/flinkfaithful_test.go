@@ -33,7 +33,7 @@ func TestStopResultExpiredWhileOperatorDown(t *testing.T) {
 	if err := k8s.Create(context.Background(), fc); err != nil {
 		t.Fatal(err)
 	}
-	key := flinksim.ClusterKey{Namespace: ns, Name: "expired"}
+	key := simKey(ns, "expired")
 	waitCondition(t, ns, "expired", v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
 	eventually(t, time.Minute, "job running and stable", func() error {
 		fc := getFC(t, ns, "expired")

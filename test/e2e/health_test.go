@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
-	"github.com/datapilot/datapilot/internal/flinksim"
 )
 
 func warningEvents(t *testing.T, ns, name, reason string) int32 {
@@ -45,7 +44,7 @@ func TestHealthToleratesJitterAndDegradesOnRepeatedFailure(t *testing.T) {
 	if err := k8s.Create(context.Background(), fc); err != nil {
 		t.Fatal(err)
 	}
-	key := flinksim.ClusterKey{Namespace: ns, Name: "jitter"}
+	key := simKey(ns, "jitter")
 	waitCondition(t, ns, "jitter", v1.ConditionRestAvailable, metav1.ConditionTrue, time.Minute)
 	stable := waitCondition(t, ns, "jitter", v1.ConditionAvailable, metav1.ConditionTrue, time.Minute)
 

@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -113,4 +114,10 @@ func waitRequests(t *testing.T, key flinksim.ClusterKey, endpoint string, n int)
 		}
 		return nil
 	})
+}
+
+// simKey is the simulator's key of a FlinkCluster: the JobManager Service
+// in front of its JobManagers, through which it is reached.
+func simKey(ns, name string) flinksim.ClusterKey {
+	return flinksim.ClusterKey{Namespace: ns, Name: resources.JobManagerName(&v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})}
 }

@@ -82,7 +82,7 @@ func startJobClusterAt(t *testing.T, name, version string) (string, flinksim.Clu
 		}
 		return nil
 	})
-	return ns, flinksim.ClusterKey{Namespace: ns, Name: name}
+	return ns, simKey(ns, name)
 }
 
 func simJob(t *testing.T, key flinksim.ClusterKey, id string) flinksim.JobView {

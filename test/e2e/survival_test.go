@@ -35,7 +35,7 @@ func startCluster(t *testing.T, fc *v1.FlinkCluster) flinksim.ClusterKey {
 		}
 		return nil
 	})
-	return flinksim.ClusterKey{Namespace: fc.Namespace, Name: fc.Name}
+	return simKey(fc.Namespace, fc.Name)
 }
 
 // liveJobs are the jobs some JobManager still runs (not terminal).
