@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -217,5 +218,35 @@ func TestHashes(t *testing.T) {
 	}
 	if orig.ConfigMap.Annotations[AnnotationSpecHash] != scaled.ConfigMap.Annotations[AnnotationSpecHash] {
 		t.Error("scaling changed the ConfigMap")
+	}
+}
+
+// TestRestoreKeysOfOlderObjectsAreDropped: an object stored before
+// admission refused them keeps its restore path, claim mode and
+// ignore-unclaimed-state in spec.flinkConfiguration; none is rendered, so
+// a configured path cannot restore a submission that names none, nor a
+// configured CLAIM hand the restored savepoint to Flink.
+func TestRestoreKeysOfOlderObjectsAreDropped(t *testing.T) {
+	for _, version := range []string{"1.19.1", "2.0.1"} {
+		fc := loadExample(t, "realtime-warehouse.yaml")
+		fc.Spec.Version = version
+		fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"pipeline.name": "orders"}
+		for _, k := range flink.RestoreKeys {
+			if k != flink.LastStateRetentionKey {
+				fc.Spec.FlinkConfiguration[k] = "CLAIM"
+			}
+		}
+		cfg, err := RenderConfig(fc, platformStorage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range flink.RestoreKeys {
+			if v, ok := cfg.Settings[k]; ok && k != flink.LastStateRetentionKey {
+				t.Errorf("%s: %s rendered as %q", version, k, v)
+			}
+		}
+		if cfg.Settings["pipeline.name"] != "orders" {
+			t.Errorf("%s: the user's other settings are lost: %v", version, cfg.Settings)
+		}
 	}
 }

@@ -62,7 +62,13 @@ func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 	s := map[string]string{}
 	// User settings first: every operator-owned key below overwrites them
 	// (admission already refuses those keys; this keeps old objects safe).
+	// An older object's restore path, claim mode or ignore-unclaimed-state
+	// is dropped: no key below overwrites those, and a configured path
+	// would restore every submission that names none from it.
 	for k, v := range fc.Spec.FlinkConfiguration {
+		if flink.RestoreKey(k) && k != keys.CheckpointRetention {
+			continue
+		}
 		s[k] = string(v)
 	}
 	s["jobmanager.rpc.address"] = JobManagerName(fc)
