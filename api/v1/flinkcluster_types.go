@@ -403,6 +403,9 @@ const (
 	// ConditionHighAvailabilityPermissions, with Kubernetes HA, is True when
 	// the pods' ServiceAccount may use ConfigMaps as Flink's HA services do.
 	ConditionHighAvailabilityPermissions = "HighAvailabilityPermissions"
+	// ConditionDeletionBlocked is True while the finalizer holds a deleted
+	// cluster until its job is stopped with a savepoint.
+	ConditionDeletionBlocked = "DeletionBlocked"
 )
 
 // ComponentStatus counts the pods of one tier.
@@ -486,7 +489,30 @@ type FlinkClusterStatus struct {
 	// rolled back; it is not retried until the spec changes again.
 	// +optional
 	LastFailedGeneration int64 `json:"lastFailedGeneration,omitempty"`
+
+	// HighAvailability is the identity the cluster's Flink HA services run
+	// under, recorded when the operator first deploys the cluster and never
+	// changed after: Flink finds its leader, job graphs and checkpoint
+	// pointers under it.
+	// +optional
+	HighAvailability *HighAvailabilityStatus `json:"highAvailability,omitempty"`
 }
+
+// HighAvailabilityStatus is the identity of a cluster's HA data.
+type HighAvailabilityStatus struct {
+	// ClusterID is high-availability.cluster-id: the cluster's node in
+	// ZooKeeper and its directory in high-availability.storageDir.
+	ClusterID string `json:"clusterID"`
+	// KubernetesClusterID is kubernetes.cluster-id: the name prefix and
+	// the app label of Flink's HA ConfigMaps.
+	KubernetesClusterID string `json:"kubernetesClusterID"`
+}
+
+// AnnotationDeleteWithoutSavepoint, set to "true" on a FlinkCluster being
+// deleted, lets the deletion go on without the job's final savepoint: the
+// finalizer otherwise holds it until the job is stopped with one (see
+// ConditionDeletionBlocked).
+const AnnotationDeleteWithoutSavepoint = "data.example.com/delete-without-savepoint"
 
 // FlinkCluster is one Apache Flink cluster managed by Datapilot.
 //

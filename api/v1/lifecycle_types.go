@@ -147,6 +147,8 @@ const (
 	SavepointManual      SavepointReason = "Manual"
 	SavepointForSuspend  SavepointReason = "Suspend"
 	CheckpointForUpgrade SavepointReason = "UpgradeCheckpoint"
+	// SavepointForDelete stops the job of a deleted cluster.
+	SavepointForDelete SavepointReason = "Delete"
 )
 
 // SavepointInfo is one savepoint (or, for last-state upgrades, checkpoint).

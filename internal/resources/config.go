@@ -105,12 +105,13 @@ func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 	if ha := fc.Spec.HighAvailability; ha != nil && ha.Mode != v1.HighAvailabilityNone {
 		s[keys.HighAvailabilityType] = string(ha.Mode)
 		s["high-availability.storageDir"] = st.HA
-		s["high-availability.cluster-id"] = fc.Namespace + "-" + fc.Name
+		id := HAIdentity(fc)
+		s["high-availability.cluster-id"] = id.ClusterID
 		switch ha.Mode {
 		case v1.HighAvailabilityZookeeper:
 			s["high-availability.zookeeper.quorum"] = ha.Zookeeper.ConnectString
 		case v1.HighAvailabilityKubernetes:
-			s["kubernetes.cluster-id"] = fc.Name
+			s["kubernetes.cluster-id"] = id.KubernetesClusterID
 			s["kubernetes.namespace"] = fc.Namespace
 		}
 	}
