@@ -112,8 +112,8 @@ type FlinkClusterSpec struct {
 	// process sizes, checkpointing, storage, high-availability.*, what a
 	// job restores from and whether Flink may delete it: the savepoint
 	// path, the claim mode, ignore-unclaimed-state and the checkpoint
-	// retention; and their deprecated aliases) are refused; so are values the minor's
-	// file format cannot carry (a control character such as a newline; in
+	// retention; and their deprecated aliases) are refused; so are values
+	// the minor's file format cannot carry (a control character such as a newline; in
 	// flink-conf.yaml, before 1.19, also #, an empty value, or a leading
 	// or trailing space).
 	// +optional
