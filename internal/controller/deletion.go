@@ -192,24 +192,29 @@ func (r *Reconciler) finalSavepoint(ctx context.Context, fc *v1.FlinkCluster) (d
 		now:       time.Now(),
 		timeout:   savepointTimeout(&fc.Spec),
 	}
+	// Settled once: the steps after it delete the JobManagers, which
+	// would make Flink unreachable to a second decision.
+	if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionDeletionBlocked); c != nil && c.Status == metav1.ConditionFalse {
+		return true, 0, nil
+	}
 	if !in.forced && !in.stateless && in.job != nil && in.job.ID != "" {
 		in.flink = r.observeFlink(ctx, fc, r.observeWorkloads(ctx, fc).jobManagerReady())
 	}
 	v := decideDeletion(in)
 	logger := log.FromContext(ctx)
-	if v.proceed {
-		if in.job != nil || in.forced {
-			logger.Info("Final savepoint settled", "flinkcluster", klog.KObj(fc), "reason", v.reason, "message", v.message)
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, v.reason, "Delete", "%s", v.message)
-		}
+	if v.proceed && in.job == nil {
 		return true, 0, nil
 	}
 	st := fc.Status.DeepCopy()
 	if v.trigger != nil {
 		st.Job.PendingSavepoint = v.trigger
 	}
+	status := metav1.ConditionTrue
+	if v.proceed {
+		status = metav1.ConditionFalse
+	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: v1.ConditionDeletionBlocked, Status: metav1.ConditionTrue, Reason: v.reason, Message: v.message,
+		Type: v1.ConditionDeletionBlocked, Status: status, Reason: v.reason, Message: v.message,
 		ObservedGeneration: fc.Generation, LastTransitionTime: metav1.NewTime(in.now.Truncate(time.Second)),
 	})
 	if !equality.Semantic.DeepEqual(*st, fc.Status) {
@@ -220,10 +225,14 @@ func (r *Reconciler) finalSavepoint(ctx context.Context, fc *v1.FlinkCluster) (d
 		}
 		r.Metrics.StatusWrites.Inc()
 		typ := corev1.EventTypeWarning
-		if v.reason == ReasonSavingState {
+		if v.proceed || v.reason == ReasonSavingState {
 			typ = corev1.EventTypeNormal
 		}
 		r.Recorder.Eventf(fc, nil, typ, v.reason, "Delete", "%s", v.message)
+	}
+	if v.proceed {
+		logger.Info("Final savepoint settled", "flinkcluster", klog.KObj(fc), "reason", v.reason, "message", v.message)
+		return true, 0, nil
 	}
 	if v.trigger != nil || v.resend {
 		if err := r.act(ctx, fc, nil, lifecycle.Action{Kind: lifecycle.ActTrigger}); err != nil {

@@ -127,16 +127,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("get FlinkCluster %s: %w", req.NamespacedName, err)
 	}
 
+	// The cache may not yet hold this reconcile's predecessor's status
+	// write; deciding from it would repeat what that reconcile did (a
+	// deletion's too: its settled final savepoint is in status).
+	if r.freshness.stale(fc) {
+		logger.V(1).Info("Cache behind our last status write; waiting for it", "flinkcluster", klog.KObj(fc), "resourceVersion", fc.ResourceVersion)
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	// 2. Deletion runs the finalizer's cleanup.
 	if !fc.DeletionTimestamp.IsZero() {
 		requeue, err := r.finalize(ctx, fc)
 		return ctrl.Result{RequeueAfter: requeue}, err
-	}
-	// The cache may not yet hold this reconcile's predecessor's status
-	// write; deciding from it would repeat what that reconcile did.
-	if r.freshness.stale(fc) {
-		logger.V(1).Info("Cache behind our last status write; waiting for it", "flinkcluster", klog.KObj(fc), "resourceVersion", fc.ResourceVersion)
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	if err := r.ensureFinalizer(ctx, fc); err != nil {
 		return ctrl.Result{}, err

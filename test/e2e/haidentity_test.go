@@ -133,13 +133,19 @@ func stoppedSavepoint(t *testing.T, ns, name string) string {
 	return path
 }
 
-// TestDeletionStopsTheJobWithASavepoint: deleting a cluster stops its job
-// with a savepoint and names it; a cluster created from it restores it.
-// The run request sends NO_CLAIM, so the new job's checkpoints never
-// delete it: a third cluster restores from the same savepoint.
+// TestDeletionStopsTheJobWithASavepoint: deleting a cluster (Kubernetes
+// HA) stops its job with a savepoint and names it, then removes the
+// JobManagers and Flink's HA ConfigMaps; a cluster created from it
+// restores it. The run request sends NO_CLAIM, so the new job's
+// checkpoints never delete it: a third cluster restores from it again.
 func TestDeletionStopsTheJobWithASavepoint(t *testing.T) {
 	ns := newNamespace(t)
-	key := startCluster(t, jobClusterAt(ns, "final", "2.0.1"))
+	newCluster := func() *v1.FlinkCluster {
+		fc := jobClusterAt(ns, "final", "2.0.1")
+		fc.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
+		return fc
+	}
+	key := startCluster(t, newCluster())
 	oldJob := getFC(t, ns, "final").Status.Job.ID
 	deleteAndWait(t, ns, "final")
 	if j := simJob(t, key, oldJob); j.State != "FINISHED" || j.StopsTriggered != 1 {
@@ -148,7 +154,7 @@ func TestDeletionStopsTheJobWithASavepoint(t *testing.T) {
 	sp := stoppedSavepoint(t, ns, "final")
 
 	restoreFrom := func() *v1.FlinkCluster {
-		fc := jobClusterAt(ns, "final", "2.0.1")
+		fc := newCluster()
 		fc.Spec.Job.InitialSavepointPath = sp
 		startCluster(t, fc)
 		return getFC(t, ns, "final")
