@@ -14,7 +14,6 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.jobManager.replicas <= 1 || (has(self.highAvailability) && self.highAvailability.mode != 'none')",message="spec.jobManager.replicas greater than 1 requires spec.highAvailability.mode to be zookeeper or kubernetes"
 // +kubebuilder:validation:XValidation:rule="!has(self.job) || has(self.checkpointing) || (has(self.upgradePolicy) && has(self.upgradePolicy.stableCheckpoints) && self.upgradePolicy.stableCheckpoints == 0)",message="spec.job requires spec.checkpointing: the upgrade gate counts completed checkpoints (set spec.upgradePolicy.stableCheckpoints to 0 to run a job without them)"
 // +kubebuilder:validation:XValidation:rule="!has(self.job) || !has(self.job.upgradeMode) || self.job.upgradeMode != 'last-state' || has(self.checkpointing)",message="spec.job.upgradeMode last-state restores from checkpoints and requires spec.checkpointing"
-// +kubebuilder:validation:XValidation:rule="!has(self.flinkConfiguration) || !has(self.job) || !has(self.job.upgradeMode) || self.job.upgradeMode != 'last-state' || !('execution.checkpointing.externalized-checkpoint-retention' in self.flinkConfiguration)",message="spec.flinkConfiguration must not set execution.checkpointing.externalized-checkpoint-retention when spec.job.upgradeMode is last-state: the operator sets RETAIN_ON_CANCELLATION, so the checkpoint a last-state upgrade restores from survives the cancel"
 // +kubebuilder:validation:XValidation:rule="!has(self.flinkConfiguration) || !self.version.matches('^(1[.](17|18))[.]') || !self.flinkConfiguration.exists(k, size(self.flinkConfiguration[k]) == 0 || self.flinkConfiguration[k].contains('#') || self.flinkConfiguration[k].startsWith(' ') || self.flinkConfiguration[k].endsWith(' '))",messageExpression="'spec.flinkConfiguration: Flink ' + self.version + ' reads flink-conf.yaml, which cannot carry an empty value, a value with #, or one that starts or ends with a space; refused: ' + self.flinkConfiguration.filter(k, size(self.flinkConfiguration[k]) == 0 || self.flinkConfiguration[k].contains('#') || self.flinkConfiguration[k].startsWith(' ') || self.flinkConfiguration[k].endsWith(' '))[0]"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoscaler) || has(self.job)",message="spec.autoscaler requires spec.job: the autopilot sizes a job from its own metrics"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoscaler) || !has(self.job) || self.autoscaler.mode != 'apply' || !has(self.job.upgradeMode) || self.job.upgradeMode != 'stateless'",message="spec.autoscaler.mode apply rescales by restarting the job from a savepoint or checkpoint; with spec.job.upgradeMode stateless each rescale would restart it without its state: use savepoint or last-state, or mode recommend"
@@ -110,9 +109,11 @@ type FlinkClusterSpec struct {
 	// FlinkConfiguration holds extra Flink settings rendered into the
 	// cluster's configuration file, each value read by Flink exactly as
 	// written. Keys the operator owns (addresses, ports, slots, memory
-	// process sizes, checkpointing, storage, high-availability.*, and
-	// their deprecated aliases) are refused; so are values the minor's
-	// file format cannot carry (a control character such as a newline; in
+	// process sizes, checkpointing, storage, high-availability.*, what a
+	// job restores from and whether Flink may delete it: the savepoint
+	// path, the claim mode, ignore-unclaimed-state and the checkpoint
+	// retention; and their deprecated aliases) are refused; so are values
+	// the minor's file format cannot carry (a control character such as a newline; in
 	// flink-conf.yaml, before 1.19, also #, an empty value, or a leading
 	// or trailing space).
 	// +optional
@@ -124,6 +125,7 @@ type FlinkClusterSpec struct {
 // CRD to it.
 // +kubebuilder:validation:MaxProperties=64
 // +kubebuilder:validation:XValidation:rule="!self.exists(k, k in ['jobmanager.rpc.address', 'jobmanager.rpc.port', 'jobmanager.rpc.bind-port', 'jobmanager.bind-host', 'blob.server.port', 'rest.port', 'rest.bind-port', 'rest.address', 'rest.bind-address', 'web.port', 'web.address', 'jobmanager.web.address', 'jobmanager.web.port', 'taskmanager.bind-host', 'taskmanager.rpc.port', 'taskmanager.rpc.bind-port', 'taskmanager.numberOfTaskSlots', 'jobmanager.memory.process.size', 'taskmanager.memory.process.size', 'execution.checkpointing.interval', 'execution.checkpointing.num-retained', 'state.checkpoints.num-retained', 'execution.checkpointing.dir', 'state.checkpoints.dir', 'state.backend.fs.checkpointdir', 'execution.checkpointing.savepoint-dir', 'state.savepoints.dir', 'savepoints.state.backend.fs.dir', 'kubernetes.cluster-id', 'kubernetes.namespace'] || k.startsWith('high-availability') || k.startsWith('recovery.'))",messageExpression="'spec.flinkConfiguration must not set ' + self.filter(k, k in ['jobmanager.rpc.address', 'jobmanager.rpc.port', 'jobmanager.rpc.bind-port', 'jobmanager.bind-host', 'blob.server.port', 'rest.port', 'rest.bind-port', 'rest.address', 'rest.bind-address', 'web.port', 'web.address', 'jobmanager.web.address', 'jobmanager.web.port', 'taskmanager.bind-host', 'taskmanager.rpc.port', 'taskmanager.rpc.bind-port', 'taskmanager.numberOfTaskSlots', 'jobmanager.memory.process.size', 'taskmanager.memory.process.size', 'execution.checkpointing.interval', 'execution.checkpointing.num-retained', 'state.checkpoints.num-retained', 'execution.checkpointing.dir', 'state.checkpoints.dir', 'state.backend.fs.checkpointdir', 'execution.checkpointing.savepoint-dir', 'state.savepoints.dir', 'savepoints.state.backend.fs.dir', 'kubernetes.cluster-id', 'kubernetes.namespace'] || k.startsWith('high-availability') || k.startsWith('recovery.'))[0] + ': the operator renders it from the spec (addresses, ports, slots, memory, checkpointing, storage, high availability); use the dedicated spec fields'"
+// +kubebuilder:validation:XValidation:rule="!self.exists(k, k in ['execution.savepoint.path', 'execution.state-recovery.path', 'execution.savepoint-restore-mode', 'execution.state-recovery.claim-mode', 'execution.savepoint.ignore-unclaimed-state', 'execution.state-recovery.ignore-unclaimed-state', 'execution.checkpointing.externalized-checkpoint-retention'])",messageExpression="'spec.flinkConfiguration must not set ' + self.filter(k, k in ['execution.savepoint.path', 'execution.state-recovery.path', 'execution.savepoint-restore-mode', 'execution.state-recovery.claim-mode', 'execution.savepoint.ignore-unclaimed-state', 'execution.state-recovery.ignore-unclaimed-state', 'execution.checkpointing.externalized-checkpoint-retention'])[0] + ': it decides which savepoint or checkpoint the job restores from, or lets Flink delete one the operator recorded to restore or roll back from; the operator sets it (the claim mode is always NO_CLAIM); use spec.job.initialSavepointPath and spec.job.allowNonRestoredState'"
 // +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253)",message="spec.flinkConfiguration keys must be at most 253 characters"
 // +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z][A-Za-z0-9_-]*([.][A-Za-z0-9_-]+)+$'))",messageExpression="'spec.flinkConfiguration keys are dotted Flink option names (letters, digits, _ and -, such as state.backend.type); refused: ' + self.filter(k, !k.matches('^[A-Za-z][A-Za-z0-9_-]*([.][A-Za-z0-9_-]+)+$'))[0]"
 // +kubebuilder:validation:XValidation:rule="!self.exists(k, self[k].matches('[[:cntrl:]]'))",messageExpression="'spec.flinkConfiguration values must be one line without control characters (a newline would inject lines into the configuration file); refused: ' + self.filter(k, self[k].matches('[[:cntrl:]]'))[0]"
@@ -405,6 +407,9 @@ const (
 	// stop, cancel or replacement of the job (lifecycle.RestorePoint): the
 	// reason says which condition of the rule is not met. Absent otherwise.
 	ConditionStateHold = "StateHold"
+	// ConditionDeletionBlocked is True while the finalizer holds a deleted
+	// cluster until its job is stopped with a savepoint.
+	ConditionDeletionBlocked = "DeletionBlocked"
 )
 
 // ComponentStatus counts the pods of one tier.
@@ -488,7 +493,30 @@ type FlinkClusterStatus struct {
 	// rolled back; it is not retried until the spec changes again.
 	// +optional
 	LastFailedGeneration int64 `json:"lastFailedGeneration,omitempty"`
+
+	// HighAvailability is the identity the cluster's Flink HA services run
+	// under, recorded when the operator first deploys the cluster and never
+	// changed after: Flink finds its leader, job graphs and checkpoint
+	// pointers under it.
+	// +optional
+	HighAvailability *HighAvailabilityStatus `json:"highAvailability,omitempty"`
 }
+
+// HighAvailabilityStatus is the identity of a cluster's HA data.
+type HighAvailabilityStatus struct {
+	// ClusterID is high-availability.cluster-id: the cluster's node in
+	// ZooKeeper and its directory in high-availability.storageDir.
+	ClusterID string `json:"clusterID"`
+	// KubernetesClusterID is kubernetes.cluster-id: the name prefix and
+	// the app label of Flink's HA ConfigMaps.
+	KubernetesClusterID string `json:"kubernetesClusterID"`
+}
+
+// AnnotationDeleteWithoutSavepoint, set to "true" on a FlinkCluster being
+// deleted, lets the deletion go on without the job's final savepoint: the
+// finalizer otherwise holds it until the job is stopped with one (see
+// ConditionDeletionBlocked).
+const AnnotationDeleteWithoutSavepoint = "data.example.com/delete-without-savepoint"
 
 // FlinkCluster is one Apache Flink cluster managed by Datapilot.
 //

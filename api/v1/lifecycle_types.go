@@ -153,6 +153,8 @@ const (
 	// checkpoints would not survive a cancel.
 	SavepointForHeal     SavepointReason = "Heal"
 	CheckpointForUpgrade SavepointReason = "UpgradeCheckpoint"
+	// SavepointForDelete stops the job of a deleted cluster.
+	SavepointForDelete SavepointReason = "Delete"
 )
 
 // SavepointInfo is one savepoint (or, for last-state upgrades, checkpoint).

@@ -265,7 +265,29 @@ func TestBadInputsAreRejectedAtAdmission(t *testing.T) {
 		{"retention key with last-state", func(s map[string]any) {
 			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "upgradeMode": "last-state"}
 			s["flinkConfiguration"] = map[string]any{"execution.checkpointing.externalized-checkpoint-retention": "DELETE_ON_CANCELLATION"}
-		}, "spec.flinkConfiguration must not set execution.checkpointing.externalized-checkpoint-retention when spec.job.upgradeMode is last-state"},
+		}, "spec.flinkConfiguration must not set execution.checkpointing.externalized-checkpoint-retention: it decides which savepoint or checkpoint the job restores from"},
+		{"retention key without a job", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}
+		}, "spec.flinkConfiguration must not set execution.checkpointing.externalized-checkpoint-retention: "},
+		{"claim mode CLAIM", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"execution.savepoint-restore-mode": "CLAIM"}
+		}, "spec.flinkConfiguration must not set execution.savepoint-restore-mode: it decides which savepoint or checkpoint the job restores from, or lets Flink delete one the operator recorded to restore or roll back from; the operator sets it (the claim mode is always NO_CLAIM)"},
+		{"2.x claim mode", func(s map[string]any) {
+			s["version"] = "2.0.1"
+			s["flinkConfiguration"] = map[string]any{"execution.state-recovery.claim-mode": "CLAIM"}
+		}, "spec.flinkConfiguration must not set execution.state-recovery.claim-mode: "},
+		{"restore path", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"execution.savepoint.path": "s3://b/savepoint-1"}
+		}, "spec.flinkConfiguration must not set execution.savepoint.path: "},
+		{"2.x restore path", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"execution.state-recovery.path": "s3://b/savepoint-1"}
+		}, "spec.flinkConfiguration must not set execution.state-recovery.path: "},
+		{"ignore unclaimed state", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"execution.savepoint.ignore-unclaimed-state": "true"}
+		}, "use spec.job.initialSavepointPath and spec.job.allowNonRestoredState"},
+		{"2.x ignore unclaimed state", func(s map[string]any) {
+			s["flinkConfiguration"] = map[string]any{"execution.state-recovery.ignore-unclaimed-state": "true"}
+		}, "spec.flinkConfiguration must not set execution.state-recovery.ignore-unclaimed-state: "},
 		{"storage with uri and claim", func(s map[string]any) {
 			s["storage"] = map[string]any{"uri": "s3://b/f", "claimName": "state"}
 		}, "spec.storage needs exactly one of uri and claimName"},

@@ -291,11 +291,15 @@ func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, deploy *v1.Fl
 		}
 		jm := flink.NewClient(r.Resolver.JobManagerURL(fc.Namespace, fc.Name, pod.Name, pod.Status.PodIP), r.HTTPClient)
 		jm.RequestTimeout = c.RequestTimeout
-		spec := fc.Spec.Job
+		spec, version := fc.Spec.Job, fc.Spec.Version
 		if deploy != nil && deploy.Job != nil {
-			spec = deploy.Job // the last stable job in a rollback
+			spec, version = deploy.Job, deploy.Version // the last stable job in a rollback
 		}
-		return r.submit(ctx, jm, fc, spec, job.ID, a.RestorePath)
+		v, err := flink.ParseVersion(version)
+		if err != nil {
+			return err
+		}
+		return r.submit(ctx, jm, fc, spec, v, job.ID, a.RestorePath)
 	}
 	return nil
 }
@@ -331,7 +335,13 @@ func podReady(p *corev1.Pod) bool {
 // submit uploads the jar of the job being deployed (the last stable one
 // in a rollback), runs it under the recorded job ID, and deletes the jar:
 // Flink keeps every upload in the JobManager's web.upload.dir otherwise.
-func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCluster, spec *v1.JobSpec, jobID, restorePath string) error {
+// The claim mode is always NO_CLAIM, sent in the field the version reads:
+// Flink then never deletes the snapshot the job restores from, which the
+// operator recorded and a rollback may restore again (with CLAIM,
+// CheckpointCoordinator#restoreSavepoint makes it one of the job's
+// checkpoints, deleted once subsumed). Sent, it does not depend on the
+// configured default.
+func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCluster, spec *v1.JobSpec, v flink.Version, jobID, restorePath string) error {
 	jar, err := r.fetchJar(ctx, spec.JarURI)
 	if err != nil {
 		return err
@@ -352,7 +362,7 @@ func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCl
 		JobID:                 jobID,
 		SavepointPath:         restorePath,
 		AllowNonRestoredState: spec.AllowNonRestoredState,
-	})
+	}.WithClaimMode(v, flink.RestoreNoClaim))
 	if err != nil {
 		// A lost response or a restart may have submitted it already: the
 		// job ID is new and ours, so Flink knowing it means it landed.

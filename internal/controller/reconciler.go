@@ -37,8 +37,9 @@ import (
 // FieldManager owns every field Datapilot applies.
 const FieldManager = "datapilot"
 
-// Finalizer guards the cleanup of what owner references do not cover: the
-// TaskManagers' volume claims. A cluster without claims never gets it, so it
+// Finalizer guards what owner references do not cover: the job's final
+// savepoint, Flink's HA ConfigMaps and the TaskManagers' volume claims. A
+// session cluster without Kubernetes HA or claims never gets it, so it
 // costs no write and its deletion waits for nothing.
 const Finalizer = "data.example.com/cleanup"
 
@@ -126,15 +127,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("get FlinkCluster %s: %w", req.NamespacedName, err)
 	}
 
-	// 2. Deletion runs the finalizer's cleanup.
-	if !fc.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, fc)
-	}
 	// The cache may not yet hold this reconcile's predecessor's status
-	// write; deciding from it would repeat what that reconcile did.
+	// write; deciding from it would repeat what that reconcile did (a
+	// deletion's too: its settled final savepoint is in status).
 	if r.freshness.stale(fc) {
 		logger.V(1).Info("Cache behind our last status write; waiting for it", "flinkcluster", klog.KObj(fc), "resourceVersion", fc.ResourceVersion)
 		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	// 2. Deletion runs the finalizer's cleanup.
+	if !fc.DeletionTimestamp.IsZero() {
+		requeue, err := r.finalize(ctx, fc)
+		return ctrl.Result{RequeueAfter: requeue}, err
 	}
 	if err := r.ensureFinalizer(ctx, fc); err != nil {
 		return ctrl.Result{}, err
@@ -495,10 +498,15 @@ func metadataOnly(apiVersion, kind string) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}}
 }
 
-// needsFinalizer: the TaskManagers have volume claims, which the StatefulSet
-// keeps on deletion (resources.TaskManagers retains them so a returning
-// TaskManager finds its state) and owner references do not cover.
-func needsFinalizer(fc *v1.FlinkCluster) bool { return fc.Spec.TaskManager.Storage != nil }
+// needsFinalizer: the cluster leaves something behind that owner
+// references do not cover: a job whose state must be saved before the
+// pods go (deletion.go), Flink's Kubernetes HA ConfigMaps, or the
+// TaskManagers' volume claims, which the StatefulSet keeps on deletion
+// (resources.TaskManagers retains them so a returning TaskManager finds
+// its state).
+func needsFinalizer(fc *v1.FlinkCluster) bool {
+	return fc.Spec.TaskManager.Storage != nil || fc.Spec.Job != nil || resources.KubernetesHA(fc)
+}
 
 // observedBefore: the operator has written this cluster's status, so its
 // children were created once already.
@@ -578,30 +586,38 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, fc *v1.FlinkCluster) e
 	return nil
 }
 
-// finalize deletes the TaskManagers' claims, which owner references do not
-// cover, then releases the object. Every step treats not-found as done, so
-// a repeated or interrupted cleanup never leaves the object stuck.
-func (r *Reconciler) finalize(ctx context.Context, fc *v1.FlinkCluster) error {
+// finalize stops the job with a savepoint (deletion.go), deletes Flink's
+// HA ConfigMaps and the TaskManagers' claims, which owner references do
+// not cover, then releases the object. Every step treats not-found as
+// done, so a repeated or interrupted cleanup never leaves the object
+// stuck; requeue is set while a step waits.
+func (r *Reconciler) finalize(ctx context.Context, fc *v1.FlinkCluster) (time.Duration, error) {
 	r.Metrics.forget(client.ObjectKeyFromObject(fc))
 	if !controllerutil.ContainsFinalizer(fc, Finalizer) {
-		return nil
+		return 0, nil
+	}
+	if done, requeue, err := r.finalSavepoint(ctx, fc); err != nil || !done {
+		return requeue, err
+	}
+	if done, err := r.deleteHAConfigMaps(ctx, fc); err != nil || !done {
+		return lifecycle.Poll, err
 	}
 	sel := client.MatchingLabels(resources.SelectorLabels(fc.Name, resources.ComponentTaskManager))
 	pvcs := &corev1.PersistentVolumeClaimList{}
 	if err := r.APIReader.List(ctx, pvcs, client.InNamespace(fc.Namespace), sel); err != nil {
-		return fmt.Errorf("list claims of %s: %w", klog.KObj(fc), err)
+		return 0, fmt.Errorf("list claims of %s: %w", klog.KObj(fc), err)
 	}
 	if len(pvcs.Items) > 0 {
 		err := r.Client.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(fc.Namespace), sel)
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete claims of %s: %w", klog.KObj(fc), err)
+			return 0, fmt.Errorf("delete claims of %s: %w", klog.KObj(fc), err)
 		}
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "Cleanup", "Delete", "Deleted %d TaskManager volume claims", len(pvcs.Items))
 	}
 	base := fc.DeepCopy()
 	controllerutil.RemoveFinalizer(fc, Finalizer)
 	if err := r.Client.Patch(ctx, fc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizer from %s: %w", klog.KObj(fc), err)
+		return 0, fmt.Errorf("remove finalizer from %s: %w", klog.KObj(fc), err)
 	}
-	return nil
+	return 0, nil
 }

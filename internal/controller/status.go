@@ -42,6 +42,10 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 	st.ObservedGeneration = fc.Generation
 	st.Selector = labels.SelectorFromSet(resources.SelectorLabels(fc.Name, resources.ComponentTaskManager)).String()
 	st.ConfigHash = obs.configHash
+	// Recorded with the first status write, after the first apply rendered
+	// it; from then on rendering reads it back (resources.HAIdentity).
+	id := resources.HAIdentity(fc)
+	st.HighAvailability = &id
 
 	jmDesired := max(fc.Spec.JobManager.Replicas, 1)
 	tmDesired := desiredTaskManagers(fc)

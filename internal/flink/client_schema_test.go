@@ -242,6 +242,36 @@ func requestBodiesUseSchemaNames(t *testing.T, schema *flinkschema.Schema) {
 	}
 }
 
+// TestClaimModeField: the run request carries the claim mode in the field
+// each minor's JarRunRequestBody reads first (claimMode where the schema
+// has it, else restoreMode), and in no field the minor lacks.
+func TestClaimModeField(t *testing.T) {
+	schemas, err := flinkschema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, schema := range schemas {
+		t.Run(schema.Minor, func(t *testing.T) {
+			v, err := flink.ParseVersion(schema.Minor + ".0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := flink.JarRunRequest{JobID: jobID, SavepointPath: "p"}.WithClaimMode(v, flink.RestoreNoClaim)
+			if err := schema.ValidateValue("JarRunRequestBody", req); err != nil {
+				t.Error(err)
+			}
+			assertKnownNames(t, schema, "JarRunRequestBody", req)
+			want := flink.JarRunRequest{JobID: jobID, SavepointPath: "p", RestoreMode: flink.RestoreNoClaim}
+			if schema.Properties("JarRunRequestBody")["claimMode"] {
+				want = flink.JarRunRequest{JobID: jobID, SavepointPath: "p", ClaimMode: flink.RestoreNoClaim}
+			}
+			if !reflect.DeepEqual(req, want) {
+				t.Errorf("request = %+v, want %+v", req, want)
+			}
+		})
+	}
+}
+
 // extraNames are JSON names Flink sends that the schema does not list.
 var extraNames = map[string]bool{
 	"SerializedThrowable.class":       true,

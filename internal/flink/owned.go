@@ -2,6 +2,7 @@ package flink
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -37,17 +38,32 @@ var OwnedKeys = []string{
 // reads as deprecated keys.
 var OwnedPrefixes = []string{"high-availability", "recovery."}
 
-// LastStateRetentionKey is owned when spec.job.upgradeMode is last-state:
-// the operator sets it to RETAIN_ON_CANCELLATION so the checkpoint a
-// last-state upgrade restores from survives the cancel.
+// LastStateRetentionKey says whether a cancel deletes the job's
+// checkpoints; it is one of the RestoreKeys. Every supported minor spells
+// it the same, without a deprecated key.
 const LastStateRetentionKey = "execution.checkpointing.externalized-checkpoint-retention"
+
+// RestoreKeys decide which snapshot a job restores from and whether Flink
+// may delete it, with the deprecated key each 1.20+ option still reads
+// (StateRecoveryOptions): the path to restore from (a configured one
+// applies to every submission that names none), the claim mode (CLAIM
+// makes the restored snapshot one of the job's checkpoints, which Flink
+// deletes once newer ones subsume it: the savepoint a rollback needs),
+// whether state that maps to no operator is dropped, and the checkpoint
+// retention. The operator decides each from the spec and the snapshots it
+// recorded, so a user may not set them; admission says so with its own
+// message (RestoreKeysRule).
+var RestoreKeys = []string{
+	"execution.savepoint.path", "execution.state-recovery.path",
+	"execution.savepoint-restore-mode", "execution.state-recovery.claim-mode",
+	"execution.savepoint.ignore-unclaimed-state", "execution.state-recovery.ignore-unclaimed-state",
+	LastStateRetentionKey,
+}
 
 // Owned reports whether the operator owns key.
 func Owned(key string) bool {
-	for _, k := range OwnedKeys {
-		if k == key {
-			return true
-		}
+	if slices.Contains(OwnedKeys, key) || RestoreKey(key) {
+		return true
 	}
 	for _, p := range OwnedPrefixes {
 		if strings.HasPrefix(key, p) {
@@ -57,13 +73,22 @@ func Owned(key string) bool {
 	return false
 }
 
-// ownedCondition is the CEL condition "k is owned".
-func ownedCondition() string {
-	quoted := make([]string, len(OwnedKeys))
-	for i, k := range OwnedKeys {
+// RestoreKey reports whether key is one of the RestoreKeys.
+func RestoreKey(key string) bool { return slices.Contains(RestoreKeys, key) }
+
+// inList is the CEL condition "k is one of keys".
+func inList(keys []string) string {
+	quoted := make([]string, len(keys))
+	for i, k := range keys {
 		quoted[i] = "'" + k + "'"
 	}
-	parts := []string{fmt.Sprintf("k in [%s]", strings.Join(quoted, ", "))}
+	return fmt.Sprintf("k in [%s]", strings.Join(quoted, ", "))
+}
+
+// ownedCondition is the CEL condition "k is one of OwnedKeys or
+// OwnedPrefixes".
+func ownedCondition() string {
+	parts := []string{inList(OwnedKeys)}
 	for _, p := range OwnedPrefixes {
 		parts = append(parts, fmt.Sprintf("k.startsWith('%s')", p))
 	}
@@ -77,4 +102,13 @@ func OwnedKeysRule() string { return fmt.Sprintf("!self.exists(k, %s)", ownedCon
 // OwnedKeysMessage names the refused keys.
 func OwnedKeysMessage() string {
 	return fmt.Sprintf("'spec.flinkConfiguration must not set ' + self.filter(k, %s)[0] + ': the operator renders it from the spec (addresses, ports, slots, memory, checkpointing, storage, high availability); use the dedicated spec fields'", ownedCondition())
+}
+
+// RestoreKeysRule is the CEL rule on spec.flinkConfiguration that refuses
+// the RestoreKeys, and RestoreKeysMessage the message naming the first.
+func RestoreKeysRule() string { return fmt.Sprintf("!self.exists(k, %s)", inList(RestoreKeys)) }
+
+// RestoreKeysMessage names the refused key and why.
+func RestoreKeysMessage() string {
+	return fmt.Sprintf("'spec.flinkConfiguration must not set ' + self.filter(k, %s)[0] + ': it decides which savepoint or checkpoint the job restores from, or lets Flink delete one the operator recorded to restore or roll back from; the operator sets it (the claim mode is always NO_CLAIM); use spec.job.initialSavepointPath and spec.job.allowNonRestoredState'", inList(RestoreKeys))
 }

@@ -14,7 +14,7 @@ import (
 
 // TestCRDCarriesTheGeneratedRules holds the CRD's admission rules, in
 // every served version, to the functions built from SupportedMinors,
-// OwnedKeys and the legacy file format, so the list is kept in one place.
+// OwnedKeys, RestoreKeys and the legacy file format, so the list is kept in one place.
 // On a failure, paste the printed marker into api/v1 (and v1alpha1) and
 // run make generate.
 func TestCRDCarriesTheGeneratedRules(t *testing.T) {
@@ -36,6 +36,7 @@ func TestCRDCarriesTheGeneratedRules(t *testing.T) {
 		}{
 			{"spec.version", spec.Properties["version"].XValidations, SupportedVersionRule(), ""},
 			{"spec.flinkConfiguration", spec.Properties["flinkConfiguration"].XValidations, OwnedKeysRule(), OwnedKeysMessage()},
+			{"spec.flinkConfiguration", spec.Properties["flinkConfiguration"].XValidations, RestoreKeysRule(), RestoreKeysMessage()},
 			{"spec", spec.XValidations, LegacyFileRule(), LegacyFileMessage()},
 		} {
 			found := false

@@ -327,13 +327,30 @@ type JarRunRequest struct {
 	EntryClass      string   `json:"entryClass,omitempty"`
 	ProgramArgsList []string `json:"programArgsList,omitempty"`
 	// ProgramArgs is the deprecated space-separated form of ProgramArgsList.
-	ProgramArgs           string            `json:"programArgs,omitempty"`
-	Parallelism           int32             `json:"parallelism,omitempty"`
-	JobID                 string            `json:"jobId,omitempty"`
-	SavepointPath         string            `json:"savepointPath,omitempty"`
-	AllowNonRestoredState bool              `json:"allowNonRestoredState,omitempty"`
-	RestoreMode           RestoreMode       `json:"restoreMode,omitempty"`
-	FlinkConfiguration    map[string]string `json:"flinkConfiguration,omitempty"`
+	ProgramArgs           string `json:"programArgs,omitempty"`
+	Parallelism           int32  `json:"parallelism,omitempty"`
+	JobID                 string `json:"jobId,omitempty"`
+	SavepointPath         string `json:"savepointPath,omitempty"`
+	AllowNonRestoredState bool   `json:"allowNonRestoredState,omitempty"`
+	// RestoreMode is the claim mode before 1.20; deprecated from 1.20.
+	RestoreMode RestoreMode `json:"restoreMode,omitempty"`
+	// ClaimMode is the claim mode from 1.20 (the schema has no such
+	// property before, and a 1.19 JobManager refuses an unknown one).
+	ClaimMode          RestoreMode       `json:"claimMode,omitempty"`
+	FlinkConfiguration map[string]string `json:"flinkConfiguration,omitempty"`
+}
+
+// WithClaimMode sets the claim mode in the field Flink v reads: from 1.20
+// JarRunRequestBody#getRecoveryClaimMode takes claimMode and reads the
+// deprecated restoreMode only without it; before 1.20 restoreMode is the
+// only one. A request without either takes the configured mode.
+func (r JarRunRequest) WithClaimMode(v Version, m RestoreMode) JarRunRequest {
+	if v.AtLeast(1, 20) {
+		r.ClaimMode, r.RestoreMode = m, ""
+	} else {
+		r.RestoreMode, r.ClaimMode = m, ""
+	}
+	return r
 }
 
 // JarRunResponse is the schema's JarRunResponseBody.

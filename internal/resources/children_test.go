@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -221,8 +222,8 @@ func TestHashes(t *testing.T) {
 }
 
 // TestCheckpointRetention: every job's checkpoints survive its end
-// (RETAIN_ON_CANCELLATION), so the operator's restores from them exist; a
-// user's own value is kept except with last-state, which owns the key.
+// (RETAIN_ON_CANCELLATION), so the operator's restores from them exist; the
+// key is the operator's, so an older object's own value is overwritten.
 func TestCheckpointRetention(t *testing.T) {
 	const key = "execution.checkpointing.externalized-checkpoint-retention"
 	for _, tc := range []struct {
@@ -234,8 +235,8 @@ func TestCheckpointRetention(t *testing.T) {
 		{"session cluster: Flink's default", nil, "", ""},
 		{"a job", &v1.JobSpec{UpgradeMode: v1.UpgradeSavepoint}, "", "RETAIN_ON_CANCELLATION"},
 		{"a stateless job", &v1.JobSpec{UpgradeMode: v1.UpgradeStateless}, "", "RETAIN_ON_CANCELLATION"},
-		{"the user's value outside last-state", &v1.JobSpec{UpgradeMode: v1.UpgradeSavepoint}, "DELETE_ON_CANCELLATION", "DELETE_ON_CANCELLATION"},
-		{"last-state owns the key", &v1.JobSpec{UpgradeMode: v1.UpgradeLastState}, "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION"},
+		{"an older object's own value", &v1.JobSpec{UpgradeMode: v1.UpgradeSavepoint}, "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION"},
+		{"last-state", &v1.JobSpec{UpgradeMode: v1.UpgradeLastState}, "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION"},
 	} {
 		fc := loadExample(t, "realtime-warehouse.yaml")
 		fc.Spec.Job = tc.job
@@ -249,6 +250,36 @@ func TestCheckpointRetention(t *testing.T) {
 		}
 		if got := cfg.Settings[key]; got != tc.want {
 			t.Errorf("%s: %s = %q, want %q", tc.name, key, got, tc.want)
+		}
+	}
+}
+
+// TestRestoreKeysOfOlderObjectsAreDropped: an object stored before
+// admission refused them keeps its restore path, claim mode and
+// ignore-unclaimed-state in spec.flinkConfiguration; none is rendered, so
+// a configured path cannot restore a submission that names none, nor a
+// configured CLAIM hand the restored savepoint to Flink.
+func TestRestoreKeysOfOlderObjectsAreDropped(t *testing.T) {
+	for _, version := range []string{"1.19.1", "2.0.1"} {
+		fc := loadExample(t, "realtime-warehouse.yaml")
+		fc.Spec.Version = version
+		fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"pipeline.name": "orders"}
+		for _, k := range flink.RestoreKeys {
+			if k != flink.LastStateRetentionKey {
+				fc.Spec.FlinkConfiguration[k] = "CLAIM"
+			}
+		}
+		cfg, err := RenderConfig(fc, platformStorage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range flink.RestoreKeys {
+			if v, ok := cfg.Settings[k]; ok && k != flink.LastStateRetentionKey {
+				t.Errorf("%s: %s rendered as %q", version, k, v)
+			}
+		}
+		if cfg.Settings["pipeline.name"] != "orders" {
+			t.Errorf("%s: the user's other settings are lost: %v", version, cfg.Settings)
 		}
 	}
 }

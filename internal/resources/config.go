@@ -62,7 +62,13 @@ func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 	s := map[string]string{}
 	// User settings first: every operator-owned key below overwrites them
 	// (admission already refuses those keys; this keeps old objects safe).
+	// An older object's restore path, claim mode or ignore-unclaimed-state
+	// is dropped: no key below overwrites those, and a configured path
+	// would restore every submission that names none from it.
 	for k, v := range fc.Spec.FlinkConfiguration {
+		if flink.RestoreKey(k) && k != keys.CheckpointRetention {
+			continue
+		}
 		s[k] = string(v)
 	}
 	s["jobmanager.rpc.address"] = JobManagerName(fc)
@@ -82,20 +88,17 @@ func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 		s[keys.CheckpointInterval] = cp.Interval
 		s[keys.CheckpointsRetained] = strconv.Itoa(int(max(cp.Retention, 1)))
 	}
-	if j := fc.Spec.Job; j != nil {
-		if _, own := fc.Spec.FlinkConfiguration[keys.CheckpointRetention]; !own || j.UpgradeMode == v1.UpgradeLastState {
-			// A job's checkpoints must outlive its end for every restore the
-			// operator makes from them: healing a failed job, restarting a
-			// running one (a cancel), a last-state upgrade, a job lost with a
-			// JobManager stopped gracefully (SUSPENDED). CheckpointProperties:
-			// only RETAIN_ON_CANCELLATION keeps them on CANCELED and
-			// SUSPENDED (NO_EXTERNALIZED_CHECKPOINTS, Flink's default,
-			// discards on every end; DELETE_ON_CANCELLATION on cancel and
-			// suspension). A user's own value is kept outside last-state;
-			// the lifecycle's state rule then refuses to cancel a job whose
-			// checkpoints would not survive (lifecycle.Input.RetainsOnCancel).
-			s[keys.CheckpointRetention] = "RETAIN_ON_CANCELLATION"
-		}
+	if fc.Spec.Job != nil {
+		// A job's checkpoints must outlive its end for every restore the
+		// operator makes from them: healing a failed job, restarting a
+		// running one (a cancel), a last-state upgrade, a job lost with a
+		// JobManager stopped gracefully (SUSPENDED). CheckpointProperties:
+		// only RETAIN_ON_CANCELLATION keeps them on CANCELED and
+		// SUSPENDED (NO_EXTERNALIZED_CHECKPOINTS, Flink's default,
+		// discards on every end; DELETE_ON_CANCELLATION on cancel and
+		// suspension). The key is the operator's (admission refuses it);
+		// an older object's own value is overwritten here.
+		s[keys.CheckpointRetention] = "RETAIN_ON_CANCELLATION"
 	}
 	st := StateOf(fc, p)
 	s[keys.CheckpointsDir] = st.Checkpoints
@@ -104,12 +107,13 @@ func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 	if ha := fc.Spec.HighAvailability; ha != nil && ha.Mode != v1.HighAvailabilityNone {
 		s[keys.HighAvailabilityType] = string(ha.Mode)
 		s["high-availability.storageDir"] = st.HA
-		s["high-availability.cluster-id"] = fc.Namespace + "-" + fc.Name
+		id := HAIdentity(fc)
+		s["high-availability.cluster-id"] = id.ClusterID
 		switch ha.Mode {
 		case v1.HighAvailabilityZookeeper:
 			s["high-availability.zookeeper.quorum"] = ha.Zookeeper.ConnectString
 		case v1.HighAvailabilityKubernetes:
-			s["kubernetes.cluster-id"] = fc.Name
+			s["kubernetes.cluster-id"] = id.KubernetesClusterID
 			s["kubernetes.namespace"] = fc.Namespace
 		}
 	}
