@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
@@ -65,6 +66,11 @@ func (src *FlinkCluster) ConvertTo(dstRaw conversion.Hub) error {
 	var c carried
 	if hasKept {
 		if err := decode([]byte(kept), &c, false); err != nil {
+			return fmt.Errorf("annotation %s: %w", FieldsAnnotation, err)
+		}
+		// The annotation is not checked by the v1 schema: a string with a
+		// control character restored from it could reach a rendered file.
+		if err := refuseControl(c.Fields["spec"], "spec"); err != nil {
 			return fmt.Errorf("annotation %s: %w", FieldsAnnotation, err)
 		}
 		restore(body, c.Fields, c.Replaced)
@@ -211,6 +217,33 @@ func restore(body, fields, replaced map[string]any) {
 			body[k] = fv
 		}
 	}
+}
+
+// refuseControl finds a string with a control character (U+0000 to U+001F,
+// U+007F) in v, a decoded JSON value, and names its path.
+func refuseControl(v any, path string) error {
+	switch v := v.(type) {
+	case string:
+		if i := strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+			return fmt.Errorf("%s must not contain a control character (%q at byte %d)", path, v[i], i)
+		}
+	case map[string]any:
+		for k, item := range v {
+			if err := refuseControl(k, path+" key"); err != nil {
+				return err
+			}
+			if err := refuseControl(item, path+"."+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, item := range v {
+			if err := refuseControl(item, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // renameKafka moves spec.kafka's value at path from to path to, the one

@@ -387,3 +387,33 @@ func deepCopyJSON(t *testing.T, m map[string]any) map[string]any {
 	}
 	return out
 }
+
+// TestCarriedSpecRefusesControlCharacters: the annotation is a string the
+// v1alpha1 schema does not look into, so a v1 value restored from it with a
+// line break (which on flink-conf.yaml would set other keys) fails the
+// conversion, naming the path; the same value without it converts.
+func TestCarriedSpecRefusesControlCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		name, fields, wantErr string
+	}{
+		{"newline in a carried string", `{"spec":{"highAvailability":{"storageDir":"s3://b/ha\nrest.port: 1"}}}`, "spec.highAvailability.storageDir must not contain a control character"},
+		{"escape in a list", `{"spec":{"job":{"args":["ok","a\u001bb"]}}}`, "spec.job.args[1] must not contain a control character"},
+		{"DEL in a key", `{"spec":{"flinkConfiguration":{"a.b\u007f":"x"}}}`, "spec.flinkConfiguration key must not contain a control character"},
+		{"clean value", `{"spec":{"highAvailability":{"storageDir":"s3://b/ha"}}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spoke := &FlinkCluster{ObjectMeta: meta(), Spec: FlinkClusterSpec{Version: "1.17.1"}}
+			spoke.Annotations = map[string]string{FieldsAnnotation: `{"fields":` + tc.fields + `}`}
+			hub := &v1.FlinkCluster{}
+			err := spoke.ConvertTo(hub)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("ConvertTo: %v", err)
+			case tc.wantErr == "" && (hub.Spec.HighAvailability == nil || hub.Spec.HighAvailability.StorageDir != "s3://b/ha"):
+				t.Fatalf("the clean carried value was not restored: %+v", hub.Spec.HighAvailability)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("ConvertTo = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
