@@ -260,6 +260,13 @@ func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, st State, component strin
 		// left-over serviceAccount bringing the old account back.
 		pod.WithServiceAccountName(sa).WithDeprecatedServiceAccount(sa)
 	}
+	if !KubernetesHA(fc) {
+		// A standalone Flink talks to the API server only through its
+		// Kubernetes HA services (KubernetesHaServicesFactory, over
+		// Fabric8FlinkKubeClient); without them a token in the pod only
+		// serves whoever takes the pod over.
+		pod.WithAutomountServiceAccountToken(false)
+	}
 	pod.WithVolumes(writableVolumes()...)
 	pod.WithSecurityContext(podSecurityContext())
 	tmpl := fc.Spec.TaskManager.PodTemplate

@@ -40,13 +40,16 @@ func TestHAAccess(t *testing.T) {
 		serviceAccount string
 		wantAccess     bool
 		wantPodAccount string
+		// wantToken is whether the pods get the account's token: only
+		// Kubernetes HA talks to the API server.
+		wantToken bool
 	}{
-		{"no HA", "", "", false, ""},
-		{"HA none", v1.HighAvailabilityNone, "", false, ""},
-		{"zookeeper", v1.HighAvailabilityZookeeper, "", false, ""},
-		{"zookeeper with an account", v1.HighAvailabilityZookeeper, "flink", false, "flink"},
-		{"kubernetes", v1.HighAvailabilityKubernetes, "", true, "sessions-ha"},
-		{"kubernetes with an account", v1.HighAvailabilityKubernetes, "flink", false, "flink"},
+		{"no HA", "", "", false, "", false},
+		{"HA none", v1.HighAvailabilityNone, "", false, "", false},
+		{"zookeeper", v1.HighAvailabilityZookeeper, "", false, "", false},
+		{"zookeeper with an account", v1.HighAvailabilityZookeeper, "flink", false, "flink", false},
+		{"kubernetes", v1.HighAvailabilityKubernetes, "", true, "sessions-ha", true},
+		{"kubernetes with an account", v1.HighAvailabilityKubernetes, "flink", false, "flink", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := Build(haCluster(tc.mode, tc.serviceAccount), platformStorage)
@@ -66,6 +69,15 @@ func TestHAAccess(t *testing.T) {
 				}
 				if got != tc.wantPodAccount {
 					t.Errorf("%s pods run as %q, want %q", kind, got, tc.wantPodAccount)
+				}
+			}
+			for kind, mount := range map[string]*bool{
+				"JobManager":  d.JobManager.Spec.Template.Spec.AutomountServiceAccountToken,
+				"TaskManager": d.TaskManager.Spec.Template.Spec.AutomountServiceAccountToken,
+			} {
+				// Unset is the API server's default: mounted.
+				if got := mount == nil || *mount; got != tc.wantToken {
+					t.Errorf("%s pods mount the account token: %v, want %v", kind, got, tc.wantToken)
 				}
 			}
 		})
