@@ -110,6 +110,8 @@ type TaskManagerStorage struct {
 
 	// StorageClassName of the claims; the cluster default when empty.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
