@@ -314,6 +314,10 @@ func TestConversionWebhook(t *testing.T) {
 			t.Errorf("An unchanged injection wrote the CRD (resourceVersion %s -> %s)", after.ResourceVersion, rv)
 		}
 	})
+
+	// One API server and manager serve every test of the package: the
+	// manager's controller name may be registered once per process.
+	t.Run("no field injects into the rendered files", func(t *testing.T) { testNoFieldInjects(t, ce) })
 }
 
 // comparable is obj's spec or data as JSON with its namespace blanked, for

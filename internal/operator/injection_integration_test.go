@@ -174,15 +174,14 @@ func stringPaths(t reflect.Type, prefix string, out map[string]bool) {
 	}
 }
 
-// TestNoFieldInjectsIntoTheRenderedFiles puts a line break (and other
+// testNoFieldInjects (run by TestConversionWebhook) puts a line break (and other
 // control characters) after a valid value in every string field of the
 // spec, in v1 and in v1alpha1, for every supported minor: the real API
 // server with the CRD (and the conversion webhook for v1alpha1) must
 // refuse it naming the field, or, where it accepts it, the rendered
 // configuration must read back, by Flink's rules, exactly the keys and
 // values the operator rendered without it.
-func TestNoFieldInjectsIntoTheRenderedFiles(t *testing.T) {
-	ce := startConversionEnv(t)
+func testNoFieldInjects(t *testing.T, ce *conversionEnv) {
 	ctx := context.Background()
 	ns := ce.namespace(t, "injection")
 	accepted := map[string]bool{}
