@@ -55,11 +55,17 @@ type Options struct {
 	SlowReconcileThreshold, DegradedReconcileInterval time.Duration
 	// MetricsAddr serves Prometheus metrics; "0" disables.
 	MetricsAddr string
+	// MetricsSecure serves them over HTTPS to clients the API server
+	// authenticates (TokenReview) and authorizes (SubjectAccessReview for
+	// get on the non-resource URL /metrics). Plain HTTP without it, for a
+	// loopback address on a developer's machine only.
+	MetricsSecure bool
 	// ProbeAddr serves /healthz and /readyz; "0" disables.
 	ProbeAddr string
-	// Profiling serves Go's /debug/pprof/ on the metrics endpoint, off by
-	// default: a heap profile names what a cluster costs in memory.
-	Profiling bool
+	// PprofAddr serves Go's /debug/pprof/ on a port of its own; "0", the
+	// default, disables it: a heap profile names what a cluster costs in
+	// memory, and also what the operator holds.
+	PprofAddr string
 	// FlinkRESTOverride, when set, is a base URL template with {namespace}
 	// and {name} placeholders used instead of the JobManager Service's DNS
 	// name. The local platform points it at the Flink REST simulator.
@@ -118,8 +124,10 @@ func Defaults() (Options, error) {
 		ReconcileInterval:       30 * time.Second,
 		MaxConcurrentReconciles: 5,
 		LeaderElection:          true,
-		MetricsAddr:             ":8080",
+		MetricsAddr:             ":8443",
+		MetricsSecure:           true,
 		ProbeAddr:               ":8081",
+		PprofAddr:               "0",
 		WebhookCertMode:         WebhookCertNone,
 		WebhookPort:             9443,
 		LeaseDuration:           12 * time.Second,
@@ -181,8 +189,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.SlowReconcileThreshold, "slow-reconcile-threshold", o.SlowReconcileThreshold, "p95 of reconcile time above which Flink polling slows to --degraded-reconcile-interval (env SLOW_RECONCILE_THRESHOLD).")
 	fs.DurationVar(&o.DegradedReconcileInterval, "degraded-reconcile-interval", o.DegradedReconcileInterval, "Flink polling interval while reconciles are slow (env DEGRADED_RECONCILE_INTERVAL).")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS to clients the API server authenticates and authorizes (get on /metrics); false serves plain HTTP to anyone.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz; 0 disables it.")
-	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof/ on the metrics endpoint.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address of Go's /debug/pprof/, unauthenticated: bind it to localhost and port-forward; 0 (the default) disables it.")
 	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", o.WebhookCertMode, "Conversion webhook certificate: none (no webhook server), dir (tls.crt/tls.key from --webhook-cert-dir) or self-signed (generated; the CRD's conversion and caBundle are set by the operator).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the conversion webhook server.")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the conversion webhook server binds; empty means every interface.")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -113,7 +113,8 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	mgr, err := newManagerWhenReachable(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr, ExtraHandlers: profilingHandlers(o)},
+		Metrics:                       metricsOptions(o),
+		PprofBindAddress:              o.PprofAddr,
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              "datapilot.data.example.com",
@@ -172,18 +173,20 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// profilingHandlers are pprof's endpoints when o.Profiling is set.
-func profilingHandlers(o Options) map[string]http.Handler {
-	if !o.Profiling {
-		return nil
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsOptions serve /metrics, behind the API server's authentication
+// and authorization unless o says otherwise, as kubebuilder's scaffold
+// does: the metrics name every cluster and its state. The serving
+// certificate is self-signed (controller-runtime generates it).
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
-	return map[string]http.Handler{
-		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
-		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
-		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
-		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
-		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
-	}
+	return m
 }
 
 // newPacer is the adaptive Flink polling interval, with its one log line

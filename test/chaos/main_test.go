@@ -47,7 +47,9 @@ var (
 	proxy      *cutProxy
 	jarURL     string
 	op         *operatorProcess
-	auditLog   string
+	// metricsClient scrapes the operator with an allowed token.
+	metricsClient *http.Client
+	auditLog      string
 )
 
 // auditPolicy is the platform's default (every write) plus the lists and
@@ -157,6 +159,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer op.stop()
+	// The metrics endpoint authenticates and authorizes its clients.
+	if metricsClient, err = plat.MetricsClient(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "metrics client:", err)
+		return 1
+	}
 
 	code := m.Run()
 	failed = code != 0

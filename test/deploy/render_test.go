@@ -345,7 +345,27 @@ func checkRBAC(t *testing.T, r rendered, sa *corev1.ServiceAccount, generated []
 	t.Helper()
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}
 
-	cr := one[rbacv1.ClusterRole](t, r, "ClusterRole")
+	// Two ClusterRoles: the operator's, and the one a Prometheus is bound
+	// to, which grants nothing but get on /metrics.
+	var cr *rbacv1.ClusterRole
+	roles := r.ofKind("ClusterRole")
+	if len(roles) != 2 {
+		t.Fatalf("Rendered %d ClusterRoles, want the operator's and the metrics reader", len(roles))
+	}
+	for _, u := range roles {
+		role := typed[rbacv1.ClusterRole](t, u)
+		if strings.HasSuffix(role.Name, "-metrics-reader") {
+			want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+			if !equality.Semantic.DeepEqual(role.Rules, want) {
+				t.Errorf("ClusterRole %s grants %+v, want only get on /metrics", role.Name, role.Rules)
+			}
+			continue
+		}
+		cr = role
+	}
+	if cr == nil {
+		t.Fatal("No operator ClusterRole")
+	}
 	if !equality.Semantic.DeepEqual(cr.Rules, generated) {
 		got, _ := yaml.Marshal(cr.Rules)
 		want, _ := yaml.Marshal(generated)
