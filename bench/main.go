@@ -234,7 +234,7 @@ func run(ctx context.Context, c config) error {
 	// elected leader, so a standby can take over at the end.
 	opArgs := []string{"--kubeconfig", pl.KubeconfigPath(), "--leader-elect=true", "--leader-election-namespace=kube-system",
 		"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(), "--log-level=error",
-		"--state-storage-uri=" + platform.StateStorageURI,
+		"--state-storage-uri=" + platform.StateStorageURI, "--jar-allowed-hosts=" + platform.JarHost,
 		"--max-concurrent-reconciles=" + strconv.Itoa(c.workers)}
 	op, err := startOperator(bin, c.heapProfile != "", opArgs...)
 	if err != nil {

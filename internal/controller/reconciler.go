@@ -63,8 +63,10 @@ type Reconciler struct {
 	Metrics   *Metrics
 	// Resolver says where each cluster's Flink REST API is.
 	Resolver flink.Resolver
-	// HTTPClient reaches Flink REST and fetches job jars.
+	// HTTPClient reaches Flink REST.
 	HTTPClient *http.Client
+	// Jars says what job jars may be fetched from, how big and how long.
+	Jars JarPolicy
 	// Health holds the health poller's verdicts; nil disables them.
 	Health *health.Tracker
 	// Prober probes one cluster at once, so a JobManager that just became

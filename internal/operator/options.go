@@ -6,6 +6,7 @@ package operator
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/controller"
 	"github.com/datapilot/datapilot/internal/pacing"
 	"github.com/datapilot/datapilot/internal/resources"
 )
@@ -53,6 +55,16 @@ type Options struct {
 	// Flink polling interval degrades to DegradedReconcileInterval
 	// (SLOW_RECONCILE_THRESHOLD, DEGRADED_RECONCILE_INTERVAL).
 	SlowReconcileThreshold, DegradedReconcileInterval time.Duration
+	// JarAllowedHosts are hosts ("host" or "host:port") job jars may be
+	// fetched from although their address is refused (loopback,
+	// link-local, the API server, JarDeniedCIDRs) (JAR_ALLOWED_HOSTS).
+	JarAllowedHosts []string
+	// JarDeniedCIDRs are further addresses jars are never fetched from,
+	// such as the cluster's Service and pod ranges (JAR_DENIED_CIDRS).
+	JarDeniedCIDRs []string
+	// JarMaxMiB bounds a job jar; JarFetchTimeout its download and upload.
+	JarMaxMiB       int
+	JarFetchTimeout time.Duration
 	// MetricsAddr serves Prometheus metrics; "0" disables.
 	MetricsAddr string
 	// MetricsSecure serves them over HTTPS to clients the API server
@@ -124,6 +136,8 @@ func Defaults() (Options, error) {
 		ReconcileInterval:       30 * time.Second,
 		MaxConcurrentReconciles: 5,
 		LeaderElection:          true,
+		JarMaxMiB:               controller.DefaultJarMaxBytes >> 20,
+		JarFetchTimeout:         controller.DefaultJarTimeout,
 		MetricsAddr:             ":8443",
 		MetricsSecure:           true,
 		ProbeAddr:               ":8081",
@@ -167,6 +181,8 @@ func Defaults() (Options, error) {
 		o.MaxConcurrentReconciles = n
 	}
 	o.WatchNamespaces = splitList(os.Getenv("WATCH_NAMESPACE"))
+	o.JarAllowedHosts = splitList(os.Getenv("JAR_ALLOWED_HOSTS"))
+	o.JarDeniedCIDRs = splitList(os.Getenv("JAR_DENIED_CIDRS"))
 	o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	o.FlinkRESTOverride = os.Getenv("FLINK_REST_OVERRIDE")
 	o.FlinkRESTPodOverride = os.Getenv("FLINK_REST_POD_OVERRIDE")
@@ -188,6 +204,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the lease.")
 	fs.DurationVar(&o.SlowReconcileThreshold, "slow-reconcile-threshold", o.SlowReconcileThreshold, "p95 of reconcile time above which Flink polling slows to --degraded-reconcile-interval (env SLOW_RECONCILE_THRESHOLD).")
 	fs.DurationVar(&o.DegradedReconcileInterval, "degraded-reconcile-interval", o.DegradedReconcileInterval, "Flink polling interval while reconciles are slow (env DEGRADED_RECONCILE_INTERVAL).")
+	fs.Var(newListValue(&o.JarAllowedHosts), "jar-allowed-hosts", "Comma-separated hosts (host or host:port) job jars may be fetched from although their address is loopback, link-local or otherwise refused (env JAR_ALLOWED_HOSTS).")
+	fs.Var(newListValue(&o.JarDeniedCIDRs), "jar-denied-cidrs", "Comma-separated networks job jars are never fetched from, such as the cluster's Service and pod CIDRs (env JAR_DENIED_CIDRS).")
+	fs.IntVar(&o.JarMaxMiB, "jar-max-size-mib", o.JarMaxMiB, "Largest job jar the operator streams to a JobManager, in MiB.")
+	fs.DurationVar(&o.JarFetchTimeout, "jar-fetch-timeout", o.JarFetchTimeout, "Deadline of a job jar's download and upload together.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS to clients the API server authenticates and authorizes (get on /metrics); false serves plain HTTP to anyone.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz; 0 disables it.")
@@ -233,7 +253,26 @@ func (o Options) Validate() error {
 	if err := o.validateStorage(); err != nil {
 		return err
 	}
+	if _, err := o.JarPolicy(); err != nil {
+		return err
+	}
 	return o.validateWebhook()
+}
+
+// JarPolicy is what the operator fetches job jars from.
+func (o Options) JarPolicy() (controller.JarPolicy, error) {
+	p := controller.JarPolicy{MaxBytes: int64(o.JarMaxMiB) << 20, Timeout: o.JarFetchTimeout, AllowedHosts: o.JarAllowedHosts}
+	if o.JarMaxMiB < 1 || o.JarFetchTimeout <= 0 {
+		return p, fmt.Errorf("jar size limit %d MiB and fetch timeout %s must be positive", o.JarMaxMiB, o.JarFetchTimeout)
+	}
+	for _, c := range o.JarDeniedCIDRs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			return p, fmt.Errorf("jar denied CIDR %q: %w", c, err)
+		}
+		p.DeniedNets = append(p.DeniedNets, n)
+	}
+	return p, nil
 }
 
 // validateStorage holds the platform's storage to the rules admission

@@ -138,9 +138,12 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Metrics:   metrics(),
 		Resolver:  flink.Resolver{Override: o.FlinkRESTOverride, PodOverride: o.FlinkRESTPodOverride},
 		Platform:  o.Platform(),
-		// Per-request timeouts are set by the Flink client; this bounds
-		// jar downloads.
-		HTTPClient: &http.Client{Timeout: 2 * time.Minute},
+		// Per-request timeouts are set by the Flink client, and the jar
+		// upload's by the jar policy.
+		HTTPClient: &http.Client{},
+	}
+	if r.Jars, err = o.JarPolicy(); err != nil {
+		return nil, err
 	}
 	// The health poller probes Flink REST on its own interval and wakes a
 	// reconcile only when a cluster's verdict changes.

@@ -16,6 +16,13 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// JarHost is where the local platform's job jars are served from (the
+// Flink REST simulator's /artifacts/ and the tests' jar servers, on
+// loopback). The operator refuses to fetch jars from loopback unless told
+// otherwise: every tier that runs it against the platform passes
+// --jar-allowed-hosts=JarHost.
+const JarHost = "127.0.0.1"
+
 // MetricsReader is the identity the tests and benchmarks scrape the
 // operator's metrics as: a ServiceAccount in kube-system allowed get on
 // the non-resource URL /metrics, as a Prometheus is.

@@ -153,7 +153,8 @@ func run(m *testing.M) int {
 			"--flink-rest-override", base, "--flink-rest-pod-override", base + "/pods/{pod}",
 			// Scaled timers: a poll a second stands for RECONCILE_INTERVAL.
 			"--reconcile-interval=1s", "--log-level=info",
-			"--state-storage-uri=" + platform.StateStorageURI}}
+			"--state-storage-uri=" + platform.StateStorageURI,
+			"--jar-allowed-hosts=" + platform.JarHost}}
 	if err := op.start(); err != nil {
 		fmt.Fprintln(os.Stderr, "start operator:", err)
 		return 1
