@@ -55,6 +55,10 @@ type Options struct {
 	// Flink polling interval degrades to DegradedReconcileInterval
 	// (SLOW_RECONCILE_THRESHOLD, DEGRADED_RECONCILE_INTERVAL).
 	SlowReconcileThreshold, DegradedReconcileInterval time.Duration
+	// FlinkHAClusterRole is the ClusterRole the Flink pods' own accounts
+	// are bound to for Kubernetes HA (FLINK_HA_CLUSTER_ROLE); the operator
+	// needs bind on it.
+	FlinkHAClusterRole string
 	// JarAllowedHosts are hosts ("host" or "host:port") job jars may be
 	// fetched from although their address is refused (loopback,
 	// link-local, the API server, JarDeniedCIDRs) (JAR_ALLOWED_HOSTS).
@@ -136,6 +140,7 @@ func Defaults() (Options, error) {
 		ReconcileInterval:       30 * time.Second,
 		MaxConcurrentReconciles: 5,
 		LeaderElection:          true,
+		FlinkHAClusterRole:      resources.DefaultHAClusterRole,
 		JarMaxMiB:               controller.DefaultJarMaxBytes >> 20,
 		JarFetchTimeout:         controller.DefaultJarTimeout,
 		MetricsAddr:             ":8443",
@@ -182,6 +187,9 @@ func Defaults() (Options, error) {
 	}
 	o.WatchNamespaces = splitList(os.Getenv("WATCH_NAMESPACE"))
 	o.JarAllowedHosts = splitList(os.Getenv("JAR_ALLOWED_HOSTS"))
+	if v := os.Getenv("FLINK_HA_CLUSTER_ROLE"); v != "" {
+		o.FlinkHAClusterRole = v
+	}
 	o.JarDeniedCIDRs = splitList(os.Getenv("JAR_DENIED_CIDRS"))
 	o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	o.FlinkRESTOverride = os.Getenv("FLINK_REST_OVERRIDE")
@@ -204,6 +212,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the lease.")
 	fs.DurationVar(&o.SlowReconcileThreshold, "slow-reconcile-threshold", o.SlowReconcileThreshold, "p95 of reconcile time above which Flink polling slows to --degraded-reconcile-interval (env SLOW_RECONCILE_THRESHOLD).")
 	fs.DurationVar(&o.DegradedReconcileInterval, "degraded-reconcile-interval", o.DegradedReconcileInterval, "Flink polling interval while reconciles are slow (env DEGRADED_RECONCILE_INTERVAL).")
+	fs.StringVar(&o.FlinkHAClusterRole, "flink-ha-cluster-role", o.FlinkHAClusterRole, "ClusterRole with the ConfigMap rights of Flink's Kubernetes HA services, bound to each such cluster's account in its namespace; the operator needs bind on it (env FLINK_HA_CLUSTER_ROLE).")
 	fs.Var(newListValue(&o.JarAllowedHosts), "jar-allowed-hosts", "Comma-separated hosts (host or host:port) job jars may be fetched from although their address is loopback, link-local or otherwise refused (env JAR_ALLOWED_HOSTS).")
 	fs.Var(newListValue(&o.JarDeniedCIDRs), "jar-denied-cidrs", "Comma-separated networks job jars are never fetched from, such as the cluster's Service and pod CIDRs (env JAR_DENIED_CIDRS).")
 	fs.IntVar(&o.JarMaxMiB, "jar-max-size-mib", o.JarMaxMiB, "Largest job jar the operator streams to a JobManager, in MiB.")
@@ -298,13 +307,14 @@ func (o Options) validateStorage() error {
 
 // Platform is what the settings give every cluster.
 func (o Options) Platform() resources.Platform {
+	p := resources.Platform{HAClusterRole: o.FlinkHAClusterRole}
 	switch {
 	case o.StateStorageURI != "":
-		return resources.Platform{Storage: &v1.StorageSpec{URI: o.StateStorageURI}}
+		p.Storage = &v1.StorageSpec{URI: o.StateStorageURI}
 	case o.StateStorageClaim != "":
-		return resources.Platform{Storage: &v1.StorageSpec{ClaimName: o.StateStorageClaim}}
+		p.Storage = &v1.StorageSpec{ClaimName: o.StateStorageClaim}
 	}
-	return resources.Platform{}
+	return p
 }
 
 func (o Options) validateWebhook() error {

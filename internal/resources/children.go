@@ -56,7 +56,7 @@ func Build(fc *v1.FlinkCluster, p Platform) (*Desired, error) {
 		TaskManager:        tm,
 		TaskManagerService: taskManagerService(fc),
 		TaskManagerBudget:  taskManagerBudget(fc),
-		HAAccess:           haAccess(fc),
+		HAAccess:           haAccess(fc, p),
 	}
 	// The template hash says which rendering the pods run, apart from the
 	// replica count: a reconcile that finds another one for the same spec

@@ -84,8 +84,8 @@ func TestHAAccess(t *testing.T) {
 	}
 }
 
-// TestHAAccessGolden compares the ServiceAccount, Role and RoleBinding of a
-// cluster with Kubernetes HA with testdata/ha-access.yaml: the rules, the
+// TestHAAccessGolden compares the ServiceAccount and RoleBinding of a
+// cluster with Kubernetes HA with testdata/ha-access.yaml: the ClusterRole
 // binding and the controller owner reference. Run with -update after an
 // intended change.
 func TestHAAccessGolden(t *testing.T) {
@@ -94,7 +94,7 @@ func TestHAAccessGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	for _, obj := range []any{d.HAAccess.ServiceAccount, d.HAAccess.Role, d.HAAccess.RoleBinding} {
+	for _, obj := range []any{d.HAAccess.ServiceAccount, d.HAAccess.RoleBinding} {
 		raw, err := yaml.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -129,8 +129,8 @@ func TestHAAccessHashes(t *testing.T) {
 		}
 		return d.HAAccess
 	}
-	hashes := func(a *HAAccess) [3]string {
-		return [3]string{a.ServiceAccount.Annotations[AnnotationSpecHash], a.Role.Annotations[AnnotationSpecHash], a.RoleBinding.Annotations[AnnotationSpecHash]}
+	hashes := func(a *HAAccess) [2]string {
+		return [2]string{a.ServiceAccount.Annotations[AnnotationSpecHash], a.RoleBinding.Annotations[AnnotationSpecHash]}
 	}
 	orig := hashes(build(func(*v1.FlinkCluster) {}))
 	if upgraded := hashes(build(func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.20.0" })); upgraded != orig {
