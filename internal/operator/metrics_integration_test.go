@@ -43,9 +43,7 @@ func testSecureMetrics(t *testing.T, ce *conversionEnv) {
 		want   int
 	}{
 		{"no token", platform.TokenClient(""), url, http.StatusUnauthorized},
-		// The TokenReview of a token that is no JWT fails, which
-		// controller-runtime's filter answers with a 500.
-		{"a forged token", platform.TokenClient("not-a-token"), url, http.StatusInternalServerError},
+		{"a forged token", platform.TokenClient("not-a-token"), url, http.StatusUnauthorized},
 		{"an account without get on /metrics", platform.TokenClient(tok.Status.Token), url, http.StatusForbidden},
 		{"the metrics reader", reader, url, http.StatusOK},
 		{"pprof on the metrics port", reader, "https://" + ce.metricsAddr + "/debug/pprof/", http.StatusNotFound},

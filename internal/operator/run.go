@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -176,18 +175,15 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
-
 // metricsOptions serve /metrics, behind the API server's authentication
 // and authorization unless o says otherwise, as kubebuilder's scaffold
-// does: the metrics name every cluster and its state. The serving
-// certificate is self-signed (controller-runtime generates it).
+// does (metricsAuth): the metrics name every cluster and its state. The
+// serving certificate is self-signed (controller-runtime generates it).
 func metricsOptions(o Options) metricsserver.Options {
 	m := metricsserver.Options{BindAddress: o.MetricsAddr}
 	if o.MetricsSecure {
 		m.SecureServing = true
-		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.FilterProvider = metricsAuth
 	}
 	return m
 }
