@@ -62,6 +62,15 @@ func (src *FlinkCluster) ConvertTo(dstRaw conversion.Hub) error {
 	if err != nil {
 		return err
 	}
+	// v1alpha1's schema is frozen, without v1's patterns on the strings
+	// that reach a rendered file: the conversion refuses a control
+	// character in them (a line break would inject keys into
+	// flink-conf.yaml), naming the v1alpha1 field.
+	if spec, ok := body["spec"].(map[string]any); ok {
+		if err := refuseControl(renderedStrings(spec), "spec"); err != nil {
+			return fmt.Errorf("converting FlinkCluster %s/%s to v1: %w", src.Namespace, src.Name, err)
+		}
+	}
 	renameKafka(body, []string{"bootstrapServers"}, []string{"bootstrap", "servers"})
 	var c carried
 	if hasKept {
@@ -217,6 +226,37 @@ func restore(body, fields, replaced map[string]any) {
 			body[k] = fv
 		}
 	}
+}
+
+// renderedStrings is spec without what never reaches a rendered file and
+// may hold control characters: the pod templates (Kubernetes validates
+// them as pods) and the program arguments (sent to Flink as JSON).
+func renderedStrings(spec map[string]any) map[string]any {
+	out := make(map[string]any, len(spec))
+	for k, v := range spec {
+		out[k] = v
+	}
+	for _, tier := range []string{"jobManager", "taskManager"} {
+		if m, ok := spec[tier].(map[string]any); ok {
+			c := make(map[string]any, len(m))
+			for k, v := range m {
+				if k != "podTemplate" {
+					c[k] = v
+				}
+			}
+			out[tier] = c
+		}
+	}
+	if job, ok := spec["job"].(map[string]any); ok {
+		c := make(map[string]any, len(job))
+		for k, v := range job {
+			if k != "args" {
+				c[k] = v
+			}
+		}
+		out["job"] = c
+	}
+	return out
 }
 
 // refuseControl finds a string with a control character (U+0000 to U+001F,

@@ -417,3 +417,34 @@ func TestCarriedSpecRefusesControlCharacters(t *testing.T) {
 		})
 	}
 }
+
+// TestConversionRefusesControlCharacters: v1alpha1's frozen schema lacks
+// v1's patterns, so a control character in a string that reaches a
+// rendered file fails the conversion, naming the v1alpha1 field; program
+// arguments and pod templates, which reach no file, convert.
+func TestConversionRefusesControlCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*FlinkClusterSpec)
+		wantErr string
+	}{
+		{"ZooKeeper quorum", func(s *FlinkClusterSpec) {
+			s.HighAvailability = &HighAvailabilitySpec{Mode: "zookeeper", Zookeeper: &ZookeeperSpec{ConnectString: "zk:2181\nrest.port: 1"}}
+		}, "spec.highAvailability.zookeeper.connectString must not contain a control character"},
+		{"Kafka servers", func(s *FlinkClusterSpec) {
+			s.Kafka = &KafkaSpec{BootstrapServers: "k:9092\r"}
+		}, "spec.kafka.bootstrapServers must not contain a control character"},
+		{"program arguments", func(s *FlinkClusterSpec) {
+			s.Job = &JobSpec{JarURI: "https://a.example/j.jar", Args: []string{"line\nbreak"}}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spoke := &FlinkCluster{ObjectMeta: meta(), Spec: FlinkClusterSpec{Version: "1.17.1"}}
+			tc.mutate(&spoke.Spec)
+			err := spoke.ConvertTo(&v1.FlinkCluster{})
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("ConvertTo = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

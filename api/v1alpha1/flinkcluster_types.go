@@ -26,7 +26,6 @@ type FlinkClusterSpec struct {
 	// Image is the Flink container image. Defaults to flink:<version>.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[^\x00-\x20\x7f]+$`
 	Image string `json:"image,omitempty"`
 
 	// ImagePullPolicy for the Flink containers.
@@ -37,7 +36,6 @@ type FlinkClusterSpec struct {
 	// ServiceAccountName the JobManager and TaskManager pods run as.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// JobManager is the Flink JobManager tier.
@@ -93,7 +91,6 @@ type KafkaSpec struct {
 	// BootstrapServers is a comma-separated host:port list.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]+$`
 	BootstrapServers string `json:"bootstrapServers"`
 
 	// TLS to the brokers.

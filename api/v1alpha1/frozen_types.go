@@ -110,8 +110,6 @@ type TaskManagerStorage struct {
 
 	// StorageClassName of the claims; the cluster default when empty.
 	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
@@ -136,17 +134,15 @@ type HighAvailabilitySpec struct {
 	// platform's default); every JobManager must be able to read it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://[^\x00-\x20\x7f#]+$`
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
 	StorageDir string `json:"storageDir,omitempty"`
 }
 
 // ZookeeperSpec locates the ZooKeeper ensemble.
 type ZookeeperSpec struct {
-	// ConnectString is the ZooKeeper quorum, such as zookeeper:2181 or
-	// zk-0:2181,zk-1:2181/flink (hosts, ports, an optional chroot).
+	// ConnectString is the ZooKeeper quorum, such as zookeeper:2181.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._:,/\[\]-]+$`
 	ConnectString string `json:"connectString"`
 }
 
@@ -171,14 +167,14 @@ type CheckpointingSpec struct {
 	// <storage>/<namespace>/<name>/checkpoints.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://[^\x00-\x20\x7f#]+$`
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
 	CheckpointsDir string `json:"checkpointsDir,omitempty"`
 
 	// SavepointsDir is where savepoints are written, a URI. Defaults to
 	// <storage>/<namespace>/<name>/savepoints.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://[^\x00-\x20\x7f#]+$`
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
 	SavepointsDir string `json:"savepointsDir,omitempty"`
 }
 
@@ -192,7 +188,7 @@ type StorageSpec struct {
 	// Flink's filesystem plugin for s3, gs, abfs(s)/wasb(s) and oss.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://[^\x00-\x20\x7f#]+$`
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
 	// +kubebuilder:validation:XValidation:rule="!self.lowerAscii().startsWith('file:')",message="spec.storage.uri must be shared storage (s3://, gs://, abfss://, hdfs://, ...), not a file:// path on each pod's own disk; for a shared volume use spec.storage.claimName"
 	URI string `json:"uri,omitempty"`
 
@@ -229,7 +225,6 @@ type SecretReference struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	Name string `json:"name"`
 }
 
@@ -325,14 +320,13 @@ type UpgradeMode string
 type JobSpec struct {
 	// JarURI is where the job's jar is fetched from (http or https); the
 	// operator uploads it to the JobManager.
-	// +kubebuilder:validation:Pattern=`^https?://[^\x00-\x20\x7f]+$`
+	// +kubebuilder:validation:Pattern=`^https?://.+`
 	// +kubebuilder:validation:MaxLength=2048
 	JarURI string `json:"jarURI"`
 
 	// EntryClass is the job's main class; the jar's manifest when empty.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[^\x00-\x20\x7f]+$`
 	EntryClass string `json:"entryClass,omitempty"`
 
 	// Args are the program arguments.
@@ -362,7 +356,6 @@ type JobSpec struct {
 	// InitialSavepointPath restores the job's first run from a savepoint.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]+$`
 	InitialSavepointPath string `json:"initialSavepointPath,omitempty"`
 
 	// AllowNonRestoredState lets a restore skip state no operator claims.
