@@ -167,6 +167,10 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer func() { _ = pl.Stop() }()
+	// The operator's metrics authenticate and authorize their clients.
+	if metricsClient, err = pl.MetricsClient(ctx); err != nil {
+		return err
+	}
 	r.startup = pl.StartupDuration()
 	fmt.Printf("Local platform up in %s with %d nodes\n", r.startup.Round(time.Millisecond), nodes)
 
@@ -230,12 +234,9 @@ func run(ctx context.Context, c config) error {
 	// elected leader, so a standby can take over at the end.
 	opArgs := []string{"--kubeconfig", pl.KubeconfigPath(), "--leader-elect=true", "--leader-election-namespace=kube-system",
 		"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(), "--log-level=error",
-		"--state-storage-uri=" + platform.StateStorageURI,
+		"--state-storage-uri=" + platform.StateStorageURI, "--jar-allowed-hosts=" + platform.JarHost,
 		"--max-concurrent-reconciles=" + strconv.Itoa(c.workers)}
-	if c.heapProfile != "" {
-		opArgs = append(opArgs, "--profiling")
-	}
-	op, err := startOperator(bin, opArgs...)
+	op, err := startOperator(bin, c.heapProfile != "", opArgs...)
 	if err != nil {
 		return err
 	}
@@ -251,7 +252,7 @@ func run(ctx context.Context, c config) error {
 		return fmt.Errorf("operator, session clusters: %w", err)
 	}
 	fmt.Printf("Operator: all session clusters Available in %s\n", r.session.took.Round(time.Millisecond))
-	if err := saveHeapProfile(op.metricsAddr, c.heapProfile, "session"); err != nil {
+	if err := saveHeapProfile(op.pprofAddr, c.heapProfile, "session"); err != nil {
 		return err
 	}
 	if c.jobs > 0 {
@@ -260,7 +261,7 @@ func run(ctx context.Context, c config) error {
 			return fmt.Errorf("operator, job clusters: %w", err)
 		}
 		fmt.Printf("Operator: all job clusters Available, jobs RUNNING and recorded stable, in %s\n", r.job.took.Round(time.Millisecond))
-		if err := saveHeapProfile(op.metricsAddr, c.heapProfile, "job"); err != nil {
+		if err := saveHeapProfile(op.pprofAddr, c.heapProfile, "job"); err != nil {
 			return err
 		}
 	}
@@ -326,7 +327,7 @@ func run(ctx context.Context, c config) error {
 	// Phase 3: takeover. A standby waits on the lease; the leader dies
 	// without releasing it.
 	fmt.Println("Takeover: starting a standby, then killing the leader")
-	standby, err := startOperator(bin, opArgs...)
+	standby, err := startOperator(bin, false, opArgs...)
 	if err != nil {
 		return err
 	}

@@ -198,12 +198,18 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 // promText is one scrape of a Prometheus text endpoint.
 type promText []string
 
+// metricsClient scrapes with a token the operator's filter allows.
+var metricsClient *http.Client
+
 func scrape(addr string) (promText, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := metricsClient.Get("https://" + addr + "/metrics")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: %s", addr, resp.Status)
+	}
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, err

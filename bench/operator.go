@@ -17,21 +17,40 @@ import (
 type operatorProc struct {
 	cmd         *exec.Cmd
 	metricsAddr string
+	// pprofAddr serves pprof when asked for; empty otherwise.
+	pprofAddr string
 }
 
-func startOperator(bin string, args ...string) (*operatorProc, error) {
-	port, err := freePort()
+// startOperator starts the operator, with pprof on a port of its own when
+// pprof is set.
+func startOperator(bin string, pprof bool, args ...string) (*operatorProc, error) {
+	addr, err := loopbackAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(bin, append([]string{"operator", "--metrics-bind-address=" + addr, "--health-probe-bind-address=0"}, args...)...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	o := &operatorProc{metricsAddr: addr}
+	flags := []string{"operator", "--metrics-bind-address=" + addr, "--health-probe-bind-address=0"}
+	if pprof {
+		if o.pprofAddr, err = loopbackAddr(); err != nil {
+			return nil, err
+		}
+		flags = append(flags, "--pprof-bind-address="+o.pprofAddr)
+	}
+	o.cmd = exec.Command(bin, append(flags, args...)...)
+	o.cmd.Stdout, o.cmd.Stderr = os.Stdout, os.Stderr
+	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := o.cmd.Start(); err != nil {
 		return nil, err
 	}
-	return &operatorProc{cmd: cmd, metricsAddr: addr}, nil
+	return o, nil
+}
+
+func loopbackAddr() (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	return "127.0.0.1:" + strconv.Itoa(port), nil
 }
 
 func (o *operatorProc) pid() int { return o.cmd.Process.Pid }
@@ -81,11 +100,11 @@ func freePort() (int, error) {
 
 // saveHeapProfile writes the operator's heap profile to <prefix>-<phase>.pb.gz;
 // nothing when prefix is empty.
-func saveHeapProfile(metricsAddr, prefix, phase string) error {
+func saveHeapProfile(pprofAddr, prefix, phase string) error {
 	if prefix == "" {
 		return nil
 	}
-	resp, err := http.Get("http://" + metricsAddr + "/debug/pprof/heap")
+	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/heap")
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ type FlinkClusterSpec struct {
 	// flink:<version> image.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x20\x7f]+$`
 	Image string `json:"image,omitempty"`
 
 	// ImagePullPolicy for the Flink containers.
@@ -45,6 +46,7 @@ type FlinkClusterSpec struct {
 	// with the ConfigMap rights Flink's HA services need.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// JobManager is the Flink JobManager tier: one JobManager by default.
@@ -215,6 +217,8 @@ type TaskManagerStorage struct {
 
 	// StorageClassName of the claims; the cluster default when empty.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
@@ -245,15 +249,17 @@ type HighAvailabilitySpec struct {
 	// platform's default); every JobManager must be able to read it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://[^\x00-\x20\x7f#]+$`
 	StorageDir string `json:"storageDir,omitempty"`
 }
 
 // ZookeeperSpec locates the ZooKeeper ensemble.
 type ZookeeperSpec struct {
-	// ConnectString is the ZooKeeper quorum, such as zookeeper:2181.
+	// ConnectString is the ZooKeeper quorum, such as zookeeper:2181 or
+	// zk-0:2181,zk-1:2181/flink (hosts, ports, an optional chroot).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._:,/\[\]-]+$`
 	ConnectString string `json:"connectString"`
 }
 
@@ -278,14 +284,14 @@ type CheckpointingSpec struct {
 	// <storage>/<namespace>/<name>/checkpoints.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://[^\x00-\x20\x7f#]+$`
 	CheckpointsDir string `json:"checkpointsDir,omitempty"`
 
 	// SavepointsDir is where savepoints are written, a URI. Defaults to
 	// <storage>/<namespace>/<name>/savepoints.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://[^\x00-\x20\x7f#]+$`
 	SavepointsDir string `json:"savepointsDir,omitempty"`
 }
 
@@ -299,7 +305,7 @@ type StorageSpec struct {
 	// Flink's filesystem plugin for s3, gs, abfs(s)/wasb(s) and oss.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://.+`
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z][a-zA-Z0-9+.-]*://[^\x00-\x20\x7f#]+$`
 	// +kubebuilder:validation:XValidation:rule="!self.lowerAscii().startsWith('file:')",message="spec.storage.uri must be shared storage (s3://, gs://, abfss://, hdfs://, ...), not a file:// path on each pod's own disk; for a shared volume use spec.storage.claimName"
 	URI string `json:"uri,omitempty"`
 
@@ -332,6 +338,7 @@ type KafkaBootstrap struct {
 	// Servers is a comma-separated host:port list.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]+$`
 	Servers string `json:"servers"`
 }
 
@@ -359,6 +366,7 @@ type SecretReference struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	Name string `json:"name"`
 }
 

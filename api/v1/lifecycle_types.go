@@ -32,13 +32,14 @@ const (
 type JobSpec struct {
 	// JarURI is where the job's jar is fetched from (http or https); the
 	// operator uploads it to the JobManager.
-	// +kubebuilder:validation:Pattern=`^https?://.+`
+	// +kubebuilder:validation:Pattern=`^https?://[^\x00-\x20\x7f]+$`
 	// +kubebuilder:validation:MaxLength=2048
 	JarURI string `json:"jarURI"`
 
 	// EntryClass is the job's main class; the jar's manifest when empty.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x20\x7f]+$`
 	EntryClass string `json:"entryClass,omitempty"`
 
 	// Args are the program arguments.
@@ -68,6 +69,7 @@ type JobSpec struct {
 	// InitialSavepointPath restores the job's first run from a savepoint.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]+$`
 	InitialSavepointPath string `json:"initialSavepointPath,omitempty"`
 
 	// AllowNonRestoredState lets a restore skip state no operator claims.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
@@ -61,10 +62,24 @@ func (src *FlinkCluster) ConvertTo(dstRaw conversion.Hub) error {
 	if err != nil {
 		return err
 	}
+	// v1alpha1's schema is frozen, without v1's patterns on the strings
+	// that reach a rendered file: the conversion refuses a control
+	// character in them (a line break would inject keys into
+	// flink-conf.yaml), naming the v1alpha1 field.
+	if spec, ok := body["spec"].(map[string]any); ok {
+		if err := refuseControl(renderedStrings(spec), "spec"); err != nil {
+			return fmt.Errorf("converting FlinkCluster %s/%s to v1: %w", src.Namespace, src.Name, err)
+		}
+	}
 	renameKafka(body, []string{"bootstrapServers"}, []string{"bootstrap", "servers"})
 	var c carried
 	if hasKept {
 		if err := decode([]byte(kept), &c, false); err != nil {
+			return fmt.Errorf("annotation %s: %w", FieldsAnnotation, err)
+		}
+		// The annotation is not checked by the v1 schema: a string with a
+		// control character restored from it could reach a rendered file.
+		if err := refuseControl(c.Fields["spec"], "spec"); err != nil {
 			return fmt.Errorf("annotation %s: %w", FieldsAnnotation, err)
 		}
 		restore(body, c.Fields, c.Replaced)
@@ -211,6 +226,64 @@ func restore(body, fields, replaced map[string]any) {
 			body[k] = fv
 		}
 	}
+}
+
+// renderedStrings is spec without what never reaches a rendered file and
+// may hold control characters: the pod templates (Kubernetes validates
+// them as pods) and the program arguments (sent to Flink as JSON).
+func renderedStrings(spec map[string]any) map[string]any {
+	out := make(map[string]any, len(spec))
+	for k, v := range spec {
+		out[k] = v
+	}
+	for _, tier := range []string{"jobManager", "taskManager"} {
+		if m, ok := spec[tier].(map[string]any); ok {
+			c := make(map[string]any, len(m))
+			for k, v := range m {
+				if k != "podTemplate" {
+					c[k] = v
+				}
+			}
+			out[tier] = c
+		}
+	}
+	if job, ok := spec["job"].(map[string]any); ok {
+		c := make(map[string]any, len(job))
+		for k, v := range job {
+			if k != "args" {
+				c[k] = v
+			}
+		}
+		out["job"] = c
+	}
+	return out
+}
+
+// refuseControl finds a string with a control character (U+0000 to U+001F,
+// U+007F) in v, a decoded JSON value, and names its path.
+func refuseControl(v any, path string) error {
+	switch v := v.(type) {
+	case string:
+		if i := strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+			return fmt.Errorf("%s must not contain a control character (%q at byte %d)", path, v[i], i)
+		}
+	case map[string]any:
+		for k, item := range v {
+			if err := refuseControl(k, path+" key"); err != nil {
+				return err
+			}
+			if err := refuseControl(item, path+"."+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, item := range v {
+			if err := refuseControl(item, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // renameKafka moves spec.kafka's value at path from to path to, the one

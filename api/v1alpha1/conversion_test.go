@@ -387,3 +387,64 @@ func deepCopyJSON(t *testing.T, m map[string]any) map[string]any {
 	}
 	return out
 }
+
+// TestCarriedSpecRefusesControlCharacters: the annotation is a string the
+// v1alpha1 schema does not look into, so a v1 value restored from it with a
+// line break (which on flink-conf.yaml would set other keys) fails the
+// conversion, naming the path; the same value without it converts.
+func TestCarriedSpecRefusesControlCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		name, fields, wantErr string
+	}{
+		{"newline in a carried string", `{"spec":{"highAvailability":{"storageDir":"s3://b/ha\nrest.port: 1"}}}`, "spec.highAvailability.storageDir must not contain a control character"},
+		{"escape in a list", `{"spec":{"job":{"args":["ok","a\u001bb"]}}}`, "spec.job.args[1] must not contain a control character"},
+		{"DEL in a key", `{"spec":{"flinkConfiguration":{"a.b\u007f":"x"}}}`, "spec.flinkConfiguration key must not contain a control character"},
+		{"clean value", `{"spec":{"highAvailability":{"storageDir":"s3://b/ha"}}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spoke := &FlinkCluster{ObjectMeta: meta(), Spec: FlinkClusterSpec{Version: "1.17.1"}}
+			spoke.Annotations = map[string]string{FieldsAnnotation: `{"fields":` + tc.fields + `}`}
+			hub := &v1.FlinkCluster{}
+			err := spoke.ConvertTo(hub)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("ConvertTo: %v", err)
+			case tc.wantErr == "" && (hub.Spec.HighAvailability == nil || hub.Spec.HighAvailability.StorageDir != "s3://b/ha"):
+				t.Fatalf("the clean carried value was not restored: %+v", hub.Spec.HighAvailability)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("ConvertTo = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestConversionRefusesControlCharacters: v1alpha1's frozen schema lacks
+// v1's patterns, so a control character in a string that reaches a
+// rendered file fails the conversion, naming the v1alpha1 field; program
+// arguments and pod templates, which reach no file, convert.
+func TestConversionRefusesControlCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*FlinkClusterSpec)
+		wantErr string
+	}{
+		{"ZooKeeper quorum", func(s *FlinkClusterSpec) {
+			s.HighAvailability = &HighAvailabilitySpec{Mode: "zookeeper", Zookeeper: &ZookeeperSpec{ConnectString: "zk:2181\nrest.port: 1"}}
+		}, "spec.highAvailability.zookeeper.connectString must not contain a control character"},
+		{"Kafka servers", func(s *FlinkClusterSpec) {
+			s.Kafka = &KafkaSpec{BootstrapServers: "k:9092\r"}
+		}, "spec.kafka.bootstrapServers must not contain a control character"},
+		{"program arguments", func(s *FlinkClusterSpec) {
+			s.Job = &JobSpec{JarURI: "https://a.example/j.jar", Args: []string{"line\nbreak"}}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spoke := &FlinkCluster{ObjectMeta: meta(), Spec: FlinkClusterSpec{Version: "1.17.1"}}
+			tc.mutate(&spoke.Spec)
+			err := spoke.ConvertTo(&v1.FlinkCluster{})
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("ConvertTo = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

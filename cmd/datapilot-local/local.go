@@ -45,6 +45,10 @@ func newLocalUpCommand() *cobra.Command {
 	f.operator.WebhookCertMode = operator.WebhookCertSelfSigned
 	f.operator.WebhookHost = "127.0.0.1"
 	f.operator.WebhookPort = 0
+	// The simulator serves the examples' jars on loopback.
+	if len(f.operator.JarAllowedHosts) == 0 {
+		f.operator.JarAllowedHosts = []string{platform.JarHost}
+	}
 	// The platform's shared storage, unless the environment names another.
 	if f.operator.StateStorageURI == "" && f.operator.StateStorageClaim == "" {
 		f.operator.StateStorageURI = platform.StateStorageURI

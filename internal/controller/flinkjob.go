@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"path"
 	"sort"
 	"strings"
@@ -24,10 +23,6 @@ import (
 	"github.com/datapilot/datapilot/internal/lifecycle"
 	"github.com/datapilot/datapilot/internal/resources"
 )
-
-// maxJarBytes bounds a job jar download; a bigger one is refused, not
-// streamed into memory.
-const maxJarBytes = 512 << 20
 
 // unreadableStatus is a status field that does not decode. The cluster
 // fails closed on it: Degraded, and nothing upgraded or applied.
@@ -342,12 +337,20 @@ func podReady(p *corev1.Pod) bool {
 // checkpoints, deleted once subsumed). Sent, it does not depend on the
 // configured default.
 func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCluster, spec *v1.JobSpec, v flink.Version, jobID, restorePath string) error {
-	jar, err := r.fetchJar(ctx, spec.JarURI)
+	// The jar streams from its URI to the JobManager under its own
+	// deadline (a fat jar outlasts a REST request timeout), never held.
+	upload, cancel := context.WithTimeout(ctx, r.Jars.timeout())
+	defer cancel()
+	jar, err := r.Jars.openJar(upload, spec.JarURI)
 	if err != nil {
 		return err
 	}
-	_, jarID, err := c.UploadJar(ctx, path.Base(spec.JarURI), jar)
+	defer jar.Close()
+	_, jarID, err := c.UploadJar(upload, path.Base(spec.JarURI), jar)
 	if err != nil {
+		if refused := (*JarRefusedError)(nil); errors.As(err, &refused) {
+			return refused
+		}
 		return fmt.Errorf("upload jar: %w", err)
 	}
 	defer func() {
@@ -373,29 +376,4 @@ func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCl
 	}
 	r.Metrics.Submissions.Inc()
 	return nil
-}
-
-func (r *Reconciler) fetchJar(ctx context.Context, uri string) (io.Reader, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
-	if err != nil {
-		return nil, fmt.Errorf("jar %s: %w", uri, err)
-	}
-	resp, err := r.HTTPClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("fetch jar %s: %w", uri, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetch jar %s: HTTP %d", uri, resp.StatusCode)
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxJarBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("fetch jar %s: %w", uri, err)
-	}
-	if len(raw) > maxJarBytes {
-		return nil, fmt.Errorf("jar %s is larger than %d MiB", uri, maxJarBytes>>20)
-	}
-	return bytes.NewReader(raw), nil
 }

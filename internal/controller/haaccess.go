@@ -22,23 +22,23 @@ import (
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
-// Kubernetes HA: the operator's own account for a cluster's pods, or a
-// SubjectAccessReview of the account the user names.
+// Kubernetes HA: the operator's own account for a cluster's pods, bound to
+// the platform's HA ClusterRole, or a SubjectAccessReview of the account
+// the user names.
 //
-// Creating a Role needs every right it grants (RBAC's escalation check), so
-// the operator holds every verb of resources.HAConfigMapVerbs on configmaps;
-// the configmaps rule in reconciler.go has all but deletecollection.
+// The operator holds bind on that ClusterRole alone (the default name
+// here; the chart grants its own), not the ConfigMap rights in it: RBAC
+// lets a RoleBinding to a role through when its creator may bind it.
 //
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=deletecollection
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=datapilot-flink-ha
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// haChildren are the HA ServiceAccount, Role and RoleBinding to apply, none
-// when the operator manages no account for the cluster. The API server
-// refuses a binding to a Role it cannot find yet (the escalation check reads
-// the Role's rules), so the RoleBinding waits for the reconcile that the
-// Role's creation wakes.
+// haChildren are the HA ServiceAccount and RoleBinding to apply, none when
+// the operator manages no account for the cluster. A RoleBinding's roleRef
+// cannot change: one an older operator bound to a Role of its own is
+// deleted first, and created again bound to the ClusterRole.
 func (r *Reconciler) haChildren(ctx context.Context, s *scope) []child {
 	a := s.desired.HAAccess
 	if a == nil {
@@ -46,17 +46,23 @@ func (r *Reconciler) haChildren(ctx context.Context, s *scope) []child {
 	}
 	children := []child{
 		{kind: "ServiceAccount", name: *a.ServiceAccount.Name, hash: specHash(a.ServiceAccount.Annotations), cached: &corev1.ServiceAccount{}, desired: a.ServiceAccount},
-		{kind: "Role", name: *a.Role.Name, hash: specHash(a.Role.Annotations), cached: &rbacv1.Role{}, desired: a.Role},
 	}
-	if r.Client.Get(ctx, types.NamespacedName{Namespace: s.fc.Namespace, Name: *a.Role.Name}, &rbacv1.Role{}) == nil {
-		children = append(children, child{kind: "RoleBinding", name: *a.RoleBinding.Name, hash: specHash(a.RoleBinding.Annotations), cached: &rbacv1.RoleBinding{}, desired: a.RoleBinding})
+	old := &rbacv1.RoleBinding{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.fc.Namespace, Name: *a.RoleBinding.Name}, old)
+	if err == nil && metav1.IsControlledBy(old, s.fc) && (old.RoleRef.Kind != *a.RoleBinding.RoleRef.Kind || old.RoleRef.Name != *a.RoleBinding.RoleRef.Name) {
+		uid := old.UID
+		if err := r.Client.Delete(ctx, old, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "Delete the RoleBinding to rebind it", "flinkcluster", klog.KObj(s.fc))
+		}
+		return children // the deletion's event brings the next reconcile
 	}
-	return children
+	return append(children, child{kind: "RoleBinding", name: *a.RoleBinding.Name, hash: specHash(a.RoleBinding.Annotations), cached: &rbacv1.RoleBinding{}, desired: a.RoleBinding})
 }
 
-// pruneHAAccess deletes the HA ServiceAccount, Role and RoleBinding of a
-// cluster that no longer needs them (HA mode changed, or the user named an
-// account). It looks in the cache first, so a cluster that never had them
+// pruneHAAccess deletes the HA ServiceAccount and RoleBinding of a cluster
+// that no longer needs them (HA mode changed, or the user named an
+// account). A Role an older operator made stays until the cluster goes
+// (it is owned by it, and bound by nothing). It looks in the cache first, so a cluster that never had them
 // costs no request, and deletes only objects this cluster controls.
 func (r *Reconciler) pruneHAAccess(ctx context.Context, s *scope) error {
 	if s.desired.HAAccess != nil {
@@ -68,7 +74,7 @@ func (r *Reconciler) pruneHAAccess(ctx context.Context, s *scope) error {
 	for _, c := range []struct {
 		kind string
 		obj  client.Object
-	}{{"RoleBinding", &rbacv1.RoleBinding{}}, {"Role", &rbacv1.Role{}}, {"ServiceAccount", &corev1.ServiceAccount{}}} {
+	}{{"RoleBinding", &rbacv1.RoleBinding{}}, {"ServiceAccount", &corev1.ServiceAccount{}}} {
 		err := r.Client.Get(ctx, key, c.obj)
 		if apierrors.IsNotFound(err) {
 			continue

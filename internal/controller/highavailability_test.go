@@ -67,9 +67,11 @@ func podAccounts(t *testing.T, ns, name string) (string, string) {
 }
 
 // TestKubernetesHAGetsItsOwnAccount: a cluster with Kubernetes HA and no
-// serviceAccountName gets a ServiceAccount, Role and RoleBinding it owns,
-// with exactly the ConfigMap verbs Flink uses; its pods run as that account,
-// a deleted Role comes back, and all three go when HA changes mode.
+// serviceAccountName gets a ServiceAccount and a RoleBinding it owns to
+// the platform's HA ClusterRole (the ConfigMap verbs Flink uses); its pods
+// run as that account, a deleted RoleBinding comes back, one an older
+// operator bound to a Role of its own is rebound, and both go when HA
+// changes mode.
 func TestKubernetesHAGetsItsOwnAccount(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -78,8 +80,8 @@ func TestKubernetesHAGetsItsOwnAccount(t *testing.T) {
 	}
 	fc := getCluster(t, ns, "ha")
 	key := client.ObjectKey{Namespace: ns, Name: "ha-ha"}
-	sa, role, binding := &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}
-	for _, obj := range []client.Object{sa, role, binding} {
+	sa, binding := &corev1.ServiceAccount{}, &rbacv1.RoleBinding{}
+	for _, obj := range []client.Object{sa, binding} {
 		testwait.Until(t, 10*time.Second, func() error { return k8s.Get(ctx, key, obj) })
 		if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != fc.UID || ref.Kind != "FlinkCluster" {
 			t.Errorf("%T %s has controller %+v, want the FlinkCluster", obj, obj.GetName(), ref)
@@ -88,15 +90,7 @@ func TestKubernetesHAGetsItsOwnAccount(t *testing.T) {
 			t.Errorf("%T %s lacks the managed-by label the cache selects on", obj, obj.GetName())
 		}
 	}
-	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}}}
-	if !slices.EqualFunc(role.Rules, wantRules, func(a, b rbacv1.PolicyRule) bool {
-		return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) && slices.Equal(a.Verbs, b.Verbs) &&
-			len(a.ResourceNames) == 0 && len(a.NonResourceURLs) == 0
-	}) {
-		t.Errorf("Role rules = %+v, want %+v", role.Rules, wantRules)
-	}
-	if binding.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "ha-ha"}) {
+	if binding.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: resources.DefaultHAClusterRole}) {
 		t.Errorf("RoleBinding refers to %+v", binding.RoleRef)
 	}
 	if want := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "ha-ha", Namespace: ns}}; !slices.Equal(binding.Subjects, want) {
@@ -120,17 +114,42 @@ func TestKubernetesHAGetsItsOwnAccount(t *testing.T) {
 		t.Errorf("condition = %+v, want reason OperatorManaged", c)
 	}
 
-	// Someone deletes the Role: the watch brings the operator back to it.
-	if err := k8s.Delete(ctx, role); err != nil {
+	// Someone deletes the RoleBinding: the watch brings the operator back
+	// to it.
+	if err := k8s.Delete(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
 	testwait.Until(t, 10*time.Second, func() error {
-		again := &rbacv1.Role{}
+		again := &rbacv1.RoleBinding{}
 		if err := k8s.Get(ctx, key, again); err != nil {
 			return err
 		}
-		if again.UID == role.UID {
-			return errors.New("the old Role is still there")
+		if again.UID == binding.UID {
+			return errors.New("the old RoleBinding is still there")
+		}
+		return nil
+	})
+	// An older operator's binding to a Role of its own (its roleRef cannot
+	// change) is replaced by one to the ClusterRole.
+	legacy := &rbacv1.RoleBinding{}
+	if err := k8s.Get(ctx, key, legacy); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	legacy = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name, Labels: legacy.Labels, OwnerReferences: legacy.OwnerReferences},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: key.Name}, Subjects: legacy.Subjects}
+	if err := k8s.Create(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 10*time.Second, func() error {
+		again := &rbacv1.RoleBinding{}
+		if err := k8s.Get(ctx, key, again); err != nil {
+			return err
+		}
+		if again.RoleRef.Kind != "ClusterRole" {
+			return fmt.Errorf("still bound to %+v", again.RoleRef)
 		}
 		return nil
 	})
@@ -142,7 +161,7 @@ func TestKubernetesHAGetsItsOwnAccount(t *testing.T) {
 	if err := k8s.Patch(ctx, fc, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
-	for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}, &corev1.ServiceAccount{}} {
+	for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &corev1.ServiceAccount{}} {
 		testwait.Until(t, 10*time.Second, func() error {
 			err := k8s.Get(ctx, key, obj)
 			if apierrors.IsNotFound(err) {

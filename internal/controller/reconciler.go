@@ -56,15 +56,18 @@ const Finalizer = "data.example.com/cleanup"
 // Reconciler reconciles FlinkClusters.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads around the cache, for the rare lists the cache does
-	// not hold (the TaskManagers' claims at deletion).
+	// APIReader reads around the cache, for the rare reads the cache does
+	// not hold (the TaskManagers' claims at deletion, a ConfigMap's data
+	// when its resourceVersion moved).
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Metrics   *Metrics
 	// Resolver says where each cluster's Flink REST API is.
 	Resolver flink.Resolver
-	// HTTPClient reaches Flink REST and fetches job jars.
+	// HTTPClient reaches Flink REST.
 	HTTPClient *http.Client
+	// Jars says what job jars may be fetched from, how big and how long.
+	Jars JarPolicy
 	// Health holds the health poller's verdicts; nil disables them.
 	Health *health.Tracker
 	// Prober probes one cluster at once, so a JobManager that just became
@@ -88,6 +91,8 @@ type Reconciler struct {
 	autopilot autopilotMemory
 	// freshness remembers the versions our status writes superseded.
 	freshness freshness
+	// configChecks remembers the ConfigMap versions whose data was read.
+	configChecks configChecks
 }
 
 // scope is what one reconcile works on.
@@ -104,6 +109,9 @@ type scope struct {
 	hold bool
 	// events of the lifecycle step, recorded after its status write.
 	events []lifecycle.Event
+	// configDrift is how the live ConfigMap's data differs from the
+	// rendering, when its spec hash is current.
+	configDrift configDrift
 }
 
 // Reconcile moves one FlinkCluster towards its spec.
@@ -122,6 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.haReviews.forget(req.NamespacedName)
 			r.forgetAutopilot(req.NamespacedName)
 			r.freshness.forget(req.NamespacedName)
+			r.configChecks.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get FlinkCluster %s: %w", req.NamespacedName, err)
@@ -384,8 +393,15 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	if s.obs.taskManager != nil {
 		tm = s.obs.taskManager
 	}
+	// The ConfigMap's data is not in the cache: its drift is read, and
+	// kept for the repair and its event.
+	var configErr error
 	children := []child{
-		{kind: "ConfigMap", name: *d.ConfigMap.Name, hash: specHash(d.ConfigMap.Annotations), cached: metadataOnly("v1", "ConfigMap"), desired: d.ConfigMap},
+		{kind: "ConfigMap", name: *d.ConfigMap.Name, hash: specHash(d.ConfigMap.Annotations), cached: metadataOnly("v1", "ConfigMap"), desired: d.ConfigMap,
+			drifted: func(o client.Object) bool {
+				s.configDrift, configErr = r.readConfigDrift(ctx, client.ObjectKeyFromObject(s.fc), o, d.ConfigMap.Data)
+				return s.configDrift.drifted()
+			}},
 		{kind: "Service", name: *d.JobManagerService.Name, hash: specHash(d.JobManagerService.Annotations), cached: metadataOnly("v1", "Service"), desired: d.JobManagerService},
 		{kind: "Deployment", name: *d.JobManager.Name, hash: specHash(d.JobManager.Annotations), cached: jm, desired: d.JobManager,
 			drifted: func(o client.Object) bool {
@@ -416,6 +432,9 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			continue
 		}
 		actions[i] = decide(err == nil, c.hash, c.cached, c.drifted)
+		if i == 0 && configErr != nil {
+			errs[0] = configErr
+		}
 		if s.hold && actions[i] != actionCreate && rollsPods(c.kind) {
 			actions[i] = actionNone
 		}
@@ -424,6 +443,10 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		c := children[i]
 		if err := r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			errs[i] = fmt.Errorf("apply %s %s: %w", c.kind, c.name, err)
+			return
+		}
+		if i == 0 && actions[0] == actionRepair && len(s.configDrift.extra) > 0 {
+			errs[0] = r.removeFiles(ctx, s.fc.Namespace, c.name, s.configDrift.extra)
 		}
 	}
 	// A changed configuration goes first: the pods a new template rolls
@@ -459,7 +482,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		if actions[i] == actionCreate {
 			s.created = append(s.created, c.kind+" "+c.name)
 		} else {
-			r.recordChange(s, c)
+			r.recordChange(s, c, actions[i])
 		}
 	}
 	if !isZero(jm) {
@@ -472,7 +495,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 }
 
 // recordChange emits one event per kind of change, named for what the user did.
-func (r *Reconciler) recordChange(s *scope, c child) {
+func (r *Reconciler) recordChange(s *scope, c child, a action) {
 	switch c.kind {
 	case "StatefulSet":
 		old := c.cached.(*appsv1.StatefulSet)
@@ -485,6 +508,11 @@ func (r *Reconciler) recordChange(s *scope, c child) {
 			r.Recorder.Eventf(s.fc, nil, corev1.EventTypeNormal, "Scaled", "Scale", "Scaled TaskManagers from %d to %d", *old.Spec.Replicas, *want.Spec.Replicas)
 		}
 	case "ConfigMap":
+		if a == actionRepair {
+			r.Recorder.Eventf(s.fc, nil, corev1.EventTypeWarning, "ConfigRepaired", "Repair",
+				"ConfigMap %s was changed outside the operator (%s); restored the rendered Flink configuration %s", c.name, s.configDrift, s.desired.Config.Hash)
+			return
+		}
 		r.Recorder.Eventf(s.fc, nil, corev1.EventTypeNormal, "ConfigUpdated", "Update", "Rendered Flink configuration %s", s.desired.Config.Hash)
 	}
 }

@@ -53,7 +53,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healt
 		Watches(&policyv1.PodDisruptionBudget{}, children, builder.OnlyMetadata, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The Kubernetes HA account: watched so a deleted one comes back.
 		Owns(&corev1.ServiceAccount{}).
-		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
 	if healthEvents != nil {

@@ -14,11 +14,14 @@ import (
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/datapilot/datapilot/internal/operator"
+	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/testenv"
 )
 
@@ -50,6 +53,13 @@ func run(m *testing.M) int {
 
 	k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The platform's HA ClusterRole, as config/rbac and the chart ship it.
+	haRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: resources.DefaultHAClusterRole},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: resources.HAConfigMapVerbs()}}}
+	if err := k8s.Create(context.Background(), haRole); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -208,24 +208,29 @@ func (c *Client) CancelJob(ctx context.Context, jobID string) error {
 // UploadJar is POST /jars/upload, a multipart upload of one jar. It returns
 // the response and the jar ID for RunJar.
 func (c *Client) UploadJar(ctx context.Context, fileName string, jar io.Reader) (*JarUploadResponse, string, error) {
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="jarfile"; filename=%q`, path.Base(fileName)))
-	// Flink refuses the part without this type (the schema's note on /jars/upload).
-	h.Set("Content-Type", "application/x-java-archive")
-	pw, err := mw.CreatePart(h)
-	if err != nil {
-		return nil, "", err
-	}
-	if _, err := io.Copy(pw, jar); err != nil {
-		return nil, "", fmt.Errorf("reading jar %s: %w", fileName, err)
-	}
-	if err := mw.Close(); err != nil {
-		return nil, "", err
-	}
+	// The multipart body is written as it is sent: a jar is never held in
+	// memory. The request has no RequestTimeout; ctx bounds it.
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="jarfile"; filename=%q`, path.Base(fileName)))
+		// Flink refuses the part without this type (the schema's note on /jars/upload).
+		h.Set("Content-Type", "application/x-java-archive")
+		part, err := mw.CreatePart(h)
+		if err == nil {
+			if _, err = io.Copy(part, jar); err != nil {
+				err = fmt.Errorf("reading jar %s: %w", fileName, err)
+			}
+		}
+		if err == nil {
+			err = mw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
 	var out JarUploadResponse
-	err = c.do(ctx, http.MethodPost, "/jars/upload", "/jars/upload", mw.FormDataContentType(), buf.Bytes(), &out)
+	err := c.send(ctx, 0, http.MethodPost, "/jars/upload", "/jars/upload", mw.FormDataContentType(), pr, &out)
+	pr.CloseWithError(err) // stops the writer when the request ended first
 	if err != nil {
 		return nil, "", err
 	}
@@ -305,18 +310,23 @@ func (c *Client) once(ctx context.Context, method, endpoint, p string, q url.Val
 // do performs one attempt under RequestTimeout and decodes a 2xx body into
 // out (when out is not nil).
 func (c *Client) do(ctx context.Context, method, endpoint, p, contentType string, body []byte, out any) error {
-	if c.RequestTimeout > 0 {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	return c.send(ctx, c.RequestTimeout, method, endpoint, p, contentType, rd, out)
+}
+
+// send is do with a streamed body and a timeout of its own (none when 0).
+func (c *Client) send(ctx context.Context, timeout time.Duration, method, endpoint, p, contentType string, rd io.Reader, out any) error {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.RequestTimeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	u := c.baseURL + p
 	fail := func(status int, msgs []string, err error) error {
 		return &Error{Method: method, Endpoint: endpoint, URL: u, StatusCode: status, Messages: msgs, Err: err}
-	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -34,8 +35,11 @@ import (
 // self-signed mode, serving /convert on a loopback port.
 type conversionEnv struct {
 	env        *envtest.Environment
+	cfg        *rest.Config
 	c          client.Client
 	webhookURL string
+	// metricsAddr serves the manager's metrics, behind authentication.
+	metricsAddr string
 }
 
 func startConversionEnv(t *testing.T) *conversionEnv {
@@ -59,7 +63,8 @@ func startConversionEnv(t *testing.T) *conversionEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.MetricsAddr, opts.ProbeAddr, opts.LeaderElection = "0", "0", false
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	opts.MetricsAddr, opts.ProbeAddr, opts.LeaderElection = metricsAddr, "0", false
 	opts.WebhookCertMode = operator.WebhookCertSelfSigned
 	opts.WebhookHost, opts.WebhookPort = "127.0.0.1", port
 	opts.WebhookURL = fmt.Sprintf("https://127.0.0.1:%d/convert", port)
@@ -81,7 +86,7 @@ func startConversionEnv(t *testing.T) *conversionEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ce := &conversionEnv{env: env, c: c, webhookURL: opts.WebhookURL}
+	ce := &conversionEnv{env: env, cfg: cfg, c: c, webhookURL: opts.WebhookURL, metricsAddr: metricsAddr}
 
 	// The operator points the CRD at itself...
 	testwait.Until(t, 30*time.Second, func() error {
@@ -314,6 +319,11 @@ func TestConversionWebhook(t *testing.T) {
 			t.Errorf("An unchanged injection wrote the CRD (resourceVersion %s -> %s)", after.ResourceVersion, rv)
 		}
 	})
+
+	// One API server and manager serve every test of the package: the
+	// manager's controller name may be registered once per process.
+	t.Run("no field injects into the rendered files", func(t *testing.T) { testNoFieldInjects(t, ce) })
+	t.Run("metrics answer only authenticated and authorized clients", func(t *testing.T) { testSecureMetrics(t, ce) })
 }
 
 // comparable is obj's spec or data as JSON with its namespace blanked, for

@@ -6,6 +6,7 @@ package operator
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/controller"
 	"github.com/datapilot/datapilot/internal/pacing"
 	"github.com/datapilot/datapilot/internal/resources"
 )
@@ -53,13 +55,33 @@ type Options struct {
 	// Flink polling interval degrades to DegradedReconcileInterval
 	// (SLOW_RECONCILE_THRESHOLD, DEGRADED_RECONCILE_INTERVAL).
 	SlowReconcileThreshold, DegradedReconcileInterval time.Duration
+	// FlinkHAClusterRole is the ClusterRole the Flink pods' own accounts
+	// are bound to for Kubernetes HA (FLINK_HA_CLUSTER_ROLE); the operator
+	// needs bind on it.
+	FlinkHAClusterRole string
+	// JarAllowedHosts are hosts ("host" or "host:port") job jars may be
+	// fetched from although their address is refused (loopback,
+	// link-local, the API server, JarDeniedCIDRs) (JAR_ALLOWED_HOSTS).
+	JarAllowedHosts []string
+	// JarDeniedCIDRs are further addresses jars are never fetched from,
+	// such as the cluster's Service and pod ranges (JAR_DENIED_CIDRS).
+	JarDeniedCIDRs []string
+	// JarMaxMiB bounds a job jar; JarFetchTimeout its download and upload.
+	JarMaxMiB       int
+	JarFetchTimeout time.Duration
 	// MetricsAddr serves Prometheus metrics; "0" disables.
 	MetricsAddr string
+	// MetricsSecure serves them over HTTPS to clients the API server
+	// authenticates (TokenReview) and authorizes (SubjectAccessReview for
+	// get on the non-resource URL /metrics). Plain HTTP without it, for a
+	// loopback address on a developer's machine only.
+	MetricsSecure bool
 	// ProbeAddr serves /healthz and /readyz; "0" disables.
 	ProbeAddr string
-	// Profiling serves Go's /debug/pprof/ on the metrics endpoint, off by
-	// default: a heap profile names what a cluster costs in memory.
-	Profiling bool
+	// PprofAddr serves Go's /debug/pprof/ on a port of its own; "0", the
+	// default, disables it: a heap profile names what a cluster costs in
+	// memory, and also what the operator holds.
+	PprofAddr string
 	// FlinkRESTOverride, when set, is a base URL template with {namespace}
 	// and {name} placeholders used instead of the JobManager Service's DNS
 	// name. The local platform points it at the Flink REST simulator.
@@ -118,8 +140,13 @@ func Defaults() (Options, error) {
 		ReconcileInterval:       30 * time.Second,
 		MaxConcurrentReconciles: 5,
 		LeaderElection:          true,
-		MetricsAddr:             ":8080",
+		FlinkHAClusterRole:      resources.DefaultHAClusterRole,
+		JarMaxMiB:               controller.DefaultJarMaxBytes >> 20,
+		JarFetchTimeout:         controller.DefaultJarTimeout,
+		MetricsAddr:             ":8443",
+		MetricsSecure:           true,
 		ProbeAddr:               ":8081",
+		PprofAddr:               "0",
 		WebhookCertMode:         WebhookCertNone,
 		WebhookPort:             9443,
 		LeaseDuration:           12 * time.Second,
@@ -159,6 +186,11 @@ func Defaults() (Options, error) {
 		o.MaxConcurrentReconciles = n
 	}
 	o.WatchNamespaces = splitList(os.Getenv("WATCH_NAMESPACE"))
+	o.JarAllowedHosts = splitList(os.Getenv("JAR_ALLOWED_HOSTS"))
+	if v := os.Getenv("FLINK_HA_CLUSTER_ROLE"); v != "" {
+		o.FlinkHAClusterRole = v
+	}
+	o.JarDeniedCIDRs = splitList(os.Getenv("JAR_DENIED_CIDRS"))
 	o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	o.FlinkRESTOverride = os.Getenv("FLINK_REST_OVERRIDE")
 	o.FlinkRESTPodOverride = os.Getenv("FLINK_REST_POD_OVERRIDE")
@@ -180,9 +212,15 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the lease.")
 	fs.DurationVar(&o.SlowReconcileThreshold, "slow-reconcile-threshold", o.SlowReconcileThreshold, "p95 of reconcile time above which Flink polling slows to --degraded-reconcile-interval (env SLOW_RECONCILE_THRESHOLD).")
 	fs.DurationVar(&o.DegradedReconcileInterval, "degraded-reconcile-interval", o.DegradedReconcileInterval, "Flink polling interval while reconciles are slow (env DEGRADED_RECONCILE_INTERVAL).")
+	fs.StringVar(&o.FlinkHAClusterRole, "flink-ha-cluster-role", o.FlinkHAClusterRole, "ClusterRole with the ConfigMap rights of Flink's Kubernetes HA services, bound to each such cluster's account in its namespace; the operator needs bind on it (env FLINK_HA_CLUSTER_ROLE).")
+	fs.Var(newListValue(&o.JarAllowedHosts), "jar-allowed-hosts", "Comma-separated hosts (host or host:port) job jars may be fetched from although their address is loopback, link-local or otherwise refused (env JAR_ALLOWED_HOSTS).")
+	fs.Var(newListValue(&o.JarDeniedCIDRs), "jar-denied-cidrs", "Comma-separated networks job jars are never fetched from, such as the cluster's Service and pod CIDRs (env JAR_DENIED_CIDRS).")
+	fs.IntVar(&o.JarMaxMiB, "jar-max-size-mib", o.JarMaxMiB, "Largest job jar the operator streams to a JobManager, in MiB.")
+	fs.DurationVar(&o.JarFetchTimeout, "jar-fetch-timeout", o.JarFetchTimeout, "Deadline of a job jar's download and upload together.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS to clients the API server authenticates and authorizes (get on /metrics); false serves plain HTTP to anyone.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz; 0 disables it.")
-	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof/ on the metrics endpoint.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address of Go's /debug/pprof/, unauthenticated: bind it to localhost and port-forward; 0 (the default) disables it.")
 	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", o.WebhookCertMode, "Conversion webhook certificate: none (no webhook server), dir (tls.crt/tls.key from --webhook-cert-dir) or self-signed (generated; the CRD's conversion and caBundle are set by the operator).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the conversion webhook server.")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the conversion webhook server binds; empty means every interface.")
@@ -224,7 +262,26 @@ func (o Options) Validate() error {
 	if err := o.validateStorage(); err != nil {
 		return err
 	}
+	if _, err := o.JarPolicy(); err != nil {
+		return err
+	}
 	return o.validateWebhook()
+}
+
+// JarPolicy is what the operator fetches job jars from.
+func (o Options) JarPolicy() (controller.JarPolicy, error) {
+	p := controller.JarPolicy{MaxBytes: int64(o.JarMaxMiB) << 20, Timeout: o.JarFetchTimeout, AllowedHosts: o.JarAllowedHosts}
+	if o.JarMaxMiB < 1 || o.JarFetchTimeout <= 0 {
+		return p, fmt.Errorf("jar size limit %d MiB and fetch timeout %s must be positive", o.JarMaxMiB, o.JarFetchTimeout)
+	}
+	for _, c := range o.JarDeniedCIDRs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			return p, fmt.Errorf("jar denied CIDR %q: %w", c, err)
+		}
+		p.DeniedNets = append(p.DeniedNets, n)
+	}
+	return p, nil
 }
 
 // validateStorage holds the platform's storage to the rules admission
@@ -250,13 +307,14 @@ func (o Options) validateStorage() error {
 
 // Platform is what the settings give every cluster.
 func (o Options) Platform() resources.Platform {
+	p := resources.Platform{HAClusterRole: o.FlinkHAClusterRole}
 	switch {
 	case o.StateStorageURI != "":
-		return resources.Platform{Storage: &v1.StorageSpec{URI: o.StateStorageURI}}
+		p.Storage = &v1.StorageSpec{URI: o.StateStorageURI}
 	case o.StateStorageClaim != "":
-		return resources.Platform{Storage: &v1.StorageSpec{ClaimName: o.StateStorageClaim}}
+		p.Storage = &v1.StorageSpec{ClaimName: o.StateStorageClaim}
 	}
-	return resources.Platform{}
+	return p
 }
 
 func (o Options) validateWebhook() error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -113,7 +112,8 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	mgr, err := newManagerWhenReachable(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr, ExtraHandlers: profilingHandlers(o)},
+		Metrics:                       metricsOptions(o),
+		PprofBindAddress:              o.PprofAddr,
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              "datapilot.data.example.com",
@@ -137,9 +137,12 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Metrics:   metrics(),
 		Resolver:  flink.Resolver{Override: o.FlinkRESTOverride, PodOverride: o.FlinkRESTPodOverride},
 		Platform:  o.Platform(),
-		// Per-request timeouts are set by the Flink client; this bounds
-		// jar downloads.
-		HTTPClient: &http.Client{Timeout: 2 * time.Minute},
+		// Per-request timeouts are set by the Flink client, and the jar
+		// upload's by the jar policy.
+		HTTPClient: &http.Client{},
+	}
+	if r.Jars, err = o.JarPolicy(); err != nil {
+		return nil, err
 	}
 	// The health poller probes Flink REST on its own interval and wakes a
 	// reconcile only when a cluster's verdict changes.
@@ -172,18 +175,17 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// profilingHandlers are pprof's endpoints when o.Profiling is set.
-func profilingHandlers(o Options) map[string]http.Handler {
-	if !o.Profiling {
-		return nil
+// metricsOptions serve /metrics, behind the API server's authentication
+// and authorization unless o says otherwise, as kubebuilder's scaffold
+// does (metricsAuth): the metrics name every cluster and its state. The
+// serving certificate is self-signed (controller-runtime generates it).
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = metricsAuth
 	}
-	return map[string]http.Handler{
-		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
-		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
-		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
-		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
-		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
-	}
+	return m
 }
 
 // newPacer is the adaptive Flink polling interval, with its one log line

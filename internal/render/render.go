@@ -81,7 +81,7 @@ func Objects(fc *v1.FlinkCluster, p resources.Platform) ([]map[string]any, error
 	}
 	children := []any{d.ConfigMap, d.JobManagerService, d.TaskManagerService, d.JobManager, d.TaskManager, d.TaskManagerBudget}
 	if a := d.HAAccess; a != nil {
-		children = append([]any{a.ServiceAccount, a.Role, a.RoleBinding}, children...)
+		children = append([]any{a.ServiceAccount, a.RoleBinding}, children...)
 	}
 	out := make([]map[string]any, 0, len(children))
 	for _, c := range children {

@@ -56,7 +56,7 @@ func Build(fc *v1.FlinkCluster, p Platform) (*Desired, error) {
 		TaskManager:        tm,
 		TaskManagerService: taskManagerService(fc),
 		TaskManagerBudget:  taskManagerBudget(fc),
-		HAAccess:           haAccess(fc),
+		HAAccess:           haAccess(fc, p),
 	}
 	// The template hash says which rendering the pods run, apart from the
 	// replica count: a reconcile that finds another one for the same spec
@@ -259,6 +259,13 @@ func podTemplate(fc *v1.FlinkCluster, cfg FlinkConfig, st State, component strin
 		// lets a later apply without an account drop both, instead of the
 		// left-over serviceAccount bringing the old account back.
 		pod.WithServiceAccountName(sa).WithDeprecatedServiceAccount(sa)
+	}
+	if !KubernetesHA(fc) {
+		// A standalone Flink talks to the API server only through its
+		// Kubernetes HA services (KubernetesHaServicesFactory, over
+		// Fabric8FlinkKubeClient); without them a token in the pod only
+		// serves whoever takes the pod over.
+		pod.WithAutomountServiceAccountToken(false)
 	}
 	pod.WithVolumes(writableVolumes()...)
 	pod.WithSecurityContext(podSecurityContext())

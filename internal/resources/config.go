@@ -118,9 +118,33 @@ func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 		}
 	}
 
+	if !keys.YAML {
+		if err := legacyCarriesAll(s, keys.File); err != nil {
+			return FlinkConfig{}, fmt.Errorf("Flink %s: %w", fc.Spec.Version, err)
+		}
+	}
 	content := renderFile(s, keys.YAML)
 	sum := sha256.Sum256([]byte(keys.File + "\x00" + content + "\x00" + log4jConsole))
 	return FlinkConfig{FileName: keys.File, Settings: s, Hash: hex.EncodeToString(sum[:8])}, nil
+}
+
+// legacyCarriesAll refuses a setting that flink-conf.yaml, which Flink
+// reads line by line without quoting, cannot carry: a line break in it
+// would set other keys. Admission refuses such values in every field that
+// reaches the file; this holds for objects that bypassed it (a v1alpha1
+// annotation, an old object, the platform's storage setting).
+func legacyCarriesAll(s map[string]string, file string) error {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := flinkconf.LegacyCarries(k, s[k]); err != nil {
+			return fmt.Errorf("%s cannot carry %s: %w", file, k, err)
+		}
+	}
+	return nil
 }
 
 func jobManagerMemory(fc *v1.FlinkCluster) resource.Quantity {

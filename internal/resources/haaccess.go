@@ -52,15 +52,17 @@ func podServiceAccount(fc *v1.FlinkCluster) string {
 }
 
 // HAAccess lets the pods of a cluster with Kubernetes HA use ConfigMaps: a
-// ServiceAccount, a Role with HAConfigMapVerbs and the RoleBinding between them.
+// ServiceAccount, and a RoleBinding in the cluster's namespace to the
+// platform's HA ClusterRole (HAConfigMapVerbs). The operator binds that
+// ClusterRole (it holds bind on it) instead of writing a Role, which RBAC
+// would let it create only if it held every right in it.
 type HAAccess struct {
 	ServiceAccount *coreac.ServiceAccountApplyConfiguration
-	Role           *rbacac.RoleApplyConfiguration
 	RoleBinding    *rbacac.RoleBindingApplyConfiguration
 }
 
 // haAccess builds the cluster's HAAccess, or nil when the operator manages none.
-func haAccess(fc *v1.FlinkCluster) *HAAccess {
+func haAccess(fc *v1.FlinkCluster, p Platform) *HAAccess {
 	if !managesHAAccess(fc) {
 		return nil
 	}
@@ -72,21 +74,18 @@ func haAccess(fc *v1.FlinkCluster) *HAAccess {
 		ServiceAccount: coreac.ServiceAccount(name, fc.Namespace).
 			WithLabels(labels).
 			WithOwnerReferences(ownerRef(fc)),
-		Role: rbacac.Role(name, fc.Namespace).
-			WithLabels(labels).
-			WithOwnerReferences(ownerRef(fc)).
-			WithRules(rbacac.PolicyRule().
-				WithAPIGroups("").
-				WithResources("configmaps").
-				WithVerbs(HAConfigMapVerbs()...)),
 		RoleBinding: rbacac.RoleBinding(name, fc.Namespace).
 			WithLabels(labels).
 			WithOwnerReferences(ownerRef(fc)).
-			WithRoleRef(rbacac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(name)).
+			WithRoleRef(HARoleRef(p)).
 			WithSubjects(rbacac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(name).WithNamespace(fc.Namespace)),
 	}
 	stampSpecHash(a.ServiceAccount, a.ServiceAccount.ObjectMetaApplyConfiguration)
-	stampSpecHash(a.Role, a.Role.ObjectMetaApplyConfiguration)
 	stampSpecHash(a.RoleBinding, a.RoleBinding.ObjectMetaApplyConfiguration)
 	return a
+}
+
+// HARoleRef is what the pods' RoleBinding refers to.
+func HARoleRef(p Platform) *rbacac.RoleRefApplyConfiguration {
+	return rbacac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(p.haClusterRole())
 }

@@ -40,13 +40,16 @@ func TestHAAccess(t *testing.T) {
 		serviceAccount string
 		wantAccess     bool
 		wantPodAccount string
+		// wantToken is whether the pods get the account's token: only
+		// Kubernetes HA talks to the API server.
+		wantToken bool
 	}{
-		{"no HA", "", "", false, ""},
-		{"HA none", v1.HighAvailabilityNone, "", false, ""},
-		{"zookeeper", v1.HighAvailabilityZookeeper, "", false, ""},
-		{"zookeeper with an account", v1.HighAvailabilityZookeeper, "flink", false, "flink"},
-		{"kubernetes", v1.HighAvailabilityKubernetes, "", true, "sessions-ha"},
-		{"kubernetes with an account", v1.HighAvailabilityKubernetes, "flink", false, "flink"},
+		{"no HA", "", "", false, "", false},
+		{"HA none", v1.HighAvailabilityNone, "", false, "", false},
+		{"zookeeper", v1.HighAvailabilityZookeeper, "", false, "", false},
+		{"zookeeper with an account", v1.HighAvailabilityZookeeper, "flink", false, "flink", false},
+		{"kubernetes", v1.HighAvailabilityKubernetes, "", true, "sessions-ha", true},
+		{"kubernetes with an account", v1.HighAvailabilityKubernetes, "flink", false, "flink", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := Build(haCluster(tc.mode, tc.serviceAccount), platformStorage)
@@ -68,12 +71,21 @@ func TestHAAccess(t *testing.T) {
 					t.Errorf("%s pods run as %q, want %q", kind, got, tc.wantPodAccount)
 				}
 			}
+			for kind, mount := range map[string]*bool{
+				"JobManager":  d.JobManager.Spec.Template.Spec.AutomountServiceAccountToken,
+				"TaskManager": d.TaskManager.Spec.Template.Spec.AutomountServiceAccountToken,
+			} {
+				// Unset is the API server's default: mounted.
+				if got := mount == nil || *mount; got != tc.wantToken {
+					t.Errorf("%s pods mount the account token: %v, want %v", kind, got, tc.wantToken)
+				}
+			}
 		})
 	}
 }
 
-// TestHAAccessGolden compares the ServiceAccount, Role and RoleBinding of a
-// cluster with Kubernetes HA with testdata/ha-access.yaml: the rules, the
+// TestHAAccessGolden compares the ServiceAccount and RoleBinding of a
+// cluster with Kubernetes HA with testdata/ha-access.yaml: the ClusterRole
 // binding and the controller owner reference. Run with -update after an
 // intended change.
 func TestHAAccessGolden(t *testing.T) {
@@ -82,7 +94,7 @@ func TestHAAccessGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	for _, obj := range []any{d.HAAccess.ServiceAccount, d.HAAccess.Role, d.HAAccess.RoleBinding} {
+	for _, obj := range []any{d.HAAccess.ServiceAccount, d.HAAccess.RoleBinding} {
 		raw, err := yaml.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -117,8 +129,8 @@ func TestHAAccessHashes(t *testing.T) {
 		}
 		return d.HAAccess
 	}
-	hashes := func(a *HAAccess) [3]string {
-		return [3]string{a.ServiceAccount.Annotations[AnnotationSpecHash], a.Role.Annotations[AnnotationSpecHash], a.RoleBinding.Annotations[AnnotationSpecHash]}
+	hashes := func(a *HAAccess) [2]string {
+		return [2]string{a.ServiceAccount.Annotations[AnnotationSpecHash], a.RoleBinding.Annotations[AnnotationSpecHash]}
 	}
 	orig := hashes(build(func(*v1.FlinkCluster) {}))
 	if upgraded := hashes(build(func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.20.0" })); upgraded != orig {

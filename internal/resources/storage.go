@@ -19,6 +19,21 @@ type Platform struct {
 	// Storage is the default shared storage (STATE_STORAGE_URI or
 	// STATE_STORAGE_CLAIM); nil when the platform gives none.
 	Storage *v1.StorageSpec
+	// HAClusterRole is the ClusterRole with HAConfigMapVerbs that the
+	// pods' own account is bound to, in their namespace, with Kubernetes
+	// HA; DefaultHAClusterRole when empty.
+	HAClusterRole string
+}
+
+// DefaultHAClusterRole is the ClusterRole config/rbac and the chart ship
+// for the Flink pods' Kubernetes HA services.
+const DefaultHAClusterRole = "datapilot-flink-ha"
+
+func (p Platform) haClusterRole() string {
+	if p.HAClusterRole == "" {
+		return DefaultHAClusterRole
+	}
+	return p.HAClusterRole
 }
 
 // State is where one cluster keeps the state that must outlive its pods.

@@ -6,8 +6,8 @@
 //
 // The CA's key never leaves memory and is dropped once the serving
 // certificate is signed. Each replica makes its own pair; the caBundle holds
-// the CAs of every replica (expired ones and all but the newest few others
-// are pruned), so any replica behind the webhook Service is trusted. No
+// the CAs of every replica until they expire, so any replica behind the
+// webhook Service is trusted however often the others restart. No
 // Secret is read or written.
 package webhookcert
 
@@ -29,11 +29,23 @@ import (
 )
 
 // Validity of a generated CA and serving certificate. A running operator
-// renews both when less than RenewBefore is left.
+// renews both when less than RenewBefore is left, so a live replica's CA
+// is never older than Validity-RenewBefore. The caBundle keeps every CA
+// until it expires (a replica's CA is in it for as long as the replica may
+// serve with it), and the validity is short so that the CAs of replicas
+// that restarted leave the bundle within a day.
 const (
-	Validity    = 365 * 24 * time.Hour
-	RenewBefore = 30 * 24 * time.Hour
+	Validity    = 24 * time.Hour
+	RenewBefore = 8 * time.Hour
 )
+
+// MaxOtherCAs bounds the CAs the caBundle keeps besides a replica's own,
+// only so that a pathological crash loop cannot grow the CRD towards the
+// object size limit (a P-256 CA is about 600 bytes). It is no eviction in
+// practice: a live replica's CA is at most 16 hours old, and Kubernetes'
+// crash-loop back-off (at most 5 minutes) restarts a pod at most 192 times
+// in 16 hours, so fewer than MaxOtherCAs CAs are ever newer than it.
+const MaxOtherCAs = 256
 
 // File names in the cert dir, as controller-runtime's webhook server reads them.
 const (
@@ -153,11 +165,12 @@ func serial() *big.Int {
 }
 
 // mergeBundle returns bundle with ca added. Certificates expired at now are
-// dropped, and of the others only the newest keep stay besides ca; anything
-// that is not a certificate goes too. The order is canonical (newest first,
-// then by content) whoever merges, so replicas that each add their own CA
-// to the same bundle agree on it and stop writing.
-func mergeBundle(bundle, ca []byte, now time.Time, keep int) []byte {
+// dropped, and every other one is kept, up to limit besides ca (the
+// newest; see MaxOtherCAs); anything that is not a certificate goes too.
+// The order is canonical (newest first, then by content) whoever merges,
+// so replicas that each add their own CA to the same bundle agree on it
+// and stop writing.
+func mergeBundle(bundle, ca []byte, now time.Time, limit int) []byte {
 	type entry struct {
 		der       []byte
 		notBefore time.Time
@@ -195,7 +208,7 @@ func mergeBundle(bundle, ca []byte, now time.Time, keep int) []byte {
 	others := 0
 	for _, e := range all {
 		if !e.own {
-			if others == keep {
+			if others == limit {
 				continue
 			}
 			others++

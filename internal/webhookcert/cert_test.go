@@ -96,7 +96,7 @@ func TestMergeBundle(t *testing.T) {
 	now := time.Now()
 	own := caAt(t, now)
 	replica := caAt(t, now.Add(-time.Hour))
-	older := caAt(t, now.Add(-48*time.Hour))
+	older := caAt(t, now.Add(-12*time.Hour))
 	expired := caAt(t, now.Add(-Validity-48*time.Hour))
 
 	for _, tc := range []struct {
@@ -138,3 +138,55 @@ func TestMergeBundle(t *testing.T) {
 }
 
 func join(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// TestBundleSurvivesManyRestarts: replica A stays up (renewing its
+// certificate when due) while replica B restarts every five minutes, the
+// fastest Kubernetes' crash-loop back-off allows, for two days. After each
+// of B's merges the bundle trusts A and B, A's own merge leaves it as it is
+// (the replicas do not evict each other and rewrite the CRD in turn), every
+// CA in it is unexpired, and every CA B made in the last
+// Validity-RenewBefore is still there.
+func TestBundleSurvivesManyRestarts(t *testing.T) {
+	start := time.Now()
+	a, aMade := caAt(t, start), start
+	bundle := mergeBundle(nil, a, start, MaxOtherCAs)
+	type made struct {
+		ca []byte
+		at time.Time
+	}
+	var bs []made
+	for now := start.Add(5 * time.Minute); now.Before(start.Add(48 * time.Hour)); now = now.Add(5 * time.Minute) {
+		if now.Sub(aMade) >= Validity-RenewBefore {
+			a, aMade = caAt(t, now), now
+			bundle = mergeBundle(bundle, a, now, MaxOtherCAs)
+		}
+		b := caAt(t, now)
+		bs = append(bs, made{b, now})
+		bundle = mergeBundle(bundle, b, now, MaxOtherCAs)
+		if again := mergeBundle(bundle, a, now, MaxOtherCAs); !bytes.Equal(again, bundle) {
+			t.Fatalf("At +%s replica A's merge rewrites the bundle B just wrote", now.Sub(start))
+		}
+		in := map[string]bool{}
+		for _, d := range certsIn(t, bundle) {
+			c, err := x509.ParseCertificate(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now.After(c.NotAfter) {
+				t.Fatalf("At +%s the bundle holds a CA expired at %s", now.Sub(start), c.NotAfter)
+			}
+			in[string(d)] = true
+		}
+		if !in[string(der(t, a))] || !in[string(der(t, b))] {
+			t.Fatalf("At +%s the bundle (%d CAs) lacks A's (%v) or B's (%v) CA", now.Sub(start), len(in), in[string(der(t, a))], in[string(der(t, b))])
+		}
+		for _, m := range bs {
+			if now.Sub(m.at) < Validity-RenewBefore && !in[string(der(t, m.ca))] {
+				t.Fatalf("At +%s the bundle dropped B's unexpired CA of +%s", now.Sub(start), m.at.Sub(start))
+			}
+		}
+	}
+	if n := len(certsIn(t, bundle)); n > MaxOtherCAs+1 {
+		t.Errorf("The bundle holds %d CAs, above the ceiling", n)
+	}
+}

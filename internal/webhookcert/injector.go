@@ -19,10 +19,6 @@ import (
 
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=flinkclusters.data.example.com
 
-// KeepOtherCAs is how many CAs of other replicas (or of earlier runs whose
-// certificates have not expired) the caBundle keeps besides this one's.
-const KeepOtherCAs = 8
-
 // Options configure an Injector.
 type Options struct {
 	// CRDName is the CustomResourceDefinition whose conversion is managed.
@@ -175,7 +171,7 @@ func (in *Injector) Inject(ctx context.Context) error {
 			Webhook: &apiextensionsv1.WebhookConversion{
 				ClientConfig: &apiextensionsv1.WebhookClientConfig{
 					Service:  in.o.Service.DeepCopy(),
-					CABundle: mergeBundle(bundle, ca, in.now(), KeepOtherCAs),
+					CABundle: mergeBundle(bundle, ca, in.now(), MaxOtherCAs),
 				},
 				ConversionReviewVersions: []string{"v1"},
 			},

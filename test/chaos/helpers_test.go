@@ -361,11 +361,14 @@ func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int 
 // metric sums the operator's samples of name whose labels contain filter.
 func metric(t *testing.T, name, filter string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + op.metricsAddr + "/metrics")
+	resp, err := metricsClient.Get("https://" + op.metricsAddr + "/metrics")
 	if err != nil {
 		return -1
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return -1
+	}
 	raw, _ := io.ReadAll(resp.Body)
 	total := 0.0
 	for _, l := range strings.Split(string(raw), "\n") {

@@ -47,7 +47,9 @@ var (
 	proxy      *cutProxy
 	jarURL     string
 	op         *operatorProcess
-	auditLog   string
+	// metricsClient scrapes the operator with an allowed token.
+	metricsClient *http.Client
+	auditLog      string
 )
 
 // auditPolicy is the platform's default (every write) plus the lists and
@@ -151,12 +153,18 @@ func run(m *testing.M) int {
 			"--flink-rest-override", base, "--flink-rest-pod-override", base + "/pods/{pod}",
 			// Scaled timers: a poll a second stands for RECONCILE_INTERVAL.
 			"--reconcile-interval=1s", "--log-level=info",
-			"--state-storage-uri=" + platform.StateStorageURI}}
+			"--state-storage-uri=" + platform.StateStorageURI,
+			"--jar-allowed-hosts=" + platform.JarHost}}
 	if err := op.start(); err != nil {
 		fmt.Fprintln(os.Stderr, "start operator:", err)
 		return 1
 	}
 	defer op.stop()
+	// The metrics endpoint authenticates and authorizes its clients.
+	if metricsClient, err = plat.MetricsClient(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "metrics client:", err)
+		return 1
+	}
 
 	code := m.Run()
 	failed = code != 0

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -67,6 +68,12 @@ func TestInstallsApplyToAPIServer(t *testing.T) {
 				}}
 				applyObject(t, c, ns)
 			}
+			// The namespaces the operator watches exist before their Roles.
+			for _, w := range in.want.watchNamespaces {
+				applyObject(t, c, &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": w},
+				}})
+			}
 			if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ServiceMonitor" }) {
 				applyObject(t, c, parse(t, readFile(t, "test/deploy/testdata/servicemonitor-crd.yaml"))[0])
 			}
@@ -103,7 +110,13 @@ func TestInstallsApplyToAPIServer(t *testing.T) {
 			if sa == nil {
 				t.Fatal("No ServiceAccount rendered")
 			}
-			checkPermissions(t, c, sa.GetNamespace(), sa.GetName(), generatedRole.Rules)
+			haRole := resources.DefaultHAClusterRole
+			for _, o := range objs {
+				if o.GetKind() == "ClusterRole" && strings.HasSuffix(o.GetName(), "-flink-ha") {
+					haRole = o.GetName()
+				}
+			}
+			checkPermissions(t, c, sa.GetNamespace(), sa.GetName(), withHARole(generatedRole.Rules, haRole))
 		})
 	}
 }

@@ -2,7 +2,9 @@ package deploy_test
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -29,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/datapilot/datapilot/internal/operator"
+	"github.com/datapilot/datapilot/internal/resources"
 )
 
 // clusterScoped are the kinds an install renders that have no namespace.
@@ -124,6 +127,21 @@ func one[T any](t *testing.T, r rendered, kind string) *T {
 	return typed[T](t, objs[0])
 }
 
+// inNamespace returns the single object of kind in namespace ns.
+func inNamespace[T any](t *testing.T, r rendered, kind, ns string) *T {
+	t.Helper()
+	var in []*unstructured.Unstructured
+	for _, o := range r.ofKind(kind) {
+		if o.GetNamespace() == ns {
+			in = append(in, o)
+		}
+	}
+	if len(in) != 1 {
+		t.Fatalf("Rendered %d objects of kind %s in %s, want 1", len(in), kind, ns)
+	}
+	return typed[T](t, in[0])
+}
+
 // typed converts strictly: a field the type does not know fails the test.
 func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	t.Helper()
@@ -186,9 +204,10 @@ func TestInstalls(t *testing.T) {
 	}
 }
 
-// checkNamespaces: every namespaced object is in the operator's namespace,
-// and a kustomize install creates that namespace under the restricted
-// Pod Security Standard.
+// checkNamespaces: every namespaced object is in the operator's namespace
+// (but the operator's Roles in the namespaces it watches), and a kustomize
+// install creates that namespace under the restricted Pod Security
+// Standard.
 func checkNamespaces(t *testing.T, r rendered) {
 	t.Helper()
 	for _, o := range r.objs {
@@ -199,7 +218,8 @@ func checkNamespaces(t *testing.T, r rendered) {
 			}
 			continue
 		}
-		if ns != r.in.namespace {
+		watchedRole := (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") && slices.Contains(r.in.want.watchNamespaces, ns)
+		if ns != r.in.namespace && !watchedRole {
 			t.Errorf("%s %s is in namespace %q, want %q", o.GetKind(), o.GetName(), ns, r.in.namespace)
 		}
 	}
@@ -345,11 +365,79 @@ func checkRBAC(t *testing.T, r rendered, sa *corev1.ServiceAccount, generated []
 	t.Helper()
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}
 
-	cr := one[rbacv1.ClusterRole](t, r, "ClusterRole")
-	if !equality.Semantic.DeepEqual(cr.Rules, generated) {
-		got, _ := yaml.Marshal(cr.Rules)
-		want, _ := yaml.Marshal(generated)
-		t.Errorf("ClusterRole rules differ from config/rbac/role.yaml:\ngot:\n%s\nwant:\n%s", got, want)
+	// Three ClusterRoles: the operator's, the one a Prometheus is bound
+	// to, which grants nothing but get on /metrics, and the Flink pods'
+	// HA rights, which the operator may only bind.
+	var cr, flinkHA *rbacv1.ClusterRole
+	roles := r.ofKind("ClusterRole")
+	if len(roles) != 3 {
+		t.Fatalf("Rendered %d ClusterRoles, want the operator's, the metrics reader and the Flink HA role", len(roles))
+	}
+	for _, u := range roles {
+		role := typed[rbacv1.ClusterRole](t, u)
+		switch {
+		case strings.HasSuffix(role.Name, "-metrics-reader"):
+			want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+			if !equality.Semantic.DeepEqual(role.Rules, want) {
+				t.Errorf("ClusterRole %s grants %+v, want only get on /metrics", role.Name, role.Rules)
+			}
+		case strings.HasSuffix(role.Name, "-flink-ha"):
+			flinkHA = role
+		default:
+			cr = role
+		}
+	}
+	if cr == nil || flinkHA == nil {
+		t.Fatal("No operator ClusterRole, or no Flink HA ClusterRole")
+	}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: resources.HAConfigMapVerbs()}}
+	if !equality.Semantic.DeepEqual(flinkHA.Rules, want) {
+		t.Errorf("ClusterRole %s grants %+v, want the verbs Flink's HA services use: %+v", flinkHA.Name, flinkHA.Rules, want)
+	}
+	// The generated rules, with bind on this install's Flink HA role, are
+	// exactly what the operator holds: in the ClusterRole, or, with
+	// watched namespaces, split so that only cluster-scoped resources stay
+	// cluster-wide and every watched namespace has a Role with the rest.
+	expected := grants(withHARole(generated, flinkHA.Name))
+	got := grants(cr.Rules)
+	watched := r.in.want.watchNamespaces
+	nsRoles := map[string]*rbacv1.Role{}
+	for _, u := range r.ofKind("Role") {
+		role := typed[rbacv1.Role](t, u)
+		if strings.HasSuffix(role.Name, "-manager") {
+			nsRoles[role.Namespace] = role
+		}
+	}
+	if len(watched) > 0 {
+		for g := range got {
+			if !clusterScopedResources[g.resource] {
+				t.Errorf("With watchNamespace the ClusterRole still grants %+v cluster-wide", g)
+			}
+		}
+		for _, ns := range watched {
+			role := nsRoles[ns]
+			if role == nil {
+				t.Errorf("No operator Role in the watched namespace %s", ns)
+				continue
+			}
+			nsGot := grants(role.Rules)
+			for g := range nsGot {
+				got[g] = true
+			}
+			for g := range expected {
+				if !clusterScopedResources[g.resource] && !nsGot[g] {
+					t.Errorf("The Role in %s lacks %+v", ns, g)
+				}
+			}
+		}
+	} else if len(nsRoles) > 0 {
+		t.Errorf("Without watchNamespace the chart renders %d namespaced operator Roles", len(nsRoles))
+	}
+	if !maps.Equal(got, expected) {
+		t.Errorf("The operator's rules differ from config/rbac/role.yaml (with bind on %s):\ngot:  %v\nwant: %v", flinkHA.Name, sortedGrants(got), sortedGrants(expected))
+	}
+	if e := envOf(t, r, "FLINK_HA_CLUSTER_ROLE"); r.in.chart && e != flinkHA.Name {
+		t.Errorf("The operator binds ClusterRole %q (FLINK_HA_CLUSTER_ROLE), the install ships %q", e, flinkHA.Name)
 	}
 	crb := one[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding")
 	if crb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}) {
@@ -359,7 +447,7 @@ func checkRBAC(t *testing.T, r rendered, sa *corev1.ServiceAccount, generated []
 		t.Errorf("ClusterRoleBinding subjects = %+v, want %+v", crb.Subjects, subject)
 	}
 
-	role := one[rbacv1.Role](t, r, "Role")
+	role := inNamespace[rbacv1.Role](t, r, "Role", r.in.namespace)
 	grants := func(group, resource string, verbs ...string) bool {
 		for _, rule := range role.Rules {
 			if slices.Contains(rule.APIGroups, group) && slices.Contains(rule.Resources, resource) &&
@@ -375,13 +463,79 @@ func checkRBAC(t *testing.T, r rendered, sa *corev1.ServiceAccount, generated []
 	if !grants("", "events", "create") {
 		t.Error("The leader-election Role does not grant creating core/v1 events")
 	}
-	rb := one[rbacv1.RoleBinding](t, r, "RoleBinding")
+	rb := inNamespace[rbacv1.RoleBinding](t, r, "RoleBinding", r.in.namespace)
 	if rb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}) {
 		t.Errorf("RoleBinding refers to %+v, want Role %s", rb.RoleRef, role.Name)
 	}
 	if !slices.Equal(rb.Subjects, []rbacv1.Subject{subject}) {
 		t.Errorf("RoleBinding subjects = %+v, want %+v", rb.Subjects, subject)
 	}
+}
+
+// grant is one verb on one resource (by name, when resourceNames limit it).
+type grant struct{ group, resource, verb, name string }
+
+func grants(rules []rbacv1.PolicyRule) map[grant]bool {
+	out := map[grant]bool{}
+	for _, r := range rules {
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					for _, n := range names {
+						out[grant{g, res, v, n}] = true
+					}
+				}
+			}
+		}
+		for _, u := range r.NonResourceURLs {
+			for _, v := range r.Verbs {
+				out[grant{"", u, v, ""}] = true
+			}
+		}
+	}
+	return out
+}
+
+func sortedGrants(gs map[grant]bool) []string {
+	out := make([]string, 0, len(gs))
+	for g := range gs {
+		out = append(out, fmt.Sprintf("%s/%s:%s:%s", g.group, g.resource, g.verb, g.name))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// withHARole is the generated rules with bind on the install's Flink HA
+// ClusterRole in place of the default name the marker carries.
+func withHARole(rules []rbacv1.PolicyRule, name string) []rbacv1.PolicyRule {
+	out := make([]rbacv1.PolicyRule, len(rules))
+	for i, r := range rules {
+		out[i] = *r.DeepCopy()
+		if slices.Contains(r.Resources, "clusterroles") {
+			out[i].ResourceNames = []string{name}
+		}
+	}
+	return out
+}
+
+// clusterScopedResources are the resources the operator uses that no
+// namespace holds.
+var clusterScopedResources = map[string]bool{"customresourcedefinitions": true, "tokenreviews": true, "subjectaccessreviews": true, "nodes": true}
+
+// envOf is the operator container's value of an environment variable.
+func envOf(t *testing.T, r rendered, name string) string {
+	t.Helper()
+	dep := one[appsv1.Deployment](t, r, "Deployment")
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
 }
 
 // checkMetricsService: the Service selects the operator's pods and targets

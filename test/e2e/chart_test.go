@@ -161,9 +161,9 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	if err := admin.Create(ctx, fc); err != nil {
 		t.Fatalf("Create the reference example: %v", err)
 	}
-	// With Kubernetes HA the operator creates the pods' ServiceAccount,
-	// Role and RoleBinding: the Role passes RBAC's escalation check only
-	// if the chart grants the operator every right in it.
+	// With Kubernetes HA the operator creates the pods' ServiceAccount and
+	// a RoleBinding to the chart's Flink HA ClusterRole: RBAC lets it
+	// through only because the chart grants bind on that ClusterRole.
 	ha := &v1.FlinkCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: fc.Namespace, Name: "ha"},
 		Spec: v1.FlinkClusterSpec{Version: "1.19.1", JobManager: v1.JobManagerSpec{Replicas: 1}, TaskManager: v1.TaskManagerSpec{Replicas: 1},

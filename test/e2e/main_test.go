@@ -174,6 +174,9 @@ func (o *operatorProcess) start() error {
 		"--flink-rest-override", o.rest, "--flink-rest-pod-override", o.podREST, "--reconcile-interval=1s", "--log-level=info",
 		// The local platform's shared storage, as `datapilot-local up` sets it.
 		"--state-storage-uri="+platform.StateStorageURI,
+		// The jars are served on loopback, which the operator refuses
+		// unless allowed.
+		"--jar-allowed-hosts="+platform.JarHost,
 		// The conversion webhook for data.example.com/v1alpha1, as
 		// `datapilot-local up` runs it.
 		"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", o.webhookPort),
