@@ -97,11 +97,13 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 		}
 	}
 	var sa corev1.ServiceAccount
-	var role rbacv1.Role
 	var binding rbacv1.RoleBinding
 	convert(t, desired.HAAccess.ServiceAccount, &sa)
-	convert(t, desired.HAAccess.Role, &role)
 	convert(t, desired.HAAccess.RoleBinding, &binding)
+	// The ClusterRole the binding names is the platform's (the chart ships it).
+	role := rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: binding.RoleRef.Name}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: resources.HAConfigMapVerbs(),
+	}}}
 	for _, o := range []client.Object{&sa, &role} {
 		o.SetOwnerReferences(nil)
 		if err := k8s.Create(ctx, o); err != nil {
