@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/datapilot/datapilot/config/crd"
+	"github.com/datapilot/datapilot/internal/resources"
 )
 
 // KwokNodeAnnotation marks the nodes kwok manages; its value is "fake".
@@ -257,4 +259,18 @@ func loadCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		}
 	}
 	return out, nil
+}
+
+// installFlinkHARole creates the ClusterRole the chart and config/rbac ship
+// for the Flink pods of clusters with Kubernetes HA: the operator binds it
+// to each such cluster's account and holds no ConfigMap rights of its own,
+// so without it Flink's leader election is refused, as on a real cluster
+// installed without the chart.
+func (p *Platform) installFlinkHARole(ctx context.Context, cs kubernetes.Interface) error {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: resources.DefaultHAClusterRole},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: resources.HAConfigMapVerbs()}}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ClusterRole %s: %w", role.Name, err)
+	}
+	return nil
 }

@@ -466,6 +466,7 @@ func (p *Platform) start(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.createNodes(gctx, cs) })
 	g.Go(func() error { return p.installCRDs(gctx) })
+	g.Go(func() error { return p.installFlinkHARole(gctx, cs) })
 	g.Go(func() error { return p.waitDefaultServiceAccount(gctx, cs) })
 	if err := g.Wait(); err != nil {
 		return err

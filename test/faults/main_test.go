@@ -134,7 +134,10 @@ func run(m *testing.M) int {
 			"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(),
 			// Scaled timers: a poll a second stands for RECONCILE_INTERVAL.
 			"--reconcile-interval=1s", "--log-level=info",
-			"--state-storage-uri=" + platform.StateStorageURI}}
+			"--state-storage-uri=" + platform.StateStorageURI,
+			// The jars are served on loopback, which the operator refuses
+			// unless allowed.
+			"--jar-allowed-hosts=" + platform.JarHost}}
 	if err := op.start(); err != nil {
 		fmt.Fprintln(os.Stderr, "start operator:", err)
 		return 1
