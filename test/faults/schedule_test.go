@@ -22,6 +22,7 @@ import (
 	"github.com/datapilot/datapilot/internal/faults"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -71,7 +72,9 @@ func TestFaultSchedules(t *testing.T) {
 // runSchedule starts the schedule's cluster, runs its steps, waits for the
 // cluster to settle and judges what Flink recorded.
 func runSchedule(t *testing.T, sch faults.Schedule) {
-	r := &runner{t: t, sch: sch, key: flinksim.ClusterKey{Namespace: fmt.Sprintf("faults-%d", sch.Seed), Name: name}}
+	r := &runner{t: t, sch: sch, key: flinksim.ClusterKey{Namespace: fmt.Sprintf("faults-%d", sch.Seed),
+		// The simulator's key: the JobManager Service in front of the cluster.
+		Name: resources.JobManagerName(&v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})}}
 	t.Cleanup(func() {
 		_ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.key.Namespace}})
 	})
