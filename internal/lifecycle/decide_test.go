@@ -78,10 +78,17 @@ func (w *world) decide() Step {
 		Retention: retention})
 }
 
-// commit stores a plan as the controller does: status, deployed spec and,
-// when marked, the stable spec.
+// commit stores a plan as the controller does: status with the step's
+// conditions, deployed spec and, when marked, the stable spec.
 func (w *world) commit(p Step) {
-	w.status = p.Status
+	w.status = *p.Status.DeepCopy()
+	for _, t := range []string{v1.ConditionUpgrading, v1.ConditionRollingBack, v1.ConditionRolledBack, v1.ConditionStateHold} {
+		if c := cond(p, t); c != nil {
+			meta.SetStatusCondition(&w.status.Conditions, *c)
+		} else {
+			meta.RemoveStatusCondition(&w.status.Conditions, t)
+		}
+	}
 	w.deployed = p.Deploy
 	if p.MarkStable {
 		w.stable = p.Deploy
@@ -102,7 +109,19 @@ func stableWorld() *world {
 	}
 }
 
+// cond is condition t as the step leaves it: its verdict, else what the
+// status recorded (StateHold is this step's alone).
 func cond(p Step, t string) *metav1.Condition {
+	fact := map[string]*Fact{v1.ConditionUpgrading: p.Facts.Upgrading, v1.ConditionRollingBack: p.Facts.RollingBack, v1.ConditionRolledBack: p.Facts.RolledBack}[t]
+	if h := p.Facts.StateHold; t == v1.ConditionStateHold && h != nil {
+		fact = &Fact{Status: metav1.ConditionTrue, Reason: h.Reason, Message: h.Message}
+	}
+	if fact != nil {
+		return &metav1.Condition{Type: t, Status: fact.Status, Reason: fact.Reason, Message: fact.Message}
+	}
+	if t == v1.ConditionStateHold {
+		return nil
+	}
 	return meta.FindStatusCondition(p.Status.Conditions, t)
 }
 
