@@ -142,8 +142,8 @@ type autopilotResult struct {
 	status   *v1.AutoscalerStatus
 	verdicts autopilotVerdicts
 	events   []autopilot.Event
-	heal    string
-	requeue time.Duration
+	heal     string
+	requeue  time.Duration
 	// took is how many REST requests the sample cost.
 	took int
 }
