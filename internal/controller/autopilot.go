@@ -139,13 +139,19 @@ func desiredTaskManagers(fc *v1.FlinkCluster) int32 {
 
 // autopilotResult is what the autopilot decided this reconcile.
 type autopilotResult struct {
-	status  *v1.AutoscalerStatus
-	conds   []metav1.Condition
-	events  []autopilot.Event
-	heal    string
-	requeue time.Duration
+	status   *v1.AutoscalerStatus
+	verdicts autopilotVerdicts
+	events   []autopilot.Event
+	heal     string
+	requeue  time.Duration
 	// took is how many REST requests the sample cost.
 	took int
+}
+
+// autopilotVerdicts are the autopilot's verdicts on its conditions; a nil
+// one leaves its condition as recorded.
+type autopilotVerdicts struct {
+	autoscaling, restartLoop, checkpointsStalled *verdict
 }
 
 // runAutopilot samples the job's metrics when due (bounded), decides, and
@@ -220,7 +226,7 @@ func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs 
 	}
 	res.status = &out.Status
 	res.events = append(res.events, out.Events...)
-	res.conds = append(res.conds, metav1.Condition{Type: v1.ConditionAutoscaling, Status: out.Condition.Status, Reason: out.Condition.Reason, Message: out.Condition.Message})
+	res.verdicts.autoscaling = &verdict{out.Condition.Status, out.Condition.Reason, out.Condition.Message}
 	if p := out.Status.Parallelism; p > 0 {
 		r.Metrics.Autopilot.Parallelism.WithLabelValues(fc.Namespace, fc.Name).Set(float64(p))
 	} else if len(out.Status.Decisions) > 0 && out.Status.Decisions[0].Result == autopilot.ResultRecommended {
@@ -247,7 +253,7 @@ func paused(fc *v1.FlinkCluster, running bool) string {
 	return ""
 }
 
-// detect sets the RestartLoop and CheckpointsStalled conditions and asks
+// detect gives the RestartLoop and CheckpointsStalled verdicts and asks
 // for a restore where the policy says so.
 func (r *Reconciler) detect(fc *v1.FlinkCluster, obs lifecycle.Flink, mem *clusterMemory, now time.Time, res *autopilotResult) {
 	hp := autopilot.HealPolicyFor(&fc.Spec)
@@ -270,18 +276,19 @@ func (r *Reconciler) detect(fc *v1.FlinkCluster, obs lifecycle.Flink, mem *clust
 		hit    bool
 		msg    string
 		action v1.HealingAction
+		out    **verdict
 	}{
-		{v1.ConditionRestartLoop, isLoop, loop, hp.OnLoop},
-		{v1.ConditionCheckpointsStalled, isStalled, stall, hp.OnStalled},
+		{v1.ConditionRestartLoop, isLoop, loop, hp.OnLoop, &res.verdicts.restartLoop},
+		{v1.ConditionCheckpointsStalled, isStalled, stall, hp.OnStalled, &res.verdicts.checkpointsStalled},
 	} {
 		was := meta.IsStatusConditionTrue(fc.Status.Conditions, d.cond)
 		if !d.hit {
 			if was || meta.FindStatusCondition(fc.Status.Conditions, d.cond) == nil {
-				res.conds = append(res.conds, metav1.Condition{Type: d.cond, Status: metav1.ConditionFalse, Reason: "NotDetected", Message: "Not detected"})
+				*d.out = &verdict{metav1.ConditionFalse, "NotDetected", "Not detected"}
 			}
 			continue
 		}
-		res.conds = append(res.conds, metav1.Condition{Type: d.cond, Status: metav1.ConditionTrue, Reason: d.cond, Message: d.msg})
+		*d.out = &verdict{metav1.ConditionTrue, d.cond, d.msg}
 		if !was {
 			r.Metrics.Autopilot.Detections.WithLabelValues(d.cond).Inc()
 			res.events = append(res.events, autopilot.Event{Warning: true, Reason: d.cond, Message: d.msg + "; policy: " + string(d.action)})
@@ -438,10 +445,10 @@ func (r *Reconciler) taskManagerCapacity(ctx context.Context, fc *v1.FlinkCluste
 }
 
 // settleAutopilot closes the autopilot's rescale from what the lifecycle
-// step did, and folds the autopilot's status, conditions and events into
-// the step, so they are written with it, once.
-func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.Step, obs lifecycle.Flink, stable *v1.FlinkClusterSpec, now time.Time) []autopilot.Event {
-	events := res.events
+// step did, and folds the autopilot's status into the step, so it is
+// written with it, once; it returns the autopilot's events and verdicts.
+func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.Step, obs lifecycle.Flink, stable *v1.FlinkClusterSpec, now time.Time) ([]autopilot.Event, autopilotVerdicts) {
+	events, verdicts := res.events, res.verdicts
 	if res.status != nil {
 		policy, _ := autopilot.PolicyFor(&fc.Spec)
 		failed, why := false, ""
@@ -471,23 +478,14 @@ func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.S
 		if e := autopilot.Settle(res.status, policy, now, running, step.Status.Upgrade != nil, failed, why, revert); e != nil {
 			events = append(events, *e)
 		}
-		if res.status.Pending != nil {
-			meta.SetStatusCondition(&step.Status.Conditions, metav1.Condition{Type: v1.ConditionAutoscaling, Status: metav1.ConditionTrue,
-				Reason: autopilot.ReasonInFlight, Message: fmt.Sprintf("Rescaling from %d to %d: %s", res.status.Pending.From, res.status.Pending.To, res.status.Pending.Message)})
+		// A rescale in flight is what Autoscaling says, whatever the
+		// decision before it settled.
+		if p := res.status.Pending; p != nil && (verdicts.autoscaling == nil || verdicts.autoscaling.status != metav1.ConditionTrue) {
+			verdicts.autoscaling = &verdict{metav1.ConditionTrue, autopilot.ReasonInFlight, fmt.Sprintf("Rescaling from %d to %d: %s", p.From, p.To, p.Message)}
 		}
 	}
 	step.Status.Autoscaler = res.status
-	if res.status == nil {
-		meta.RemoveStatusCondition(&step.Status.Conditions, v1.ConditionAutoscaling)
-	}
-	for _, c := range res.conds {
-		if c.Type == v1.ConditionAutoscaling && res.status != nil && res.status.Pending != nil && c.Status != metav1.ConditionTrue {
-			continue
-		}
-		c.ObservedGeneration, c.LastTransitionTime = fc.Generation, metav1.NewTime(now.Truncate(time.Second))
-		meta.SetStatusCondition(&step.Status.Conditions, c)
-	}
-	return events
+	return events, verdicts
 }
 
 // recordAutopilot emits the autopilot's events and counts its restores.

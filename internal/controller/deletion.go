@@ -209,14 +209,7 @@ func (r *Reconciler) finalSavepoint(ctx context.Context, fc *v1.FlinkCluster) (d
 	if v.trigger != nil {
 		st.Job.PendingSavepoint = v.trigger
 	}
-	status := metav1.ConditionTrue
-	if v.proceed {
-		status = metav1.ConditionFalse
-	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: v1.ConditionDeletionBlocked, Status: status, Reason: v.reason, Message: v.message,
-		ObservedGeneration: fc.Generation, LastTransitionTime: metav1.NewTime(in.now.Truncate(time.Second)),
-	})
+	setDeletionBlockedCondition(st, fc.Generation, in.now, v)
 	if !equality.Semantic.DeepEqual(*st, fc.Status) {
 		// The trigger is recorded before it is sent: a restart resends the
 		// same one, which Flink deduplicates, instead of a second stop.

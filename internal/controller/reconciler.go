@@ -274,7 +274,8 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 		Heal:       auto.heal,
 		Retention:  retention,
 	})
-	events := settleAutopilot(fc, auto, &step, obs, stable, now)
+	events, verdicts := settleAutopilot(fc, auto, &step, obs, stable, now)
+	setStepConditions(&step.Status, fc.Generation, now, step.Facts, verdicts)
 	if auto.requeue > 0 && (step.RequeueAfter == 0 || auto.requeue < step.RequeueAfter) {
 		step.RequeueAfter = auto.requeue
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -62,22 +61,6 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 		st.TaskManager.Ready = fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, tmDesired)
 	}
 
-	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: t, Status: status, Reason: reason, Message: msg,
-			ObservedGeneration: fc.Generation, LastTransitionTime: now,
-		})
-	}
-	if obs.health != nil {
-		for _, c := range obs.health.Conditions(fc.Generation) {
-			if c.Type != v1.ConditionDegraded {
-				c.LastTransitionTime = now
-				meta.SetStatusCondition(&st.Conditions, c)
-			}
-		}
-	}
-	store := obs.storage.sharedStorage()
-	set(v1.ConditionSharedStorage, store.status, store.reason, store.message)
 	avail, prog, deg := availability(fc, obs), progress(fc, obs), degradation(obs)
 	if h := fc.Status.Healing; h != nil && h.Exhausted != "" && obs.statusErr == nil && obs.applyErr == nil {
 		// The reason the job is not running, before the health check's
@@ -90,14 +73,11 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 		avail, prog = obs.storage.blockedVerdict(), obs.storage.blockedVerdict()
 		deg = verdict{metav1.ConditionTrue, prog.reason, prog.message}
 	}
-	set(v1.ConditionAvailable, avail.status, avail.reason, avail.message)
-	set(v1.ConditionProgressing, prog.status, prog.reason, prog.message)
-	set(v1.ConditionDegraded, deg.status, deg.reason, deg.message)
+	v := clusterVerdicts{health: obs.health, storage: obs.storage.sharedStorage(), avail: avail, prog: prog, deg: deg}
 	if ha, ok := haPermissionsVerdict(fc, obs.haPermissions); ok {
-		set(v1.ConditionHighAvailabilityPermissions, ha.status, ha.reason, ha.message)
-	} else {
-		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionHighAvailabilityPermissions)
+		v.haPermissions = &ha
 	}
+	setConditions(&st, fc.Generation, now, v)
 	st.Phase = phaseOf(fc, avail, prog, deg)
 	return st
 }

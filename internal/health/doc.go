@@ -55,7 +55,8 @@
 //	//	.WatchesRawSource(source.Channel(notify, &handler.EnqueueRequestForObject{}))
 //	// in Reconcile:
 //	//	if v, ok := tracker.Get(req.NamespacedName); ok {
-//	//		for _, c := range v.Conditions(fc.Generation) { meta.SetStatusCondition(&st.Conditions, c) }
+//	//		// conditions.go turns v.LevelOf(l) of each level, and
+//	//		// v.Degraded, into conditions.
 //	//	}
 //
 // Judgement calls, documented here once:

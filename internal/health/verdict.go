@@ -110,7 +110,7 @@ func (v Verdict) Job(id string) (JobSummary, bool) {
 // threshold is the number of consecutive failures that turn a level False
 // and the cluster Degraded; below 1 it means DefaultFailureThreshold. A
 // level without a probe counts as unknown. changed is true when one of the
-// conditions Conditions returns would change (status, reason or message).
+// conditions the verdict becomes would change (status, reason or message).
 // The package documentation states the rules.
 func Evaluate(prev Verdict, probes []Probe, threshold int, now time.Time) (next Verdict, changed bool) {
 	if threshold < 1 {
@@ -193,7 +193,7 @@ func levelNoun(l Level) string {
 	return string(l)
 }
 
-// sameConditions compares what Conditions would render.
+// sameConditions compares what the conditions of the verdict would say.
 func sameConditions(a, b Verdict) bool {
 	for _, l := range Levels {
 		x, y := a.Levels[l], b.Levels[l]
@@ -204,42 +204,18 @@ func sameConditions(a, b Verdict) bool {
 	return a.Degraded == b.Degraded && a.DegradedReason == b.DegradedReason && a.DegradedMessage == b.DegradedMessage
 }
 
-// Reasons of the Degraded condition when the health checks do not make the
-// cluster Degraded.
-const (
-	ReasonHealthy   = "HealthChecksPassing"
-	ReasonNotProbed = "NotProbed"
-)
+// ReasonNotProbed is the reason of a level that has not been probed yet.
+const ReasonNotProbed = "NotProbed"
 
-// Conditions renders the verdict as the JobManagerReady, RestAvailable,
-// JobsRunning and Degraded conditions. Degraded is the health checks' view
-// only; the reconciler, which may have other reasons to call a cluster
-// Degraded, merges it. LastTransitionTime is ObservedAt; use
-// meta.SetStatusCondition, which keeps the existing time while the status
-// does not change.
-func (v Verdict) Conditions(observedGeneration int64) []metav1.Condition {
-	at := metav1.NewTime(v.ObservedAt)
-	out := make([]metav1.Condition, 0, len(Levels)+1)
-	for _, l := range Levels {
-		lv, ok := v.Levels[l]
-		c := metav1.Condition{
-			Type: ConditionType(l), Status: lv.Status, Reason: lv.Reason, Message: lv.Message,
-			ObservedGeneration: observedGeneration, LastTransitionTime: at,
-		}
-		if !ok || lv.Status == "" {
-			c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonNotProbed, "The level has not been probed yet."
-		}
-		out = append(out, c)
+// LevelOf is the verdict on level l, Unknown while it has not been probed.
+// The controller turns it into the level's condition; the Degraded fields
+// are its input to the cluster's Degraded condition, which it decides.
+func (v Verdict) LevelOf(l Level) LevelVerdict {
+	lv, ok := v.Levels[l]
+	if !ok || lv.Status == "" {
+		return LevelVerdict{Status: metav1.ConditionUnknown, Reason: ReasonNotProbed, Message: "The level has not been probed yet."}
 	}
-	d := metav1.Condition{
-		Type: v1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: ReasonHealthy,
-		Message:            "No health check has failed its threshold of consecutive probes.",
-		ObservedGeneration: observedGeneration, LastTransitionTime: at,
-	}
-	if v.Degraded {
-		d.Status, d.Reason, d.Message = metav1.ConditionTrue, v.DegradedReason, v.DegradedMessage
-	}
-	return append(out, d)
+	return lv
 }
 
 // Threshold is spec.health.failureThreshold, defaulted.

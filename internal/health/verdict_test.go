@@ -226,18 +226,19 @@ func TestEvaluate(t *testing.T) {
 func TestEvaluateOneFailureKeepsConditions(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	v, _ := Evaluate(Verdict{}, healthy, 3, now)
-	before := v.Conditions(7)
 	for _, round := range [][]Probe{rest503, jmDown, jobsDown} {
 		next, changed := Evaluate(v, round, 3, now.Add(time.Minute))
 		if changed {
 			t.Errorf("%v: changed", round)
 		}
-		after := next.Conditions(7)
-		for i := range before {
-			b, a := before[i], after[i]
-			if a.Type != b.Type || a.Status != b.Status || a.Reason != b.Reason || a.Message != b.Message {
-				t.Errorf("%v: condition %s moved from %+v to %+v", round, b.Type, b, a)
+		for _, l := range Levels {
+			b, a := v.LevelOf(l), next.LevelOf(l)
+			if a.Status != b.Status || a.Reason != b.Reason || a.Message != b.Message {
+				t.Errorf("%v: level %s moved from %+v to %+v", round, l, b, a)
 			}
+		}
+		if next.Degraded != v.Degraded || next.DegradedReason != v.DegradedReason || next.DegradedMessage != v.DegradedMessage {
+			t.Errorf("%v: Degraded moved from %v %s to %v %s", round, v.Degraded, v.DegradedReason, next.Degraded, next.DegradedReason)
 		}
 	}
 }
@@ -262,43 +263,29 @@ func TestEvaluateDegradedMessageIsStable(t *testing.T) {
 	}
 }
 
-func TestConditions(t *testing.T) {
+func TestLevelOf(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	var empty Verdict
-	for _, c := range empty.Conditions(1) {
-		wantStatus := U
-		if c.Type == v1.ConditionDegraded {
-			wantStatus = F
+	for _, l := range Levels {
+		if lv := empty.LevelOf(l); lv.Status != U || lv.Reason != ReasonNotProbed || lv.Message == "" {
+			t.Errorf("empty verdict, level %s: %+v", l, lv)
 		}
-		if c.Status != wantStatus || c.Reason == "" || c.Message == "" || c.ObservedGeneration != 1 {
-			t.Errorf("empty verdict: %+v", c)
-		}
+	}
+	if empty.Degraded {
+		t.Error("empty verdict is Degraded")
 	}
 
 	var v Verdict
 	for range 3 {
 		v, _ = Evaluate(v, rest503, 3, now)
 	}
-	got := map[string]metav1.Condition{}
-	for _, c := range v.Conditions(4) {
-		got[c.Type] = c
-	}
-	for typ, st := range map[string]metav1.ConditionStatus{
-		v1.ConditionJobManagerReady: T, v1.ConditionRestAvailable: F, v1.ConditionJobsRunning: U, v1.ConditionDegraded: T,
-	} {
-		c, ok := got[typ]
-		if !ok || c.Status != st {
-			t.Errorf("%s = %+v, want status %s", typ, c, st)
-		}
-		if !c.LastTransitionTime.Time.Equal(now) || c.ObservedGeneration != 4 {
-			t.Errorf("%s: time %v generation %d", typ, c.LastTransitionTime, c.ObservedGeneration)
+	for l, st := range map[Level]metav1.ConditionStatus{LevelJobManager: T, LevelRest: F, LevelJobs: U} {
+		if lv := v.LevelOf(l); lv.Status != st || lv.Reason == "" || lv.Message == "" {
+			t.Errorf("%s = %+v, want status %s", l, lv, st)
 		}
 	}
-	if got[v1.ConditionDegraded].Reason != ReasonRestUnavailable {
-		t.Errorf("Degraded reason = %s", got[v1.ConditionDegraded].Reason)
-	}
-	if len(got) != 4 {
-		t.Errorf("%d conditions, want 4", len(got))
+	if !v.Degraded || v.DegradedReason != ReasonRestUnavailable {
+		t.Errorf("Degraded %v reason %s, want true %s", v.Degraded, v.DegradedReason, ReasonRestUnavailable)
 	}
 }
 

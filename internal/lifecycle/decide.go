@@ -23,7 +23,6 @@ func Decide(in Input) Step {
 			break
 		}
 	}
-	s.setStateHold()
 	return *s
 }
 
@@ -241,8 +240,8 @@ func startUpgrade(s *Step, change Change) bool {
 	}
 	now := s.now()
 	s.Status.Upgrade = &v1.UpgradeStatus{Kind: string(change), TargetGeneration: in.Generation, StartedAt: now}
-	if c := findCondition(s.Status.Conditions, v1.ConditionRolledBack); c != nil && c.Status == metav1.ConditionTrue {
-		s.setCondition(v1.ConditionRolledBack, metav1.ConditionFalse, "NewSpec", fmt.Sprintf("Generation %d is being rolled out", in.Generation))
+	if s.rolledBack() == metav1.ConditionTrue {
+		s.setRolledBack(metav1.ConditionFalse, "NewSpec", fmt.Sprintf("Generation %d is being rolled out", in.Generation))
 	}
 	s.transition(Transition{Kind: UpgradeStarted})
 	s.event(false, "UpgradeStarted", "Started %s to generation %d", change, in.Generation)
@@ -450,7 +449,7 @@ func verifying(s *Step) bool {
 		s.Status.LastFailedGeneration = 0
 		s.setUpgrading(metav1.ConditionFalse, "UpgradeSucceeded",
 			fmt.Sprintf("Generation %d is stable: the job runs and completed %d checkpoints", in.Generation, need))
-		s.setCondition(v1.ConditionRolledBack, metav1.ConditionFalse, "NotRolledBack", "The current spec passed its gate")
+		s.setRolledBack(metav1.ConditionFalse, "NotRolledBack", "The current spec passed its gate")
 		s.transition(Transition{Kind: UpgradeSucceeded})
 		s.event(false, "UpgradeSucceeded", "Generation %d passed the stability gate", in.Generation)
 		s.MarkStable = true
@@ -479,7 +478,7 @@ func verifying(s *Step) bool {
 	// when it is made, and its absence is what says "stop the failed job".
 	job.SubmittedAt = nil
 	s.setUpgrading(metav1.ConditionFalse, "UpgradeFailed", fmt.Sprintf("Generation %d failed its gate: %s", in.Generation, why))
-	s.setCondition(v1.ConditionRollingBack, metav1.ConditionTrue, "GateFailed", fmt.Sprintf("Rolling back to the last stable spec and restoring from %s", orUnknown(rollbackPoint(up))))
+	s.setRollingBack(metav1.ConditionTrue, "GateFailed", fmt.Sprintf("Rolling back to the last stable spec and restoring from %s", orUnknown(rollbackPoint(up))))
 	return true
 }
 
@@ -523,8 +522,8 @@ func rollingBack(s *Step) bool {
 	switch {
 	case in.Flink.JobFound && in.Flink.JobState == flink.JobRunning:
 		s.endUpgrade(true)
-		s.setCondition(v1.ConditionRollingBack, metav1.ConditionFalse, "RollbackComplete", "The rollback finished")
-		s.setCondition(v1.ConditionRolledBack, metav1.ConditionTrue, "GateFailed",
+		s.setRollingBack(metav1.ConditionFalse, "RollbackComplete", "The rollback finished")
+		s.setRolledBack(metav1.ConditionTrue, "GateFailed",
 			fmt.Sprintf("Generation %d failed its gate; running the last stable spec restored from %s. Change the spec to try again", in.Generation, orUnknown(rollbackPoint(up))))
 		s.transition(Transition{Kind: RollbackSucceeded})
 		s.event(false, "RolledBack", "Rolled back to the last stable spec; the job runs from %s", orUnknown(rollbackPoint(up)))
@@ -541,8 +540,8 @@ func rollingBack(s *Step) bool {
 func rollbackFailed(s *Step, why string) {
 	in, up := s.in, s.upgrade()
 	s.endUpgrade(true)
-	s.setCondition(v1.ConditionRollingBack, metav1.ConditionFalse, "RollbackFailed", "The rollback failed: "+why)
-	s.setCondition(v1.ConditionRolledBack, metav1.ConditionFalse, "RollbackFailed",
+	s.setRollingBack(metav1.ConditionFalse, "RollbackFailed", "The rollback failed: "+why)
+	s.setRolledBack(metav1.ConditionFalse, "RollbackFailed",
 		fmt.Sprintf("Generation %d failed its gate and the rollback to the last stable spec failed too: %s (restoring from %s). Change the spec to try again", in.Generation, why, orUnknown(rollbackPoint(up))))
 	s.transition(Transition{Kind: RollbackFailed})
 	s.event(true, "RollbackFailed", "The rollback to the last stable spec failed: %s", why)
@@ -569,7 +568,7 @@ func supersede(s *Step) bool {
 		}
 	}
 	if up.Phase == v1.UpgradeRollingBack {
-		s.setCondition(v1.ConditionRollingBack, metav1.ConditionFalse, "Superseded", fmt.Sprintf("Generation %d replaced the rollback", in.Generation))
+		s.setRollingBack(metav1.ConditionFalse, "Superseded", fmt.Sprintf("Generation %d replaced the rollback", in.Generation))
 	}
 	s.transition(Transition{Kind: UpgradeSuperseded})
 	s.event(false, "UpgradeSuperseded", "Generation %d supersedes the upgrade to generation %d", in.Generation, up.TargetGeneration)

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -73,15 +74,54 @@ func (w *world) decide() Step {
 	case "-":
 		retention = ""
 	}
-	return Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
+	before := w.status.DeepCopy().Conditions
+	p := Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
 		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Rescale: w.rescale, Heal: w.heal,
 		Retention: retention})
+	if !equality.Semantic.DeepEqual(p.Status.Conditions, before) {
+		// The controller's conditions.go alone writes conditions; a step
+		// says what it concluded in its Facts.
+		panic("a lifecycle step wrote status conditions")
+	}
+	return p
 }
 
-// commit stores a plan as the controller does: status, deployed spec and,
-// when marked, the stable spec.
+// A verdict concluded more than once in a step remembers that its status
+// changed on the way, which is a transition even where it ends where it
+// began.
+func TestConclude(t *testing.T) {
+	T, F := metav1.ConditionTrue, metav1.ConditionFalse
+	for _, tc := range []struct {
+		seq     []metav1.ConditionStatus
+		flipped bool
+	}{
+		{[]metav1.ConditionStatus{T}, false},
+		{[]metav1.ConditionStatus{T, T}, false},
+		{[]metav1.ConditionStatus{T, F}, true},
+		{[]metav1.ConditionStatus{F, T, F}, true},
+		{[]metav1.ConditionStatus{T, F, F}, true},
+	} {
+		var f *Fact
+		for i, st := range tc.seq {
+			conclude(&f, st, "R", fmt.Sprint(i))
+		}
+		if f.Status != tc.seq[len(tc.seq)-1] || f.Message != fmt.Sprint(len(tc.seq)-1) || f.Flipped != tc.flipped {
+			t.Errorf("%v: %+v, want the last verdict, flipped %v", tc.seq, f, tc.flipped)
+		}
+	}
+}
+
+// commit stores a plan as the controller does: status with the step's
+// conditions, deployed spec and, when marked, the stable spec.
 func (w *world) commit(p Step) {
-	w.status = p.Status
+	w.status = *p.Status.DeepCopy()
+	for _, t := range []string{v1.ConditionUpgrading, v1.ConditionRollingBack, v1.ConditionRolledBack, v1.ConditionStateHold} {
+		if c := cond(p, t); c != nil {
+			meta.SetStatusCondition(&w.status.Conditions, *c)
+		} else {
+			meta.RemoveStatusCondition(&w.status.Conditions, t)
+		}
+	}
 	w.deployed = p.Deploy
 	if p.MarkStable {
 		w.stable = p.Deploy
@@ -102,7 +142,19 @@ func stableWorld() *world {
 	}
 }
 
+// cond is condition t as the step leaves it: its verdict, else what the
+// status recorded (StateHold is this step's alone).
 func cond(p Step, t string) *metav1.Condition {
+	fact := map[string]*Fact{v1.ConditionUpgrading: p.Facts.Upgrading, v1.ConditionRollingBack: p.Facts.RollingBack, v1.ConditionRolledBack: p.Facts.RolledBack}[t]
+	if h := p.Facts.StateHold; t == v1.ConditionStateHold && h != nil {
+		fact = &Fact{Status: metav1.ConditionTrue, Reason: h.Reason, Message: h.Message}
+	}
+	if fact != nil {
+		return &metav1.Condition{Type: t, Status: fact.Status, Reason: fact.Reason, Message: fact.Message}
+	}
+	if t == v1.ConditionStateHold {
+		return nil
+	}
 	return meta.FindStatusCondition(p.Status.Conditions, t)
 }
 

@@ -3,9 +3,6 @@ package lifecycle
 import (
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1 "github.com/datapilot/datapilot/api/v1"
 )
 
@@ -55,15 +52,4 @@ func parseOr(v string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
-	return meta.FindStatusCondition(cs, t)
-}
-
-func setCondition(st *v1.FlinkClusterStatus, generation int64, now time.Time, t string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: t, Status: status, Reason: reason, Message: msg,
-		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
-	})
 }

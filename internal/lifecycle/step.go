@@ -178,11 +178,36 @@ type Step struct {
 	// Hold asks the controller to keep the pods' rendering (create only
 	// what is missing): the state rule has not let them roll.
 	Hold bool
+	// Facts are the step's verdicts on its conditions; the controller
+	// turns them into conditions (internal/controller/conditions.go).
+	Facts Facts
 
 	in Input
-	// held is the state rule's Hold or Refuse of this step, for the
-	// StateHold condition.
-	held *Verdict
+}
+
+// Fact is one verdict of a step on one condition.
+type Fact struct {
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+	// Flipped: the step concluded more than one status for the condition
+	// before this one, so it transitioned within the step even where the
+	// final status equals the recorded one.
+	Flipped bool
+}
+
+// Facts are a step's verdicts. A nil Upgrading, RollingBack or RolledBack
+// leaves that condition as recorded; StateHold is the state rule's Hold or
+// Refuse of this step, nil when it holds nothing.
+type Facts struct {
+	Upgrading, RollingBack, RolledBack *Fact
+	StateHold                          *Verdict
+}
+
+// conclude replaces a verdict with the step's next one on the same condition.
+func conclude(prev **Fact, status metav1.ConditionStatus, reason, msg string) {
+	flipped := *prev != nil && ((*prev).Flipped || (*prev).Status != status)
+	*prev = &Fact{Status: status, Reason: reason, Message: msg, Flipped: flipped}
 }
 
 // Poll is how often an operation in flight is looked at.
@@ -243,20 +268,10 @@ func (s *Step) sawEnd() {
 	}
 }
 
-// hold keeps the pods and says why in the StateHold condition.
+// hold keeps the pods and says why in the StateHold verdict.
 func (s *Step) hold(v Verdict) {
-	s.held = &v
+	s.Facts.StateHold = &v
 	s.Hold = true
-}
-
-// setStateHold sets the StateHold condition from the step's verdict, or
-// removes it when nothing is held.
-func (s *Step) setStateHold() {
-	if s.held == nil {
-		meta.RemoveStatusCondition(&s.Status.Conditions, v1.ConditionStateHold)
-		return
-	}
-	s.setCondition(v1.ConditionStateHold, metav1.ConditionTrue, s.held.Reason, s.held.Message)
 }
 
 func (s *Step) requeue(after time.Duration) {
@@ -267,12 +282,27 @@ func (s *Step) requeue(after time.Duration) {
 
 func (s *Step) now() metav1.Time { return metav1.NewTime(s.in.Now.Truncate(time.Second)) }
 
-func (s *Step) setCondition(t string, status metav1.ConditionStatus, reason, msg string) {
-	setCondition(&s.Status, s.in.Generation, s.in.Now, t, status, reason, msg)
+func (s *Step) setUpgrading(status metav1.ConditionStatus, reason, msg string) {
+	conclude(&s.Facts.Upgrading, status, reason, msg)
 }
 
-func (s *Step) setUpgrading(status metav1.ConditionStatus, reason, msg string) {
-	s.setCondition(v1.ConditionUpgrading, status, reason, msg)
+func (s *Step) setRollingBack(status metav1.ConditionStatus, reason, msg string) {
+	conclude(&s.Facts.RollingBack, status, reason, msg)
+}
+
+func (s *Step) setRolledBack(status metav1.ConditionStatus, reason, msg string) {
+	conclude(&s.Facts.RolledBack, status, reason, msg)
+}
+
+// rolledBack is the RolledBack status as this step leaves it.
+func (s *Step) rolledBack() metav1.ConditionStatus {
+	if f := s.Facts.RolledBack; f != nil {
+		return f.Status
+	}
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1.ConditionRolledBack); c != nil {
+		return c.Status
+	}
+	return ""
 }
 
 // toPhase moves the upgrade to phase; deadlines count from here.

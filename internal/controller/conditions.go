@@ -1,0 +1,164 @@
+package controller
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/health"
+	"github.com/datapilot/datapilot/internal/lifecycle"
+)
+
+// This file is the one place the operator writes status conditions. The
+// lifecycle, the autopilot, the health checks, the deletion and the
+// observation of the workloads return verdicts; each condition type has one
+// setter here that turns its verdict into the condition, stamped with the
+// generation it was decided for. meta.SetStatusCondition keeps a
+// condition's transition time while its status stays.
+
+// clusterVerdicts are the verdicts of what one reconcile observed.
+type clusterVerdicts struct {
+	health                    *health.Verdict
+	storage, avail, prog, deg verdict
+	// haPermissions is nil when the cluster carries no such condition.
+	haPermissions *verdict
+}
+
+// setConditions sets the conditions of what one reconcile observed.
+func setConditions(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v clusterVerdicts) {
+	setHealthConditions(st, gen, now, v.health)
+	setSharedStorageCondition(st, gen, now, v.storage)
+	setAvailableCondition(st, gen, now, v.avail)
+	setProgressingCondition(st, gen, now, v.prog)
+	setDegradedCondition(st, gen, now, v.deg)
+	setHighAvailabilityPermissionsCondition(st, gen, now, v.haPermissions)
+}
+
+// setStepConditions sets the conditions of a lifecycle step and of the
+// autopilot that ran with it, into the status the step records.
+func setStepConditions(st *v1.FlinkClusterStatus, gen int64, at time.Time, f lifecycle.Facts, auto autopilotVerdicts) {
+	now := metav1.NewTime(at.Truncate(time.Second))
+	setUpgradingCondition(st, gen, now, f.Upgrading)
+	setRollingBackCondition(st, gen, now, f.RollingBack)
+	setRolledBackCondition(st, gen, now, f.RolledBack)
+	setStateHoldCondition(st, gen, now, f.StateHold)
+	setAutoscalingCondition(st, gen, now, auto.autoscaling)
+	setRestartLoopCondition(st, gen, now, auto.restartLoop)
+	setCheckpointsStalledCondition(st, gen, now, auto.checkpointsStalled)
+}
+
+func set(st *v1.FlinkClusterStatus, t string, gen int64, now metav1.Time, v verdict) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: t, Status: v.status, Reason: v.reason, Message: v.message,
+		ObservedGeneration: gen, LastTransitionTime: now,
+	})
+}
+
+// setHealthConditions sets JobManagerReady, RestAvailable and JobsRunning
+// from the health verdict's levels; without a verdict they stay as they are.
+func setHealthConditions(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, h *health.Verdict) {
+	if h == nil {
+		return
+	}
+	for _, l := range health.Levels {
+		lv := h.LevelOf(l)
+		set(st, health.ConditionType(l), gen, now, verdict{lv.Status, lv.Reason, lv.Message})
+	}
+}
+
+func setSharedStorageCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v verdict) {
+	set(st, v1.ConditionSharedStorage, gen, now, v)
+}
+
+func setAvailableCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v verdict) {
+	set(st, v1.ConditionAvailable, gen, now, v)
+}
+
+func setProgressingCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v verdict) {
+	set(st, v1.ConditionProgressing, gen, now, v)
+}
+
+func setDegradedCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v verdict) {
+	set(st, v1.ConditionDegraded, gen, now, v)
+}
+
+// setHighAvailabilityPermissionsCondition removes the condition when no
+// review applies (no Kubernetes HA).
+func setHighAvailabilityPermissionsCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v *verdict) {
+	if v == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionHighAvailabilityPermissions)
+		return
+	}
+	set(st, v1.ConditionHighAvailabilityPermissions, gen, now, *v)
+}
+
+// setFact sets a lifecycle verdict; nil leaves the condition as recorded.
+// A condition the step flipped and flipped back transitioned now, as it
+// did when the lifecycle set each of its verdicts in turn.
+func setFact(st *v1.FlinkClusterStatus, t string, gen int64, now metav1.Time, f *lifecycle.Fact) {
+	if f == nil {
+		return
+	}
+	set(st, t, gen, now, verdict{f.Status, f.Reason, f.Message})
+	if f.Flipped {
+		meta.FindStatusCondition(st.Conditions, t).LastTransitionTime = now
+	}
+}
+
+func setUpgradingCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, f *lifecycle.Fact) {
+	setFact(st, v1.ConditionUpgrading, gen, now, f)
+}
+
+func setRollingBackCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, f *lifecycle.Fact) {
+	setFact(st, v1.ConditionRollingBack, gen, now, f)
+}
+
+func setRolledBackCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, f *lifecycle.Fact) {
+	setFact(st, v1.ConditionRolledBack, gen, now, f)
+}
+
+// setStateHoldCondition says why the state rule holds the step, and is
+// removed when it holds nothing.
+func setStateHoldCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, held *lifecycle.Verdict) {
+	if held == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionStateHold)
+		return
+	}
+	set(st, v1.ConditionStateHold, gen, now, verdict{metav1.ConditionTrue, held.Reason, held.Message})
+}
+
+// setAutoscalingCondition exists while the autoscaler's status does; a nil
+// verdict leaves it as recorded.
+func setAutoscalingCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v *verdict) {
+	if st.Autoscaler == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionAutoscaling)
+		return
+	}
+	if v != nil {
+		set(st, v1.ConditionAutoscaling, gen, now, *v)
+	}
+}
+
+func setRestartLoopCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v *verdict) {
+	if v != nil {
+		set(st, v1.ConditionRestartLoop, gen, now, *v)
+	}
+}
+
+func setCheckpointsStalledCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v *verdict) {
+	if v != nil {
+		set(st, v1.ConditionCheckpointsStalled, gen, now, *v)
+	}
+}
+
+// setDeletionBlockedCondition is True while the deletion waits for the
+// final savepoint, False once it may go on.
+func setDeletionBlockedCondition(st *v1.FlinkClusterStatus, gen int64, at time.Time, d deletionVerdict) {
+	v := verdict{metav1.ConditionTrue, d.reason, d.message}
+	if d.proceed {
+		v.status = metav1.ConditionFalse
+	}
+	set(st, v1.ConditionDeletionBlocked, gen, metav1.NewTime(at.Truncate(time.Second)), v)
+}

@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/lifecycle"
+)
+
+// A step's verdicts become its conditions as if the lifecycle had set each
+// in turn: a condition it leaves alone keeps its time, one it flipped and
+// flipped back transitioned now, and StateHold and Autoscaling exist only
+// while there is something to say.
+func TestSetStepConditions(t *testing.T) {
+	old := metav1.NewTime(time.Unix(1000, 0))
+	at := time.Unix(2000, 700_000_000)
+	now := metav1.NewTime(time.Unix(2000, 0))
+	recorded := func() *v1.FlinkClusterStatus {
+		return &v1.FlinkClusterStatus{Conditions: []metav1.Condition{
+			{Type: v1.ConditionUpgrading, Status: metav1.ConditionFalse, Reason: "NoUpgrade", Message: "No upgrade in flight", ObservedGeneration: 1, LastTransitionTime: old},
+			{Type: v1.ConditionStateHold, Status: metav1.ConditionTrue, Reason: "FlinkUnreachable", Message: "Held", ObservedGeneration: 1, LastTransitionTime: old},
+			{Type: v1.ConditionAutoscaling, Status: metav1.ConditionFalse, Reason: "Keep", Message: "Kept", ObservedGeneration: 1, LastTransitionTime: old},
+		}}
+	}
+	for _, tc := range []struct {
+		name      string
+		facts     lifecycle.Facts
+		auto      autopilotVerdicts
+		scaler    *v1.AutoscalerStatus
+		upgrading *metav1.Condition
+		held      bool
+		autoscale bool
+	}{
+		{name: "nothing said: Upgrading kept, StateHold and Autoscaling removed",
+			upgrading: &metav1.Condition{Status: metav1.ConditionFalse, Reason: "NoUpgrade", ObservedGeneration: 1, LastTransitionTime: old}},
+		{name: "same status: time kept, generation and reason new",
+			facts:     lifecycle.Facts{Upgrading: &lifecycle.Fact{Status: metav1.ConditionFalse, Reason: "UpgradeSucceeded"}},
+			upgrading: &metav1.Condition{Status: metav1.ConditionFalse, Reason: "UpgradeSucceeded", ObservedGeneration: 3, LastTransitionTime: old}},
+		{name: "flipped and back within the step: transitioned now",
+			facts:     lifecycle.Facts{Upgrading: &lifecycle.Fact{Status: metav1.ConditionFalse, Reason: "UpgradeSucceeded", Flipped: true}},
+			upgrading: &metav1.Condition{Status: metav1.ConditionFalse, Reason: "UpgradeSucceeded", ObservedGeneration: 3, LastTransitionTime: now}},
+		{name: "new status: transitioned now; held; autoscaler kept",
+			facts: lifecycle.Facts{Upgrading: &lifecycle.Fact{Status: metav1.ConditionTrue, Reason: "SavingState"},
+				StateHold: &lifecycle.Verdict{Do: lifecycle.Hold, Reason: "StopInProgress", Message: "Stopping"}},
+			scaler:    &v1.AutoscalerStatus{},
+			upgrading: &metav1.Condition{Status: metav1.ConditionTrue, Reason: "SavingState", ObservedGeneration: 3, LastTransitionTime: now},
+			held:      true, autoscale: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := recorded()
+			st.Autoscaler = tc.scaler
+			setStepConditions(st, 3, at, tc.facts, tc.auto)
+			c := meta.FindStatusCondition(st.Conditions, v1.ConditionUpgrading)
+			w := tc.upgrading
+			if c == nil || c.Status != w.Status || c.Reason != w.Reason || c.ObservedGeneration != w.ObservedGeneration || !c.LastTransitionTime.Equal(&w.LastTransitionTime) {
+				t.Errorf("Upgrading = %+v, want %+v", c, w)
+			}
+			if h := meta.FindStatusCondition(st.Conditions, v1.ConditionStateHold); (h != nil) != tc.held || h != nil && (h.Reason != "StopInProgress" || h.Status != metav1.ConditionTrue) {
+				t.Errorf("StateHold = %+v, want present %v", h, tc.held)
+			}
+			if a := meta.FindStatusCondition(st.Conditions, v1.ConditionAutoscaling); (a != nil) != tc.autoscale {
+				t.Errorf("Autoscaling = %+v, want present %v", a, tc.autoscale)
+			}
+		})
+	}
+}
