@@ -361,7 +361,9 @@ func untouched(s *Step) {
 // old job, and its history with it, when it restarts.
 func deploying(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
-	if !specEqual(in.Deployed, in.Spec) || job.EndedAt == nil {
+	// A job that was never submitted has nothing to stop: once the pods
+	// run the new spec it is submitted (from the initial savepoint).
+	if !specEqual(in.Deployed, in.Spec) || job.ID != "" && job.EndedAt == nil {
 		snap, v := s.restorePoint(purposeOf(Change(up.Kind), modeOf(in)))
 		switch v.Do {
 		case TakeSavepoint:

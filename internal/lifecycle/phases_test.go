@@ -416,3 +416,30 @@ func TestFlinkProgressOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestUpgradeBeforeTheFirstSubmission: a new spec that arrives before the
+// first job was ever submitted (a re-created cluster patched at once) has
+// no job to stop; once the pods run it, its job is submitted. Before, the
+// upgrade asked the state rule again at every step and never submitted
+// (found by the fault-schedule test, seed 1).
+func TestUpgradeBeforeTheFirstSubmission(t *testing.T) {
+	first := baseSpec()
+	w := &world{gen: 2, deployed: first, stable: nil, rolled: true, now: t0}
+	next := baseSpec()
+	next.Version = "1.18.1"
+	w.spec = next
+	w.flink = Flink{Reachable: true}
+	submitted := false
+	for i := 0; i < 6 && !submitted; i++ {
+		p := w.decide()
+		submitted = p.Action.Kind == ActSubmit
+		w.commit(p)
+		w.now = w.now.Add(Poll)
+	}
+	if !submitted {
+		t.Fatalf("no submission after 6 steps: upgrade %+v, job %+v", w.status.Upgrade, w.status.Job)
+	}
+	if w.status.Upgrade == nil || w.status.Upgrade.Phase != v1.UpgradeVerifying || w.deployed.Version != "1.18.1" {
+		t.Errorf("after the submission: upgrade %+v, deployed %s", w.status.Upgrade, w.deployed.Version)
+	}
+}
