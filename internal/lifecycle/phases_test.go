@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -204,7 +205,7 @@ func TestUpgradeWaitsForFlinksAnswer(t *testing.T) {
 		{"restarting: waits to take a savepoint", Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting}, Hold, "WaitingForRunning"},
 		{"failed, newest state a checkpoint: refused", Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, CheckpointsCompleted: 9,
 			LatestCheckpoint: &Checkpoint{ID: 9, Path: "s3://cp/chk-9"}}, Refuse, "StateNotPortable"},
-		{"lost, newest state a checkpoint: refused", Flink{Reachable: true}, Refuse, "StateNotPortable"},
+		{"lost after checkpoints: refused, the newest is unknown", Flink{Reachable: true}, Refuse, "NewestStateUnknown"},
 	} {
 		w := stableWorld()
 		w.gen, w.spec = 2, baseSpec()
@@ -238,13 +239,33 @@ func TestJobLostWithItsJobManager(t *testing.T) {
 	w.commit(p)
 	w.now = t0.Add(time.Minute)
 	w.flink = Flink{Reachable: true}
+	// Flink forgot a job that completed checkpoints: chk-42 may have been
+	// subsumed since it was recorded, so nothing is restored until the
+	// user names the state.
 	p = w.decide()
-	if p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://cp/chk-42" || p.Status.Job.ID == "job-1" || !hasTransition(p, JobLost) {
-		t.Fatalf("lost job: action %s from %q as %s, transitions %v", p.Action.Kind, p.Action.RestorePath, p.Status.Job.ID, p.Transitions)
+	if p.Action.Kind != ActNone || p.Facts.StateHold == nil || p.Facts.StateHold.Reason != "NewestStateUnknown" ||
+		!strings.Contains(p.Facts.StateHold.Message, "s3://cp") {
+		t.Fatalf("lost job: action %s from %q, hold %+v", p.Action.Kind, p.Action.RestorePath, p.Facts.StateHold)
+	}
+	w.commit(p)
+	// The user names the newest checkpoint of the job's directory.
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Job.InitialSavepointPath = "s3://cp/chk-57"
+	var submitted Step
+	for i := 0; i < 6 && submitted.Action.Kind != ActSubmit; i++ {
+		submitted = w.decide()
+		w.commit(submitted)
+		w.now = w.now.Add(Poll)
+	}
+	if submitted.Action.Kind != ActSubmit || submitted.Action.RestorePath != "s3://cp/chk-57" || submitted.Status.Job.ID == "job-1" {
+		t.Fatalf("after the user named the state: action %s from %q as %s", submitted.Action.Kind, submitted.Action.RestorePath, submitted.Status.Job.ID)
 	}
 
 	// With only an older checkpoint, the savepoint is newer.
+	// A job that completed no checkpoint of its own: its savepoint is the
+	// newest, whatever an older job left.
 	w = stableWorld()
+	w.status.Job.CheckpointsCompleted = 0
 	w.status.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 1, Path: "s3://cp/chk-1", JobID: "job-0", ObservedAt: metav1.NewTime(t0.Add(-2 * time.Hour))}
 	w.status.Job.LastSavepoint = &v1.SavepointInfo{Path: "s3://sp/savepoint-1", TriggerID: "t", JobID: "job-1", TriggeredAt: saved, CompletedAt: &saved}
 	w.flink = Flink{Reachable: true}

@@ -268,15 +268,53 @@ func lost(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 	if spec = in.Spec.Job; spec == nil {
 		spec = &v1.JobSpec{}
 	}
+	if stopped(job) {
+		// Its own stop-with-savepoint ended it: nothing came after.
+		return portable(Snapshot{Path: job.LastSavepoint.Path, Savepoint: true}, job, why)
+	}
+	if job.CheckpointsCompleted > 0 || checkpointsDir(job) != "" {
+		// Flink completed checkpoints of this job and forgot it (its
+		// JobManager went without HA): nothing in Flink says which is the
+		// newest any more, and the one the operator last recorded may have
+		// been subsumed since (CheckpointCoordinator deletes what
+		// state.checkpoints.num-retained no longer keeps): restoring it
+		// would rewind the job, or fail it on a deleted checkpoint. The
+		// user names the state, by changing spec.job.initialSavepointPath.
+		if p := chosenRestore(in); p != "" {
+			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
+		}
+		return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
+			"Flink no longer knows job %s (a JobManager without high availability forgets its jobs), which completed %d checkpoints; the newest is known only to the checkpoint storage (the highest chk-N in %s), and the one last recorded, %s, may have been deleted since. Set spec.job.initialSavepointPath to the state to restore from; enable highAvailability so Flink recovers its jobs itself",
+			job.ID, job.CheckpointsCompleted, orUnknown(checkpointsDir(job)), orUnknown(newestState(job, &v1.JobSpec{})))}
+	}
 	path := newestState(job, &v1.JobSpec{})
 	if path == "" && job.CheckpointsCompleted == 0 {
 		path = spec.InitialSavepointPath
 	}
-	if path == "" && job.CheckpointsCompleted > 0 {
-		return Snapshot{}, Verdict{Do: Refuse, Reason: "StateUnknown", Message: fmt.Sprintf(
-			"Flink no longer knows job %s, which completed %d checkpoints, and the operator recorded none of them; restoring it without them would lose its state. Set spec.job.initialSavepointPath to the state to start from, or change the spec", job.ID, job.CheckpointsCompleted)}
-	}
 	return portable(Snapshot{Path: path, Savepoint: isSavepointPath(job, path)}, job, why)
+}
+
+// chosenRestore is the restore point the user named for this change: a
+// spec.job.initialSavepointPath changed from the deployed job's.
+func chosenRestore(in Input) string {
+	if in.Spec.Job == nil || in.Spec.Job.InitialSavepointPath == "" {
+		return ""
+	}
+	if in.Deployed == nil || in.Deployed.Job == nil || in.Deployed.Job.InitialSavepointPath == in.Spec.Job.InitialSavepointPath {
+		return ""
+	}
+	return in.Spec.Job.InitialSavepointPath
+}
+
+// checkpointsDir is the directory of the job's recorded checkpoints, where
+// Flink writes chk-N for each one it completes.
+func checkpointsDir(job *v1.JobStatus) string {
+	if cp := job.LastCheckpoint; cp != nil && cp.JobID == job.ID {
+		if i := strings.LastIndex(cp.Path, "/"); i > 0 {
+			return cp.Path[:i]
+		}
+	}
+	return ""
 }
 
 // portable refuses a checkpoint where only a savepoint may restore.

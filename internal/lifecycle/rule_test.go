@@ -73,18 +73,20 @@ func TestRestorePoint(t *testing.T) {
 		{"ended, stateless: empty", v1.JobStatus{ID: "job-1", EndedAt: &ended},
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForStateless, Restore, "", ""},
 
-		{"lost: the newest state recorded", v1.JobStatus{ID: "job-1", State: "RUNNING", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"},
-			LastCheckpoint: &v1.CheckpointInfo{ID: 5, Path: "s3://cp/chk-5", JobID: "job-1"}}, Flink{Reachable: true}, "", ForRestart, Restore, "s3://cp/chk-5", ""},
+		{"lost after a recorded checkpoint: refused, it may be subsumed", v1.JobStatus{ID: "job-1", State: "RUNNING", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"},
+			LastCheckpoint: &v1.CheckpointInfo{ID: 5, Path: "s3://cp/chk-5", JobID: "job-1"}}, Flink{Reachable: true}, "", ForRestart, Refuse, "", "NewestStateUnknown"},
+		{"lost before any checkpoint: the savepoint it started from", v1.JobStatus{ID: "job-1", State: "RUNNING", RestoredFrom: "s3://sp/old", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}},
+			Flink{Reachable: true}, "", ForRestart, Restore, "s3://sp/old", ""},
 		{"lost, stopped with a savepoint: it", v1.JobStatus{ID: "job-1", State: "FINISHED", LastSavepoint: stop,
 			LastCheckpoint: &v1.CheckpointInfo{ID: 7, Path: "s3://cp/chk-7", JobID: "job-1"}}, Flink{Reachable: true}, "", ForVersion, Restore, "s3://sp/stop", ""},
-		{"lost with checkpoints, none recorded: refused", v1.JobStatus{ID: "job-1", State: "RUNNING", CheckpointsCompleted: 4}, Flink{Reachable: true}, "", ForRestart, Refuse, "", "StateUnknown"},
+		{"lost with checkpoints, none recorded: refused", v1.JobStatus{ID: "job-1", State: "RUNNING", CheckpointsCompleted: 4}, Flink{Reachable: true}, "", ForRestart, Refuse, "", "NewestStateUnknown"},
 		{"rollback: its recorded point", v1.JobStatus{ID: "job-1", EndedAt: &ended}, Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForRollback, Restore, "s3://sp/pre-upgrade", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := baseSpec()
 			spec.Job.InitialSavepointPath = "s3://sp/initial"
 			status := &v1.FlinkClusterStatus{Job: &tc.job, Upgrade: &v1.UpgradeStatus{RollbackPath: "s3://sp/pre-upgrade"}}
-			in := Input{Spec: spec, Status: status, Deployed: baseSpec(), Flink: tc.flink, Now: t0, Retention: tc.retention}
+			in := Input{Spec: spec, Status: status, Deployed: spec.DeepCopy(), Flink: tc.flink, Now: t0, Retention: tc.retention}
 			snap, v := RestorePoint(in, &tc.job, tc.why)
 			if v.Do != tc.do || snap.Path != tc.path || v.Reason != tc.reason {
 				t.Errorf("RestorePoint = %+v, %+v; want %s %q reason %q", snap, v, tc.do, tc.path, tc.reason)
