@@ -158,6 +158,7 @@ func run(ctx context.Context, c config) error {
 	var r results
 	r.nodes = nodes
 	pl, err := platform.Start(ctx, platform.Options{
+		FlinkHARole: true,
 		// Memory for every pod's request (the Flink default is 1.6 GiB per
 		// process), so pods count is the only limit.
 		StateDir: stateDir, Nodes: nodes, NodePods: 250, NodeMemory: "1Ti", NodeCPU: "256", AuditLogPath: audit,

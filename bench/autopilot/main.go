@@ -100,7 +100,7 @@ func run(ctx context.Context, window time.Duration, perKind int, out string) err
 		return err
 	}
 	defer os.RemoveAll(state)
-	pl, err := platform.Start(ctx, platform.Options{StateDir: state, StartTimeout: 5 * time.Minute, Logger: logr.Discard()})
+	pl, err := platform.Start(ctx, platform.Options{StateDir: state, FlinkHARole: true, StartTimeout: 5 * time.Minute, Logger: logr.Discard()})
 	if err != nil {
 		return err
 	}

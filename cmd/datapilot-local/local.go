@@ -98,6 +98,7 @@ func localUp(ctx context.Context, stdout, stderr io.Writer, f *localUpFlags) err
 	fmt.Fprintln(stderr, "Starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok...")
 	po := f.platform
 	po.Logger = progress
+	po.FlinkHARole = true
 	p, err := platform.Start(ctx, po)
 	if err != nil {
 		return fmt.Errorf("starting the local platform: %w", err)

@@ -79,6 +79,10 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logger receives progress messages; default discards them.
 	Logger logr.Logger
+	// FlinkHARole installs the ClusterRole the chart ships for the Flink
+	// pods of clusters with Kubernetes HA, for an operator run without the
+	// chart (which would otherwise own it).
+	FlinkHARole bool
 }
 
 // DefaultAuditPolicy records every write (create, update, patch, delete) at
@@ -466,7 +470,9 @@ func (p *Platform) start(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.createNodes(gctx, cs) })
 	g.Go(func() error { return p.installCRDs(gctx) })
-	g.Go(func() error { return p.installFlinkHARole(gctx, cs) })
+	if p.opts.FlinkHARole {
+		g.Go(func() error { return p.installFlinkHARole(gctx, cs) })
+	}
 	g.Go(func() error { return p.waitDefaultServiceAccount(gctx, cs) })
 	if err := g.Wait(); err != nil {
 		return err

@@ -105,7 +105,7 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, Nodes: 2, AuditLogPath: auditLog,
+	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, Nodes: 2, FlinkHARole: true, AuditLogPath: auditLog,
 		AuditPolicy: auditPolicy, StartTimeout: 3 * time.Minute})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start local platform:", err)

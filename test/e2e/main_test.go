@@ -76,7 +76,7 @@ func run(m *testing.M) int {
 	// test's pods to go. The audit log (writes only, metadata) counts the
 	// operator's writes.
 	auditLog = filepath.Join(state, "audit", "audit.log")
-	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, StartTimeout: 3 * time.Minute,
+	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, FlinkHARole: true, StartTimeout: 3 * time.Minute,
 		NodeCPU: "1024", NodeMemory: "4Ti", NodePods: 500, AuditLogPath: auditLog})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start local platform:", err)

@@ -88,7 +88,7 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, StartTimeout: 3 * time.Minute,
+	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, FlinkHARole: true, StartTimeout: 3 * time.Minute,
 		NodeCPU: "1024", NodeMemory: "4Ti", NodePods: 500})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start local platform:", err)
