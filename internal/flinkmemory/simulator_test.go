@@ -1,9 +1,10 @@
-package flinkmemory
+package flinkmemory_test
 
 import (
 	"fmt"
 	"testing"
 
+	"github.com/datapilot/datapilot/internal/flinkmemory"
 	"github.com/datapilot/datapilot/internal/flinksim"
 )
 
@@ -39,8 +40,8 @@ func TestAgreesWithTheSimulator(t *testing.T) {
 					conf[k] = v
 				}
 				name := fmt.Sprintf("%s/%s/%d", version, size, i)
-				_, tmErr := DeriveTaskManager(conf)
-				_, jmErr := DeriveJobManager(conf)
+				_, tmErr := flinkmemory.DeriveTaskManager(conf)
+				_, jmErr := flinkmemory.DeriveJobManager(conf)
 				e := flinksim.NewEngine(flinksim.EngineOptions{})
 				key := flinksim.ClusterKey{Namespace: "ns", Name: "c"}
 				e.Observe(key, flinksim.SimpleCluster{Version: version, JobManager: "jm", TaskManagers: []string{"tm"}, Settings: conf}.Observation())
