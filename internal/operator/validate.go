@@ -53,8 +53,10 @@ func invalid(fc *v1.FlinkCluster) error {
 
 // validatingWebhook is the webhook the API server calls on every create
 // and update of a FlinkCluster (any served version: matchPolicy
-// Equivalent converts to v1 first). It fails closed: a spec is not
-// admitted unchecked while the operator is away.
+// Equivalent converts to v1 first). It fails open: a self-signed operator
+// makes a new CA at every start, and until the configuration trusts it (a
+// second or so after a restart) a closed webhook would refuse every write
+// to every FlinkCluster, the operator's own included.
 func validatingWebhook(cc admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.ValidatingWebhook {
 	return admissionregistrationv1.ValidatingWebhook{
 		Name:         "flinkclusters." + v1.GroupVersion.Group,
@@ -66,7 +68,7 @@ func validatingWebhook(cc admissionregistrationv1.WebhookClientConfig) admission
 				Resources: []string{"flinkclusters"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
 			},
 		}},
-		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+		FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
 		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 		AdmissionReviewVersions: []string{"v1"},
