@@ -60,7 +60,7 @@ func (j *job) sample(at time.Time, rate float64, dt time.Duration) Sample {
 			v.BackPressured = 1000 - busy
 		}
 		if i == 0 {
-			v.Source, v.Lag, v.RecordsIn = true, j.lag, 0
+			v.Source, v.Lag, v.LagKnown, v.Read, v.RecordsIn = true, j.lag, true, through, 0
 		}
 		s.Vertices = append(s.Vertices, v)
 	}
@@ -150,6 +150,27 @@ func TestRampSizedForArrivalAndCatchUp(t *testing.T) {
 	need := int32(math.Ceil(wantTarget / (500 * p.Target)))
 	if rec.To < need || rec.To > need+1 {
 		t.Errorf("to %d, want %d (target %d records/s at %.0f%% of 500 each)", rec.To, need, in.TargetRate, p.Target*100)
+	}
+}
+
+// A KafkaSource registers pendingRecords only once its reader has
+// fetched records: the samples before it carry no lag, and neither the
+// backlog's growth nor its size is read from them as if it were zero.
+func TestEvaluateTakesTheBacklogOnlyFromSamplesThatHaveIt(t *testing.T) {
+	p := policy()
+	j := job{caps: []float64{2000, 500, 1500}, parallelism: 4}
+	h := j.history(t0, p.Window, p.Interval, constant(3000))
+	for i := range 5 {
+		src := &h[i].Vertices[0]
+		src.Lag, src.LagKnown = 0, false
+	}
+	rec := Evaluate(h, p, t0, h[len(h)-1].Time)
+	// The backlog grows by 1000 records/s: arrival is 3000.
+	if in := rec.Inputs; in.ArrivalRate < 2990 || in.ArrivalRate > 3010 || rec.Kind != Up {
+		t.Errorf("%s, arrival %d, want a scale-up for 3000: %s", rec.Kind, in.ArrivalRate, rec.Message)
+	}
+	if strings.Contains(rec.Message, "unknown") {
+		t.Errorf("the backlog is known from the later samples: %s", rec.Message)
 	}
 }
 

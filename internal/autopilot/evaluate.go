@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -47,9 +48,13 @@ type Recommendation struct {
 type vertexWindow struct {
 	VertexSample
 	samples int
-	// firstLag and lastLag, with their times, give the backlog's growth.
+	// firstLag and lastLag, with their times, give the backlog's growth,
+	// from the samples whose lag was known (lagKnown: any was).
 	firstLag, lastLag float64
 	firstAt, lastAt   time.Time
+	lagKnown          bool
+	// startAt and spanAt are the first and last samples' times.
+	startAt, spanAt time.Time
 }
 
 // Evaluate sizes the job from the samples taken since since (the job's
@@ -69,7 +74,8 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 		return Recommendation{Kind: Collecting, Message: "No samples of the running job yet"}
 	}
 	var sourceRate, lag, growth float64
-	sources, span, samples := 0, time.Duration(0), 0
+	sources, span, samples := 0, time.Duration(-1), 0
+	var unknown []string
 	current := int32(0)
 	for _, v := range vs {
 		current = max(current, v.Parallelism)
@@ -77,12 +83,15 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 			continue
 		}
 		sources++
-		sourceRate += v.RecordsOut
+		sourceRate += v.Read
+		if !v.lagKnown {
+			unknown = append(unknown, v.Name)
+		}
 		lag += v.lastLag
 		if d := v.lastAt.Sub(v.firstAt); d > 0 {
 			growth += (v.lastLag - v.firstLag) / d.Seconds()
 		}
-		if d := v.lastAt.Sub(v.firstAt); span == 0 || d < span {
+		if d := v.spanAt.Sub(v.startAt); span < 0 || d < span {
 			span = d
 		}
 		samples = max(samples, v.samples)
@@ -90,8 +99,23 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 	in := v1.DecisionInputs{SourceRate: round(sourceRate), Lag: round(lag), Samples: int32(samples)}
 	if sources == 0 {
 		return Recommendation{Kind: Collecting, From: current, To: current, Inputs: in,
-			Message: "No source vertex reports pendingRecords yet"}
+			Message: "No source vertex reports metrics yet"}
 	}
+	rec := evaluate(vs, p, in, sourceRate, lag, growth, span, samples, current, start)
+	if len(unknown) > 0 {
+		// Sized from what the sources read alone: say so, rather than
+		// report a backlog of zero as if it were measured.
+		why := fmt.Sprintf("; the backlog of %s is unknown (no pendingRecords: a legacy SourceFunction, or a reader that has fetched nothing yet), so the arrival rate is taken as the read rate", strings.Join(unknown, ", "))
+		rec.Message += why
+		if rec.Summary != "" {
+			rec.Summary += why
+		}
+	}
+	return rec
+}
+
+// evaluate is Evaluate once the sources are known.
+func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag, growth float64, span time.Duration, samples int, current int32, start time.Time) Recommendation {
 	if need := p.Window - p.Interval; span < need || samples < 3 {
 		return Recommendation{Kind: Collecting, From: current, To: current, Inputs: in,
 			Message: fmt.Sprintf("Collecting metrics: %s of the %s window since %s (%d samples)", span.Round(time.Second), p.Window, start.UTC().Format(time.RFC3339), samples),
@@ -190,18 +214,25 @@ func windowOf(h []Sample, start time.Time) []vertexWindow {
 			w, ok := acc[v.ID]
 			if !ok {
 				w = &vertexWindow{VertexSample: VertexSample{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism, Source: v.Source},
-					firstLag: v.Lag, firstAt: s.Time}
+					startAt: s.Time}
 				acc[v.ID] = w
 				order = append(order, v.ID)
 			}
+			if v.LagKnown {
+				if !w.lagKnown {
+					w.firstLag, w.firstAt, w.lagKnown = v.Lag, s.Time, true
+				}
+				w.lastLag, w.lastAt = v.Lag, s.Time
+			}
+			w.spanAt = s.Time
 			w.samples++
 			w.BusyAvg += v.BusyAvg
 			w.BusyMax += v.BusyMax
 			w.BackPressured += v.BackPressured
 			w.RecordsIn += v.RecordsIn
 			w.RecordsOut += v.RecordsOut
+			w.Read += v.Read
 			w.Source = w.Source || v.Source
-			w.lastLag, w.lastAt = v.Lag, s.Time
 		}
 	}
 	out := make([]vertexWindow, 0, len(order))
@@ -213,6 +244,7 @@ func windowOf(h []Sample, start time.Time) []vertexWindow {
 		w.BackPressured /= n
 		w.RecordsIn /= n
 		w.RecordsOut /= n
+		w.Read /= n
 		out = append(out, *w)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Source && !out[j].Source })

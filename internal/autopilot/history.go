@@ -1,6 +1,7 @@
 package autopilot
 
 import (
+	"strings"
 	"time"
 
 	"github.com/datapilot/datapilot/internal/flink"
@@ -23,10 +24,15 @@ type VertexSample struct {
 	// RecordsIn and RecordsOut are numRecordsIn/OutPerSecond summed over
 	// the subtasks.
 	RecordsIn, RecordsOut float64
-	// Source: the vertex reads from outside (it has a pendingRecords
-	// metric); Lag is that metric summed over the subtasks.
-	Source bool
-	Lag    float64
+	// Source: the vertex reads from outside. Read is what it reads per
+	// second (see readRate). Lag is its pendingRecords summed over the
+	// subtasks when LagKnown: a legacy SourceFunction has none, and a
+	// KafkaSource registers it only once its reader has fetched records
+	// (KafkaSourceReaderMetrics#maybeAddRecordsLagMetric).
+	Source   bool
+	Read     float64
+	Lag      float64
+	LagKnown bool
 }
 
 // Sample is one poll of one job.
@@ -50,18 +56,52 @@ func Append(h []Sample, s Sample, keep time.Duration) []Sample {
 	return append(out, s)
 }
 
+// SourceNames are the metric names a listing of a source vertex's
+// aggregated subtask metrics offers for what the source reads.
+type SourceNames struct {
+	// Pending is the reader's pendingRecords (FLIP-33); "" while the
+	// source has not registered it.
+	Pending string
+	// In and Out are the source operator's own numRecordsIn/OutPerSecond,
+	// named after it ("Source__orders.numRecordsOutPerSecond").
+	In, Out string
+}
+
+// ListSourceNames finds a source's names in a listing of its vertex's
+// metrics. Flink prefixes an operator's metrics with its name, filtered
+// ("Source: orders" gives "Source__orders."); like the
+// flink-kubernetes-operator's FlinkMetric, only a "Source__" prefix is
+// taken for the source operator.
+func ListSourceNames(ids []string) SourceNames {
+	var n SourceNames
+	for _, id := range ids {
+		switch {
+		case strings.HasSuffix(id, flink.MetricPendingRecordsSuffix):
+			n.Pending = id
+		case strings.HasPrefix(id, sourceOperatorPrefix) && strings.HasSuffix(id, "."+flink.MetricRecordsIn):
+			n.In = id
+		case strings.HasPrefix(id, sourceOperatorPrefix) && strings.HasSuffix(id, "."+flink.MetricRecordsOut):
+			n.Out = id
+		}
+	}
+	return n
+}
+
+const sourceOperatorPrefix = "Source__"
+
 // VertexFromMetrics reads one vertex's sample from Flink's aggregated
 // subtask metrics (max, avg and sum of busyTimeMsPerSecond,
-// backPressuredTimeMsPerSecond, numRecordsIn/OutPerSecond, and the
-// source's pendingRecords, named pending); false when Flink had none.
-func VertexFromMetrics(v flink.JobDetailsVertex, ms []flink.AggregatedMetric, pending string) (VertexSample, bool) {
-	vs := VertexSample{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism, Source: pending != ""}
+// backPressuredTimeMsPerSecond, numRecordsIn/OutPerSecond, and for a
+// source, src, the names it listed); false when Flink had none.
+func VertexFromMetrics(v flink.JobDetailsVertex, ms []flink.AggregatedMetric, src *SourceNames) (VertexSample, bool) {
+	vs := VertexSample{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism, Source: src != nil}
 	if len(ms) == 0 {
 		// The JobManager's MetricFetcher has nothing yet (its first
 		// answer after a start, or a metric not reported yet): no
 		// reading, rather than a reading of zeros.
 		return vs, false
 	}
+	var opIn, opOut float64
 	for _, m := range ms {
 		switch {
 		case m.ID == flink.MetricBusyTime:
@@ -72,19 +112,46 @@ func VertexFromMetrics(v flink.JobDetailsVertex, ms []flink.AggregatedMetric, pe
 			vs.RecordsIn = val(m.Sum)
 		case m.ID == flink.MetricRecordsOut:
 			vs.RecordsOut = val(m.Sum)
-		case pending != "" && m.ID == pending:
-			vs.Lag = val(m.Sum)
+		case src == nil:
+		case src.Pending != "" && m.ID == src.Pending:
+			vs.Lag, vs.LagKnown = val(m.Sum), m.Sum != nil
+		case src.In != "" && m.ID == src.In:
+			opIn = val(m.Sum)
+		case src.Out != "" && m.ID == src.Out:
+			opOut = val(m.Sum)
 		}
+	}
+	if src != nil {
+		vs.Read = readRate(opIn, opOut, vs.RecordsIn, vs.RecordsOut)
 	}
 	return vs, true
 }
 
-// MetricNames are what a sample asks Flink for, the source's
-// pendingRecords when pending names it.
-func MetricNames(pending string) []string {
+// readRate is what a source reads per second: its operator's records in
+// (a FLIP-27 SourceOperator counts what its reader emits), else its
+// operator's records out (a legacy SourceFunction counts no records in:
+// StreamSource has no input), as the flink-kubernetes-operator's
+// ScalingMetrics does; else, for a source whose operator is not named
+// "Source: ...", the task's records in, then out.
+func readRate(opIn, opOut, taskIn, taskOut float64) float64 {
+	for _, r := range []float64{opIn, opOut, taskIn} {
+		if r > 0 {
+			return r
+		}
+	}
+	return taskOut
+}
+
+// MetricNames are what a sample asks Flink for, with a source's own
+// names when src is one.
+func MetricNames(src *SourceNames) []string {
 	names := []string{flink.MetricBusyTime, flink.MetricBackPressuredTime, flink.MetricRecordsIn, flink.MetricRecordsOut}
-	if pending != "" {
-		names = append(names, pending)
+	if src != nil {
+		for _, n := range []string{src.Pending, src.In, src.Out} {
+			if n != "" {
+				names = append(names, n)
+			}
+		}
 	}
 	return names
 }

@@ -17,9 +17,9 @@ import (
 
 // The histories here are recorded from the Flink REST simulator on a fake
 // clock: a job runs the workload, and every 5 s the test reads what the
-// operator reads (GET /jobs/{jobid}, then each vertex's aggregated subtask
-// metrics, through the MetricFetcher's lag and Flink's 60 s meters) and
-// feeds it to the decision.
+// operator reads (GET /jobs/{jobid}, then the operator's own Sampler:
+// each vertex's aggregated subtask metrics, through the MetricFetcher's
+// lag and Flink's 60 s meters) and feeds it to the decision.
 
 var recordKey = flinksim.ClusterKey{Namespace: "team-a", Name: "orders"}
 
@@ -34,7 +34,7 @@ type recorder struct {
 	clk     *clock
 	c       *flink.Client
 	job     string
-	pending map[string]string
+	sampler autopilot.Sampler
 	history []autopilot.Sample
 }
 
@@ -78,7 +78,7 @@ func (r *recorder) submit(parallelism int32) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.job, r.pending = run.JobID, nil
+	r.job, r.sampler = run.JobID, autopilot.Sampler{}
 	r.clk.t = r.clk.t.Add(2 * time.Second)
 }
 
@@ -92,31 +92,9 @@ func (r *recorder) run(d time.Duration, p autopilot.Policy) {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if r.pending == nil {
-			r.pending = map[string]string{}
-			ids, err := r.c.SubtaskMetricIDs(ctx, r.job, job.Vertices[0].ID)
-			if err != nil {
-				r.t.Fatal(err)
-			}
-			for _, id := range ids {
-				if strings.HasSuffix(id, flink.MetricPendingRecordsSuffix) {
-					r.pending[job.Vertices[0].ID] = id
-				}
-			}
-			if len(r.pending) == 0 {
-				r.pending = nil // not reported yet
-				continue
-			}
-		}
-		s := autopilot.Sample{Time: r.clk.t, JobID: r.job}
-		for _, v := range job.Vertices {
-			ms, err := r.c.SubtaskMetrics(ctx, r.job, v.ID, autopilot.MetricNames(r.pending[v.ID]), autopilot.Aggregations)
-			if err != nil {
-				r.t.Fatal(err)
-			}
-			if vs, ok := autopilot.VertexFromMetrics(v, ms, r.pending[v.ID]); ok {
-				s.Vertices = append(s.Vertices, vs)
-			}
+		s, _, err := r.sampler.Sample(ctx, r.c, r.job, job.Vertices, r.clk.t)
+		if err != nil {
+			r.t.Fatal(err)
 		}
 		if len(s.Vertices) > 0 {
 			r.history = autopilot.Append(r.history, s, p.Window+p.Stabilization)

@@ -25,13 +25,6 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list
 
-// vertexRequests bounds the vertex metric requests of one sample: the
-// sources every time, the other vertices in turns. With the job's own
-// GET /jobs/{jobid} (read by the lifecycle anyway) and numRestarts, a
-// sample costs at most vertexRequests+1 requests whatever the job's size
-// (plus, once per job, one listing of each source's metric names).
-const vertexRequests = 4
-
 // healInterval is how often restarts are read for a cluster with
 // spec.healing but no autoscaler.
 const healInterval = 30 * time.Second
@@ -49,10 +42,7 @@ type clusterMemory struct {
 	restarts []autopilot.Restarts
 	last     time.Time
 	jobID    string
-	// pending is each source vertex's pendingRecords metric name, found
-	// once per job; "" for a vertex that has none.
-	pending map[string]string
-	cursor  int
+	sampler  autopilot.Sampler
 }
 
 func (a *autopilotMemory) get(key types.NamespacedName) *clusterMemory {
@@ -182,7 +172,7 @@ func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs 
 		mem.last = now
 		res.took += r.sampleRestarts(ctx, c, job.ID, mem, now, autopilot.HealPolicyFor(&fc.Spec))
 		if scaling {
-			s, n, err := r.sampleVertices(ctx, c, job.ID, obs.Vertices, mem, now)
+			s, n, err := mem.sampler.Sample(ctx, c, job.ID, obs.Vertices, now)
 			res.took += n
 			switch {
 			case err != nil:
@@ -311,87 +301,6 @@ func (r *Reconciler) sampleRestarts(ctx context.Context, c *flink.Client, jobID 
 		}
 	}
 	return 1
-}
-
-// sampleVertices reads the sources and, in turns, the other vertices:
-// busy and backpressured time, record rates, and the sources' pending
-// records, aggregated by Flink over the subtasks.
-func (r *Reconciler) sampleVertices(ctx context.Context, c *flink.Client, jobID string, vertices []flink.JobDetailsVertex, mem *clusterMemory, now time.Time) (autopilot.Sample, int, error) {
-	s := autopilot.Sample{Time: now, JobID: jobID}
-	requests := 0
-	if len(vertices) == 0 {
-		return s, 0, fmt.Errorf("job %s lists no vertices", jobID)
-	}
-	if mem.pending == nil {
-		mem.pending = map[string]string{}
-		for _, v := range sourceCandidates(vertices) {
-			ids, err := c.SubtaskMetricIDs(ctx, jobID, v.ID)
-			requests++
-			if err != nil {
-				mem.pending = nil
-				return s, requests, err
-			}
-			if len(ids) == 0 {
-				// The JobManager's MetricFetcher has not fetched yet (its
-				// first answer is empty): nothing is known of this vertex.
-				continue
-			}
-			mem.pending[v.ID] = ""
-			for _, id := range ids {
-				if strings.HasSuffix(id, flink.MetricPendingRecordsSuffix) {
-					mem.pending[v.ID] = id
-				}
-			}
-		}
-		if len(mem.pending) == 0 {
-			// List again at the next sample, not never.
-			mem.pending = nil
-		}
-	}
-	var pick []flink.JobDetailsVertex
-	var others []flink.JobDetailsVertex
-	for _, v := range vertices {
-		if id, ok := mem.pending[v.ID]; ok && id != "" {
-			pick = append(pick, v)
-		} else {
-			others = append(others, v)
-		}
-	}
-	turn := min(max(vertexRequests-len(pick), 0), len(others))
-	for i := range turn {
-		pick = append(pick, others[(mem.cursor+i)%len(others)])
-	}
-	if len(others) > 0 {
-		mem.cursor = (mem.cursor + turn) % len(others)
-	}
-	for _, v := range pick {
-		pending := mem.pending[v.ID]
-		ms, err := c.SubtaskMetrics(ctx, jobID, v.ID, autopilot.MetricNames(pending), autopilot.Aggregations)
-		requests++
-		if err != nil {
-			return s, requests, err
-		}
-		if vs, ok := autopilot.VertexFromMetrics(v, ms, pending); ok {
-			s.Vertices = append(s.Vertices, vs)
-		}
-	}
-	return s, requests, nil
-}
-
-// sourceCandidates are the vertices that may be sources: those Flink
-// names "Source: ..." (its default for a source's name), else the first
-// (JobDetailsInfo lists vertices in topological order).
-func sourceCandidates(vs []flink.JobDetailsVertex) []flink.JobDetailsVertex {
-	var out []flink.JobDetailsVertex
-	for _, v := range vs {
-		if strings.HasPrefix(v.Name, "Source") {
-			out = append(out, v)
-		}
-	}
-	if len(out) == 0 {
-		out = vs[:1]
-	}
-	return out
 }
 
 // taskManagerCapacity counts the TaskManager pods the nodes can take

@@ -142,6 +142,8 @@ func TestConversionWebhook(t *testing.T) {
 	ctx := t.Context()
 	c := ce.c
 
+	t.Run("memory Flink would refuse is refused at admission", func(t *testing.T) { testMemoryAdmission(t, ce) })
+
 	t.Run("v1alpha1 object reads as v1", func(t *testing.T) {
 		ns := ce.namespace(t, "alpha-to-v1")
 		if err := c.Create(ctx, alphaCluster(ns, "orders", "kafka-0:9092,kafka-1:9092")); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -58,17 +59,19 @@ func selfSignedCertDir(o Options) (string, bool, error) {
 	return dir, true, nil
 }
 
-// setUpConversion serves /convert for FlinkCluster on the manager's webhook
-// server and, with self-signed, adds the Injector that makes the API server
-// call and trust it.
+// setUpConversion serves /convert and ValidatePath for FlinkCluster on the
+// manager's webhook server and, with self-signed, adds the Injector that
+// makes the API server call and trust both (the CRD's conversion, and the
+// ValidatingWebhookConfiguration it keeps). In dir mode the deployment
+// provides both configurations.
 func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 	if o.WebhookCertMode == WebhookCertNone {
 		return nil
 	}
 	// v1 is the hub and v1alpha1 a Convertible spoke, both in the scheme:
 	// the builder registers controller-runtime's conversion handler.
-	if err := ctrl.NewWebhookManagedBy(mgr, &v1.FlinkCluster{}).Complete(); err != nil {
-		return fmt.Errorf("set up the FlinkCluster conversion webhook: %w", err)
+	if err := ctrl.NewWebhookManagedBy(mgr, &v1.FlinkCluster{}).WithValidator(validator{}).WithValidatorCustomPath(ValidatePath).Complete(); err != nil {
+		return fmt.Errorf("set up the FlinkCluster conversion and validating webhooks: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
@@ -87,12 +90,19 @@ func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 			return err
 		}
 		io.URL, io.Hosts = o.WebhookURL, []string{u.Hostname()}
+		validate := *u
+		validate.Path = ValidatePath
+		io.Validating = &webhookcert.Validating{Name: ValidatingWebhookName,
+			Webhook: validatingWebhook(admissionregistrationv1.WebhookClientConfig{URL: ptr.To(validate.String())})}
 	} else {
 		ns, name, err := webhookService(o.WebhookService)
 		if err != nil {
 			return err
 		}
 		io.Service = &apiextensionsv1.ServiceReference{Namespace: ns, Name: name, Path: ptr.To("/convert"), Port: ptr.To(int32(o.WebhookPort))}
+		io.Validating = &webhookcert.Validating{Name: ValidatingWebhookName,
+			Webhook: validatingWebhook(admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+				Namespace: ns, Name: name, Path: ptr.To(ValidatePath), Port: ptr.To(int32(o.WebhookPort))}})}
 		io.Hosts = []string{name + "." + ns + ".svc", name + "." + ns + ".svc.cluster.local", name + "." + ns, name}
 	}
 	injector, err := webhookcert.New(io)

@@ -1,10 +1,17 @@
 package resources
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flinkmemory"
 )
 
 // The process sizes when a container states no memory: the official
@@ -59,4 +66,55 @@ func containerResources(r corev1.ResourceRequirements, mem resource.Quantity) co
 	out.Limits[corev1.ResourceMemory] = mem
 	out.Requests[corev1.ResourceMemory] = mem
 	return out
+}
+
+// MemoryErrors are Flink's refusals of the cluster's memory: a JobManager
+// or TaskManager whose configuration Flink's entrypoint would not start
+// (ProcessMemoryUtils, see flinkmemory), each on the field that sized the
+// process, with Flink's reason and the user's memory keys that entered it.
+// The configuration is the one RenderConfig writes for memory: the user's
+// keys, then the process sizes.
+func MemoryErrors(fc *v1.FlinkCluster) field.ErrorList {
+	settings := map[string]string{}
+	for k, v := range fc.Spec.FlinkConfiguration {
+		settings[k] = string(v)
+	}
+	jm, tm := jobManagerMemory(fc), taskManagerMemory(fc)
+	settings["jobmanager.memory.process.size"] = flinkMemory(jm)
+	settings["taskmanager.memory.process.size"] = flinkMemory(tm)
+	var errs field.ErrorList
+	if _, err := flinkmemory.DeriveJobManager(settings); err != nil {
+		errs = append(errs, memoryError(fc, field.NewPath("spec", "jobManager", "resources"), fc.Spec.JobManager.Resources, "JobManager", "jobmanager.memory.process.size", jm, err))
+	}
+	if _, err := flinkmemory.DeriveTaskManager(settings); err != nil {
+		errs = append(errs, memoryError(fc, field.NewPath("spec", "taskManager", "resources"), fc.Spec.TaskManager.Resources, "TaskManager", "taskmanager.memory.process.size", tm, err))
+	}
+	return errs
+}
+
+// memoryError names the field the process size came from (the limit, else
+// the request, else the default a limit would replace) and what Flink says.
+func memoryError(fc *v1.FlinkCluster, resources *field.Path, r corev1.ResourceRequirements, who, processKey string, size resource.Quantity, err error) *field.Error {
+	path, value := resources.Child("limits", "memory"), size.String()
+	if _, ok := r.Limits[corev1.ResourceMemory]; !ok {
+		if _, ok := r.Requests[corev1.ResourceMemory]; ok {
+			path = resources.Child("requests", "memory")
+		} else {
+			value = "unset, so the default " + value
+		}
+	}
+	var users []string
+	var e *flinkmemory.Error
+	if errors.As(err, &e) {
+		for _, k := range e.Set {
+			if v, ok := fc.Spec.FlinkConfiguration[k]; ok && k != processKey {
+				users = append(users, fmt.Sprintf("%s=%s", k, v))
+			}
+		}
+	}
+	with := ""
+	if len(users) > 0 {
+		with = " and spec.flinkConfiguration's " + strings.Join(users, ", ")
+	}
+	return field.Invalid(path, value, fmt.Sprintf("Flink %s would refuse to start the %s with %s %s%s: %v", fc.Spec.Version, who, processKey, flinkMemory(size), with, err))
 }

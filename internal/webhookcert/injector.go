@@ -31,6 +31,8 @@ type Options struct {
 	Hosts []string
 	// CertDir receives tls.crt and tls.key.
 	CertDir string
+	// Validating, when set, is kept trusting the same CA.
+	Validating *Validating
 	// Reader reads the CRD (uncached); Writer patches it.
 	Reader client.Reader
 	Writer client.Writer
@@ -151,7 +153,8 @@ func (in *Injector) renewIfDue(ctx context.Context) error {
 }
 
 // Inject makes the CRD's spec.conversion a webhook conversion to this
-// operator whose caBundle holds the current CA. It writes only when
+// operator whose caBundle holds the current CA, and the validating webhook
+// configuration, when there is one, likewise. It writes only when
 // something differs.
 func (in *Injector) Inject(ctx context.Context) error {
 	in.mu.Lock()
@@ -193,6 +196,9 @@ func (in *Injector) Inject(ctx context.Context) error {
 		in.o.Log.Info("Pointed the CRD's conversion webhook at this operator", "crd", in.o.CRDName, "caBundleCertificates", countCerts(want.Webhook.ClientConfig.CABundle))
 		return nil
 	})
+	if err == nil && in.o.Validating != nil {
+		err = in.injectValidating(ctx, ca)
+	}
 	if err != nil {
 		in.injected.Store(false)
 		return err
@@ -201,7 +207,8 @@ func (in *Injector) Inject(ctx context.Context) error {
 	return nil
 }
 
-// Checker is a readiness check: ready once the CRD trusts this replica's CA,
+// Checker is a readiness check: ready once the CRD (and the validating
+// webhook configuration) trusts this replica's CA,
 // so the webhook Service sends conversions only to replicas the API server
 // can verify.
 func (in *Injector) Checker(_ *http.Request) error {
