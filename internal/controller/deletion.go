@@ -274,9 +274,18 @@ func (r *Reconciler) deleteHAConfigMaps(ctx context.Context, fc *v1.FlinkCluster
 	if len(pods.Items) > 0 {
 		return false, nil
 	}
+	// Listed and deleted one by one: the operator holds list and delete on
+	// ConfigMaps, not deletecollection (Flink's HA ConfigMaps are not in
+	// the label-filtered cache, so the list reads the API server).
+	cms := &corev1.ConfigMapList{}
 	sel := client.MatchingLabels(resources.HAConfigMapLabels(resources.HAIdentity(fc)))
-	if err := r.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(fc.Namespace), sel); err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("delete the HA ConfigMaps of %s: %w", klog.KObj(fc), err)
+	if err := r.APIReader.List(ctx, cms, client.InNamespace(fc.Namespace), sel); err != nil {
+		return false, fmt.Errorf("list the HA ConfigMaps of %s: %w", klog.KObj(fc), err)
+	}
+	for i := range cms.Items {
+		if err := r.Client.Delete(ctx, &cms.Items[i]); err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("delete the HA ConfigMap %s of %s: %w", cms.Items[i].Name, klog.KObj(fc), err)
+		}
 	}
 	return true, nil
 }

@@ -87,17 +87,28 @@ func startJobClusterAt(t *testing.T, name, version string) (string, flinksim.Clu
 
 func simJob(t *testing.T, key flinksim.ClusterKey, id string) flinksim.JobView {
 	t.Helper()
+	if _, err := sim.Engine.View(key); err != nil {
+		t.Fatal(err)
+	}
+	j, ok := findSimJob(key, id)
+	if !ok {
+		t.Fatalf("the simulator has no job %s in %s", id, key)
+	}
+	return j
+}
+
+// findSimJob is the simulator's job id, if it has one.
+func findSimJob(key flinksim.ClusterKey, id string) (flinksim.JobView, bool) {
 	view, err := sim.Engine.View(key)
 	if err != nil {
-		t.Fatal(err)
+		return flinksim.JobView{}, false
 	}
 	for _, j := range view.Jobs {
 		if j.ID == id {
-			return j
+			return j, true
 		}
 	}
-	t.Fatalf("the simulator has no job %s in %s", id, key)
-	return flinksim.JobView{}
+	return flinksim.JobView{}, false
 }
 
 func jobManagerImage(t *testing.T, ns, name string) string {

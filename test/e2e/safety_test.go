@@ -169,7 +169,12 @@ func TestNewSpecDuringVerification(t *testing.T) {
 			return fmt.Errorf("upgrade %+v", fc.Status.Upgrade)
 		}
 		verifying, pre = fc.Status.Job.ID, fc.Status.Upgrade.RestorePath
-		if j := simJob(t, key, verifying); j.State != flink.JobRunning || j.CheckpointsCompleted < 2 {
+		// The job's ID is recorded before its submission reaches Flink.
+		j, ok := findSimJob(key, verifying)
+		if !ok {
+			return fmt.Errorf("job %s not submitted yet", verifying)
+		}
+		if j.State != flink.JobRunning || j.CheckpointsCompleted < 2 {
 			return fmt.Errorf("job %s %s with %d checkpoints", j.ID, j.State, j.CheckpointsCompleted)
 		}
 		return nil
