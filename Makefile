@@ -133,9 +133,9 @@ flink-charts-check:
 	$(GO) run ./hack/flinkcharts check
 
 ## test: every tier. The image test (a module of its own) runs beside the unit and integration
-## tier, and each of the two prints its output whole when it ends.
+## tier, and each of the two prints its output whole when it ends; so do the chaos tier and the
+## fault schedules (three seeds at once), each on a platform of its own.
 test: tools verify-generated build chart-lint flink-charts-check kustomize-check
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-image
 	@$(MAKE) --no-print-directory test-e2e
-	@$(MAKE) --no-print-directory test-chaos
-	@$(MAKE) --no-print-directory test-faults
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-chaos test-faults FAULTS_PARALLEL=3
