@@ -131,18 +131,20 @@ func TestKubernetesHAGetsItsOwnAccount(t *testing.T) {
 	})
 	// An older operator's binding to a Role of its own (its roleRef cannot
 	// change) is replaced by one to the ClusterRole.
-	legacy := &rbacv1.RoleBinding{}
-	if err := k8s.Get(ctx, key, legacy); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Delete(ctx, legacy); err != nil {
-		t.Fatal(err)
-	}
-	legacy = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name, Labels: legacy.Labels, OwnerReferences: legacy.OwnerReferences},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: key.Name}, Subjects: legacy.Subjects}
-	if err := k8s.Create(ctx, legacy); err != nil {
-		t.Fatal(err)
-	}
+	// The operator recreates a deleted binding at once, so the legacy one
+	// takes the name in the gap between a delete and the operator's create.
+	testwait.Until(t, 10*time.Second, func() error {
+		current := &rbacv1.RoleBinding{}
+		if err := k8s.Get(ctx, key, current); err != nil {
+			return err
+		}
+		if err := k8s.Delete(ctx, current); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		legacy := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name, Labels: current.Labels, OwnerReferences: current.OwnerReferences},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: key.Name}, Subjects: current.Subjects}
+		return k8s.Create(ctx, legacy)
+	})
 	testwait.Until(t, 10*time.Second, func() error {
 		again := &rbacv1.RoleBinding{}
 		if err := k8s.Get(ctx, key, again); err != nil {
