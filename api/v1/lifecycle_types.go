@@ -187,6 +187,12 @@ type SavepointInfo struct {
 	// counter, so it orders them.
 	// +optional
 	CheckpointID int64 `json:"checkpointID,omitempty"`
+	// ForgottenAt is when the operator first found that Flink no longer
+	// knows the trigger. Flink's REST answers are cached, so what it says of
+	// the job is trusted to postdate the trigger's end only once that
+	// cache has turned over since.
+	// +optional
+	ForgottenAt *metav1.Time `json:"forgottenAt,omitempty"`
 }
 
 // JobStatus is what the operator knows of the job.

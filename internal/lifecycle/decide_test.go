@@ -209,6 +209,12 @@ func TestUpgradeWithSavepointAndRestore(t *testing.T) {
 	w.now = w.now.Add(time.Second)
 	w.flink.Pending = &Operation{Unknown: true}
 	p = w.decide()
+	if p.Action.Kind != ActNone || p.Status.Job.PendingSavepoint.ForgottenAt == nil {
+		t.Fatalf("first 404: action %s, want a wait for Flink's REST caches", p.Action.Kind)
+	}
+	w.commit(p)
+	w.now = w.now.Add(5 * time.Second)
+	p = w.decide()
 	if p.Action.Kind != ActTrigger || p.Status.Job.PendingSavepoint.TriggerID != sp.TriggerID {
 		t.Fatalf("resume: action %s trigger %s, want the recorded %s", p.Action.Kind, p.Status.Job.PendingSavepoint.TriggerID, sp.TriggerID)
 	}

@@ -41,12 +41,16 @@ func hasTransition(p Step, k TransitionKind) bool {
 // again; without a record, the trigger is sent again only while the job
 // runs. A stop whose job ended goes on to the state rule, which reads what
 // it left from Flink's history (nothing rolls before); the deadline ends
-// only a stop Flink will not complete (issue 19, path 4).
+// only a stop Flink will not complete (issue 19, path 4). Nothing but a
+// settled result is concluded from a 404 until Flink's REST caches have
+// turned over since it was first seen: a cached "RUNNING" may be a job
+// that just finished with the savepoint.
 func TestForgottenTrigger(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		after      time.Duration
 		flink      Flink
+		later      *Flink // what Flink says once its caches turned over, when it differs
 		wantAction ActionKind
 		wantPhase  v1.UpgradePhase // "" means the upgrade ended
 		wantPath   string
@@ -55,26 +59,31 @@ func TestForgottenTrigger(t *testing.T) {
 		{"settled from the history", 10 * time.Minute,
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Unknown: true},
 				Savepoints: []Checkpoint{{ID: 7, Path: "s3://sp/savepoint-7", TriggeredAt: t0.Add(time.Second)}}},
-			ActNone, v1.UpgradeDeploying, "s3://sp/savepoint-7", ""},
+			nil, ActNone, v1.UpgradeDeploying, "s3://sp/savepoint-7", ""},
 		{"a savepoint older than the trigger is not ours", 10 * time.Second,
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Unknown: true},
 				Savepoints: []Checkpoint{{ID: 3, Path: "s3://sp/old", TriggeredAt: t0.Add(-time.Hour)}}},
-			ActTrigger, v1.UpgradeSavingState, "", ""},
+			nil, ActTrigger, v1.UpgradeSavingState, "", ""},
 		{"job finished, no record: the history is read once Flink's cache expired, not re-triggered", 10 * time.Second,
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Unknown: true}},
-			ActNone, v1.UpgradeDeploying, "", ""},
+			nil, ActNone, v1.UpgradeDeploying, "", ""},
 		{"job lost with its JobManager, no state recorded: refused", 10 * time.Second,
 			Flink{Reachable: true, Pending: &Operation{Unknown: true}},
-			ActNone, "", "", "UpgradeFailed"},
+			nil, ActNone, "", "", "UpgradeFailed"},
 		{"still running, within the deadline: sent again", 10 * time.Second,
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Unknown: true}},
-			ActTrigger, v1.UpgradeSavingState, "", ""},
+			nil, ActTrigger, v1.UpgradeSavingState, "", ""},
 		{"still running, past the deadline: failed, the job untouched", 2 * time.Minute,
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Unknown: true}},
-			ActNone, "", "", "SavepointFailed"},
+			nil, ActNone, "", "", "SavepointFailed"},
+		{"running by a cached read past the deadline, then finished with the savepoint: settled", 2 * time.Minute,
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, Pending: &Operation{Unknown: true}},
+			&Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Unknown: true},
+				Savepoints: []Checkpoint{{ID: 7, Path: "s3://sp/savepoint-7", TriggeredAt: t0.Add(time.Second)}}},
+			ActNone, v1.UpgradeDeploying, "s3://sp/savepoint-7", ""},
 		{"unreachable past the deadline: held, the stop may complete", 2 * time.Minute,
 			Flink{},
-			ActNone, v1.UpgradeSavingState, "", ""},
+			nil, ActNone, v1.UpgradeSavingState, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := savingWorld(t)
@@ -82,6 +91,17 @@ func TestForgottenTrigger(t *testing.T) {
 			w.now = t0.Add(tc.after)
 			w.flink = tc.flink
 			p := w.decide()
+			if tc.flink.Pending != nil && tc.flink.Pending.Unknown && (tc.wantPath == "" || tc.later != nil) {
+				if p.Action.Kind != ActNone || p.Status.Upgrade == nil || p.Status.Upgrade.Phase != v1.UpgradeSavingState || p.Status.Job.PendingSavepoint.ForgottenAt == nil {
+					t.Fatalf("first 404: action %s upgrade %+v pending %+v, want a wait for Flink's caches", p.Action.Kind, p.Status.Upgrade, p.Status.Job.PendingSavepoint)
+				}
+				w.commit(p)
+				w.now = w.now.Add(5 * time.Second)
+				if tc.later != nil {
+					w.flink = *tc.later
+				}
+				p = w.decide()
+			}
 			if p.Action.Kind != tc.wantAction {
 				t.Errorf("action %s, want %s", p.Action.Kind, tc.wantAction)
 			}

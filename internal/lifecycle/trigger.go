@@ -64,6 +64,18 @@ func (s *Step) follow() (outcome, *v1.SavepointInfo) {
 		if path := settled(in, sp); path != "" {
 			return s.triggerDone(sp, path)
 		}
+		// Flink forgets a trigger's result some time after the operation
+		// ended, while its job status and checkpoint history may be
+		// cached reads from before (DefaultExecutionGraphCache, the
+		// checkpoint statistics cache): a job still "RUNNING" may have
+		// just finished with the savepoint. Nothing is concluded, or sent
+		// again, until those caches have turned over.
+		if wait := forgottenLeft(s, sp); wait > 0 {
+			s.requeue(wait)
+			return inFlight, nil
+		}
+	} else if op != nil {
+		sp.ForgottenAt = nil
 	}
 	if limit := savepointTimeout(in.Spec); timedOut(sp.TriggeredAt, limit, in.Now) {
 		if !sp.Stop || !stopMayComplete(in, op) {
@@ -91,6 +103,16 @@ func (s *Step) follow() (outcome, *v1.SavepointInfo) {
 	}
 	s.requeue(Poll)
 	return inFlight, nil
+}
+
+// forgottenLeft records when Flink was first seen not to know the trigger
+// and says how long its REST caches may still answer from before that.
+func forgottenLeft(s *Step, sp *v1.SavepointInfo) time.Duration {
+	if sp.ForgottenAt == nil {
+		now := s.now()
+		sp.ForgottenAt = &now
+	}
+	return sp.ForgottenAt.Add(restCacheWindow(s.in.Deployed) + time.Second).Sub(s.in.Now)
 }
 
 // stopMayComplete: Flink may still complete a stop-with-savepoint past the
