@@ -312,6 +312,8 @@ func (r *Reconciler) actOnStep(ctx context.Context, fc *v1.FlinkCluster, step *l
 // restart before the write only deploys the first spec again.
 func (r *Reconciler) recordStep(ctx context.Context, s *scope, step lifecycle.Step) error {
 	fc := s.fc
+	// The upgrade in flight before the step, which times the one it ends.
+	prevUpgrade := fc.Status.Upgrade.DeepCopy()
 	next := step.Status
 	next.DeployedSpec = keepEncoding(fc.Status.DeployedSpec, step.Deploy)
 	if step.MarkStable {
@@ -323,7 +325,7 @@ func (r *Reconciler) recordStep(ctx context.Context, s *scope, step lifecycle.St
 			s.obs.served = served
 			fc.Status = next
 			s.events = step.Events
-			r.Metrics.count(step.Transitions)
+			r.Metrics.count(prevUpgrade, step.Transitions, time.Now())
 			return nil
 		}
 		if err := r.applyStatus(ctx, fc, next); err != nil {
@@ -332,7 +334,7 @@ func (r *Reconciler) recordStep(ctx context.Context, s *scope, step lifecycle.St
 		r.Metrics.StatusWrites.Inc()
 	}
 	r.recordEvents(fc, step.Events)
-	r.Metrics.count(step.Transitions)
+	r.Metrics.count(prevUpgrade, step.Transitions, time.Now())
 	return nil
 }
 
@@ -583,7 +585,7 @@ func checkpointsRetained(fc *v1.FlinkCluster) int32 {
 func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs observed) error {
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	st := computeStatus(fc, obs, now)
-	r.Metrics.observe(fc, st.Phase)
+	r.Metrics.observe(fc, &st)
 	served := fc.Status
 	if obs.served != nil {
 		// A lifecycle step is held in fc.Status for this write.

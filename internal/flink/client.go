@@ -324,6 +324,7 @@ func (c *Client) send(ctx context.Context, timeout time.Duration, method, endpoi
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	ctx = withEndpoint(ctx, method, endpoint)
 	u := c.baseURL + p
 	fail := func(status int, msgs []string, err error) error {
 		return &Error{Method: method, Endpoint: endpoint, URL: u, StatusCode: status, Messages: msgs, Err: err}

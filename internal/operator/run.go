@@ -138,8 +138,9 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Resolver:  flink.Resolver{Override: o.FlinkRESTOverride, PodOverride: o.FlinkRESTPodOverride},
 		Platform:  o.Platform(),
 		// Per-request timeouts are set by the Flink client, and the jar
-		// upload's by the jar policy.
-		HTTPClient: &http.Client{},
+		// upload's by the jar policy. Every request is counted by endpoint
+		// and status (datapilot_flink_rest_requests_total).
+		HTTPClient: &http.Client{Transport: flinkRESTMetrics().Transport(nil)},
 	}
 	if r.Jars, err = o.JarPolicy(); err != nil {
 		return nil, err
@@ -213,7 +214,8 @@ var (
 	restClientMetrics = sync.OnceFunc(func() {
 		crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRequestLatency, crmetrics.MetricRateLimiterLatency)
 	})
-	pacingMetrics = sync.OnceValue(func() *pacing.Metrics { return pacing.NewMetrics(crmetrics.Registry) })
+	pacingMetrics    = sync.OnceValue(func() *pacing.Metrics { return pacing.NewMetrics(crmetrics.Registry) })
+	flinkRESTMetrics = sync.OnceValue(func() *flink.RESTMetrics { return flink.NewRESTMetrics(crmetrics.Registry) })
 )
 
 // Run starts the operator and blocks until ctx is done.
