@@ -13,6 +13,7 @@ all: build
 tools:
 	@hack/tools/build.sh
 	@hack/tools/crd-ref-docs/build.sh
+	@hack/tools/prometheus/build.sh
 
 ## generate: deepcopy and CRD/RBAC manifests from the API markers
 generate: tools

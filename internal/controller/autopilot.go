@@ -104,6 +104,10 @@ func newAutopilotMetrics(reg prometheus.Registerer) *autopilotMetrics {
 		}, []string{"condition"}),
 	}
 	reg.MustRegister(m.Decisions, m.Parallelism, m.RESTRequests, m.Restores, m.Detections)
+	// Both series exist at zero before the first detection.
+	for _, c := range []string{v1.ConditionRestartLoop, v1.ConditionCheckpointsStalled} {
+		m.Detections.WithLabelValues(c)
+	}
 	return m
 }
 
