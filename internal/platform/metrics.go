@@ -51,6 +51,16 @@ func MetricsClientFor(ctx context.Context, cfg *rest.Config) (*http.Client, erro
 	return TokenClient(token), nil
 }
 
+// MetricsToken is a bearer token of the metrics reader, for a scraper
+// that is not a Go client (the tests' Prometheus).
+func (p *Platform) MetricsToken(ctx context.Context) (string, error) {
+	k, err := kubernetes.NewForConfig(p.RESTConfig())
+	if err != nil {
+		return "", err
+	}
+	return metricsToken(ctx, k)
+}
+
 // TokenClient is an HTTPS client that sends token as a bearer token and
 // does not verify the server's certificate (see MetricsClient).
 func TokenClient(token string) *http.Client {

@@ -46,6 +46,9 @@ var (
 	jarRequests = &pathCounter{counts: map[string]int{}}
 	op          *operatorProcess
 	auditLog    string
+	// prom scrapes the operator (prometheus_test.go); nil when
+	// bin/prometheus is missing, which fails only the tests that need it.
+	prom *prometheusServer
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -131,13 +134,38 @@ func run(m *testing.M) int {
 	}
 	webhookPort := l.Addr().(*net.TCPAddr).Port
 	l.Close()
+	// And one metrics address, which Prometheus scrapes across restarts.
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	op = &operatorProcess{bin: filepath.Join(bin, "datapilot"), kubeconfig: plat.KubeconfigPath(),
-		rest: sim.BaseURLTemplate(), podREST: sim.PodURLTemplate(), logPath: filepath.Join(state, "operator.log"), webhookPort: webhookPort}
+		rest: sim.BaseURLTemplate(), podREST: sim.PodURLTemplate(), logPath: filepath.Join(state, "operator.log"), webhookPort: webhookPort,
+		metricsAddr: metricsAddr}
 	if err := op.start(); err != nil {
 		fmt.Fprintln(os.Stderr, "start operator:", err)
 		return 1
 	}
 	defer op.stop()
+
+	if _, err := os.Stat(filepath.Join(bin, "prometheus")); err == nil {
+		token, err := plat.MetricsToken(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "metrics reader token:", err)
+			return 1
+		}
+		promDir := filepath.Join(state, "prometheus")
+		if err := os.MkdirAll(promDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if prom, err = startPrometheus(ctx, bin, promDir, metricsAddr, token); err != nil {
+			fmt.Fprintln(os.Stderr, "start prometheus:", err)
+			return 1
+		}
+		defer prom.stop()
+	}
 
 	code := m.Run()
 	if code != 0 {
@@ -154,6 +182,9 @@ type operatorProcess struct {
 	bin, kubeconfig, rest, podREST, logPath string
 	// webhookPort serves the conversion webhook on the loopback interface.
 	webhookPort int
+	// metricsAddr serves /metrics (HTTPS, authenticated and authorized by
+	// the API server, as in production).
+	metricsAddr string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -170,7 +201,7 @@ func (o *operatorProcess) start() error {
 		// One instance at a time is the test's own guarantee; a killed
 		// leader would otherwise hold its lease for 15 seconds.
 		"--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--metrics-bind-address="+o.metricsAddr, "--health-probe-bind-address=0",
 		"--flink-rest-override", o.rest, "--flink-rest-pod-override", o.podREST, "--reconcile-interval=1s", "--log-level=info",
 		// The local platform's shared storage, as `datapilot-local up` sets it.
 		"--state-storage-uri="+platform.StateStorageURI,
