@@ -74,7 +74,7 @@ func TestClusterSeriesFollowTheStatus(t *testing.T) {
 		cond(v1.ConditionAvailable, "False", "JobManagerNotReady"), cond(v1.ConditionDegraded, "False", "AsExpected")}})
 	m.observe(fc, &v1.FlinkClusterStatus{Phase: v1.PhaseDegraded,
 		Conditions: []metav1.Condition{cond(v1.ConditionAvailable, "True", "Running"), cond(v1.ConditionDegraded, "True", "RestartLoop")},
-		Job: &v1.JobStatus{LastSavepoint: &v1.SavepointInfo{CompletedAt: &done}, LastCheckpoint: &v1.CheckpointInfo{ObservedAt: seen}}})
+		Job:        &v1.JobStatus{LastSavepoint: &v1.SavepointInfo{CompletedAt: &done}, LastCheckpoint: &v1.CheckpointInfo{ObservedAt: seen}}})
 
 	for _, tc := range []struct {
 		metric string
