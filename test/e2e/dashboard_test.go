@@ -82,6 +82,7 @@ func TestDashboardQueriesReturnSeries(t *testing.T) {
 		// long ago they were.
 		"__rate_interval": strconv.Itoa(int(time.Since(prom.started).Seconds())+1) + "s",
 	}
+	series := 0
 	for _, q := range queries {
 		expr, err := monitoring.Substitute(q.Expr, values)
 		if err != nil {
@@ -97,9 +98,11 @@ func TestDashboardQueriesReturnSeries(t *testing.T) {
 			if len(got) == 0 {
 				return fmt.Errorf("no series for %s", expr)
 			}
+			series += len(got)
 			return nil
 		})
 	}
+	t.Logf("%d dashboard queries returned %d series (Prometheus was ready %v after its start)", len(queries), series, prom.readyAfter)
 	// The per-cluster panels name the test's clusters, and only them.
 	for _, tc := range []struct {
 		expr  string

@@ -23,7 +23,9 @@ import (
 type prometheusServer struct {
 	url     string
 	started time.Time
-	cmd     *exec.Cmd
+	// readyAfter is how long it took to answer /-/ready.
+	readyAfter time.Duration
+	cmd        *exec.Cmd
 }
 
 // prometheusConfig scrapes every second: the tests' clusters live seconds.
@@ -80,6 +82,7 @@ func startPrometheus(ctx context.Context, bin, dir, target, token string) (*prom
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				p.readyAfter = time.Since(p.started)
 				return p, nil
 			}
 		}
