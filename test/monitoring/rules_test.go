@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -140,4 +141,43 @@ func TestAlertRules(t *testing.T) {
 		t.Fatalf("promtool test rules: %v\n%s\nrules.yaml:\n%s", err, out, rules)
 	}
 	t.Logf("promtool test rules, %d alerts:\n%s", len(alerts), out)
+}
+
+// TestRunbookURLs: every alert links into the runbook under the base the
+// values give, a trailing slash or not; a base that is no URL is refused.
+func TestRunbookURLs(t *testing.T) {
+	for _, tc := range []struct{ base, want string }{
+		{"", "https://github.com/datapilot/datapilot/blob/main/docs/operations/runbook.md#"},
+		{"https://git.example.com/platform/datapilot/-/blob/v1.2/", "https://git.example.com/platform/datapilot/-/blob/v1.2/docs/operations/runbook.md#"},
+	} {
+		set := []string{"prometheusRule.enabled=true"}
+		if tc.base != "" {
+			set = append(set, "prometheusRule.runbookBaseURL="+tc.base)
+		}
+		var rule struct {
+			Spec struct {
+				Groups []struct {
+					Rules []struct {
+						Alert       string            `json:"alert"`
+						Annotations map[string]string `json:"annotations"`
+					} `json:"rules"`
+				} `json:"groups"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(helmTemplate(t, "templates/prometheusrule.yaml", set...), &rule); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range rule.Spec.Groups {
+			for _, r := range g.Rules {
+				if u := r.Annotations["runbook_url"]; !strings.HasPrefix(u, tc.want) || len(u) == len(tc.want) {
+					t.Errorf("base %q: %s's runbook_url is %q, want %s<anchor>", tc.base, r.Alert, u, tc.want)
+				}
+			}
+		}
+	}
+	cmd := exec.Command(filepath.Join(repoRoot(), "bin", "helm"), "template", "datapilot", filepath.Join(repoRoot(), "charts", "datapilot"),
+		"--set", "prometheusRule.enabled=true", "--set", "prometheusRule.runbookBaseURL=docs")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "runbookBaseURL") {
+		t.Errorf("runbookBaseURL=docs: %v, want a schema error naming runbookBaseURL:\n%s", err, out)
+	}
 }
