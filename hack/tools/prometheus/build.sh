@@ -13,7 +13,10 @@ if [ -x "$bin/prometheus" ] && [ -x "$bin/promtool" ] && [ "$(cat "$bin/.stamps/
 fi
 echo "building prometheus and promtool (github.com/prometheus/prometheus)"
 start=$(date +%s)
-(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$bin/" \
+# remove_all_sd is Prometheus' own build tag for a server without the cloud
+# service discoveries (static, file and HTTP remain): the tests scrape one
+# static target, and the build takes half the time.
+(cd "$here" && CGO_ENABLED=0 go build -tags remove_all_sd -trimpath -ldflags="-s -w" -o "$bin/" \
   github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
 echo "$stamp" >"$bin/.stamps/prometheus"
 echo "built prometheus and promtool in $(( $(date +%s) - start ))s"
