@@ -47,8 +47,8 @@ func TestParse(t *testing.T) {
 	}{
 		{
 			name:        "headings and inline links",
-			text:        "# Title\n\nSee [a](a.md#x), ![img](p.png \"t\") and [b](<b c.md>).\n## Sub `code` ##\n",
-			wantAnchors: []string{"title", "sub-code"},
+			text:        "# Title\n\nSee [a](a.md#x), ![img](p.png \"t\") and [b](<b c.md>).\n## `restricted` Pod Security ##\n",
+			wantAnchors: []string{"title", "restricted-pod-security"},
 			wantLinks:   []string{"a.md#x", "p.png", "b c.md"},
 		},
 		{

@@ -104,10 +104,12 @@ func parse(text string) doc {
 		if open != "" {
 			continue
 		}
-		line = stripCodeSpans(line)
+		// A heading's code spans keep their text in its anchor; links
+		// are looked for outside code spans only.
 		if m := atxHeading.FindStringSubmatch(line); m != nil {
 			d.anchors[s.slug(m[2])] = true
 		}
+		line = stripCodeSpans(line)
 		for _, m := range htmlID.FindAllStringSubmatch(line, -1) {
 			d.anchors[m[1]] = true
 		}
