@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -179,5 +180,34 @@ func TestRunbookURLs(t *testing.T) {
 		"--set", "prometheusRule.enabled=true", "--set", "prometheusRule.runbookBaseURL=docs")
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "runbookBaseURL") {
 		t.Errorf("runbookBaseURL=docs: %v, want a schema error naming runbookBaseURL:\n%s", err, out)
+	}
+}
+
+// TestExpectedRunbookAnchorsExist: every runbook_url the rule tests expect,
+// rendered for a concrete reason, names a heading of the runbook (the
+// templated anchors are checked here, where they are rendered; the
+// literal ones by internal/docs too).
+func TestExpectedRunbookAnchorsExist(t *testing.T) {
+	runbook, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "operations", "runbook.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^#+ +(.+)$`).FindAllStringSubmatch(string(runbook), -1) {
+		a := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(m[1])), " ", "-")
+		anchors[regexp.MustCompile(`[^a-z0-9_-]`).ReplaceAllString(a, "")] = true
+	}
+	tests, err := os.ReadFile(filepath.Join("testdata", "rules_test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := regexp.MustCompile(`runbook_url: *"?\S+/docs/operations/runbook\.md#([^"\s]+)`).FindAllStringSubmatch(string(tests), -1)
+	if len(urls) == 0 {
+		t.Fatal("testdata/rules_test.yaml expects no runbook_url")
+	}
+	for _, m := range urls {
+		if !anchors[m[1]] {
+			t.Errorf("testdata/rules_test.yaml expects runbook.md#%s, which the runbook has no heading for", m[1])
+		}
 	}
 }
