@@ -30,6 +30,9 @@ type Policy struct {
 	ScaleDownDelay time.Duration
 	CatchUp        time.Duration
 	MaxPerHour     int
+	// RestartTime is the downtime a rescale is expected to cost (see
+	// RestartEstimate); the backlog it builds is in the target rate.
+	RestartTime time.Duration
 }
 
 // Defaults of spec.autoscaler (see its field documentation).
@@ -67,6 +70,7 @@ func PolicyFor(spec *v1.FlinkClusterSpec) (Policy, bool) {
 		ScaleDownDelay: orDuration(a.ScaleDownDelay, DefaultScaleDownDelay),
 		CatchUp:        orDuration(a.CatchUpDuration, DefaultCatchUp),
 		MaxPerHour:     int(orInt(a.MaxRescalesPerHour, DefaultMaxPerHour)),
+		RestartTime:    DefaultRestartTime,
 	}
 	if p.Mode == "" {
 		p.Mode = v1.AutoscalerApply

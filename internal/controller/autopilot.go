@@ -151,6 +151,10 @@ func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs 
 	res := autopilotResult{status: fc.Status.Autoscaler.DeepCopy()}
 	if !scaling {
 		res.status = nil
+	} else if res.status != nil {
+		// The downtime the last rescales cost is what the next one is
+		// expected to.
+		policy.RestartTime = autopilot.RestartEstimate(res.status.Decisions, autopilot.DefaultRestartTime)
 	}
 	healing := fc.Spec.Healing != nil || scaling
 	job := fc.Status.Job
@@ -380,9 +384,12 @@ func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.S
 		if stable != nil && stable.Job != nil {
 			revert = stable.Job.Parallelism
 		}
-		running := int32(0)
+		running := autopilot.Running{}
 		if obs.JobFound && obs.JobState == flink.JobRunning {
-			running = obs.Parallelism
+			running = autopilot.Running{Parallelism: obs.Parallelism, Vertices: map[string]int32{}, Since: obs.RunningSince}
+			for _, v := range obs.Vertices {
+				running.Vertices[v.ID] = v.Parallelism
+			}
 		}
 		if e := autopilot.Settle(res.status, policy, now, running, step.Status.Upgrade != nil, failed, why, revert); e != nil {
 			events = append(events, *e)
