@@ -117,6 +117,14 @@ func effectiveSpec(fc *v1.FlinkCluster) (*v1.FlinkClusterSpec, bool) {
 	}
 	spec := fc.Spec.DeepCopy()
 	spec.Job.Parallelism = st.Parallelism
+	// Each vertex at its own (the run request's overrides, or its
+	// resource requirements in place); the job's parallelism, the
+	// highest, is what the TaskManagers' slots follow: one slot-sharing
+	// group holds a subtask of every vertex per slot.
+	spec.Job.VertexParallelism = nil
+	for _, v := range st.Vertices {
+		spec.Job.VertexParallelism = append(spec.Job.VertexParallelism, v1.VertexParallelism{ID: v.ID, Parallelism: v.Parallelism})
+	}
 	spec.TaskManager.Replicas = p.TaskManagers(st.Parallelism)
 	return spec, true
 }
@@ -427,21 +435,41 @@ func inPlace(spec *v1.FlinkClusterSpec) bool {
 	return err == nil && v.AtLeast(1, 18) && strings.EqualFold(string(spec.FlinkConfiguration["jobmanager.scheduler"]), "adaptive")
 }
 
-// rescaleInPlace sets every vertex's upper bound to the new parallelism,
-// keeping its lower bound (JobResourceRequirements#validate wants
-// 1 <= lower <= upper), with one GET and one PUT.
-func (r *Reconciler) rescaleInPlace(ctx context.Context, c *flink.Client, jobID string, parallelism int32) error {
+// rescaleInPlace sets every vertex's upper bound to its own target (the
+// job's parallelism for a vertex without one), keeping its lower bound
+// (JobResourceRequirements#validate wants 1 <= lower <= upper), with one
+// GET and one PUT.
+func (r *Reconciler) rescaleInPlace(ctx context.Context, c *flink.Client, jobID string, parallelism int32, vertices []v1.VertexParallelism) error {
 	reqs, err := c.ResourceRequirements(ctx, jobID)
 	if err != nil {
 		return fmt.Errorf("read resource requirements of job %s: %w", jobID, err)
 	}
+	own := map[string]int32{}
+	for _, v := range vertices {
+		own[v.ID] = v.Parallelism
+	}
 	for id, v := range reqs {
-		v.Parallelism.UpperBound = parallelism
-		v.Parallelism.LowerBound = min(max(v.Parallelism.LowerBound, 1), parallelism)
+		upper := parallelism
+		if p, ok := own[strings.ToLower(id)]; ok {
+			upper = p
+		}
+		v.Parallelism.UpperBound = upper
+		v.Parallelism.LowerBound = min(max(v.Parallelism.LowerBound, 1), upper)
 		reqs[id] = v
 	}
 	if err := c.SetResourceRequirements(ctx, jobID, reqs); err != nil {
 		return fmt.Errorf("rescale job %s to %d in place: %w", jobID, parallelism, err)
 	}
 	return nil
+}
+
+// overridesFor is pipeline.jobvertex-parallelism-overrides for a job's
+// per-vertex parallelism: "id:n,id:n", the Map format Flink's
+// Configuration reads (Dispatcher#applyParallelismOverrides applies it).
+func overridesFor(vertices []v1.VertexParallelism) string {
+	parts := make([]string, 0, len(vertices))
+	for _, v := range vertices {
+		parts = append(parts, fmt.Sprintf("%s:%d", v.ID, v.Parallelism))
+	}
+	return strings.Join(parts, ",")
 }
