@@ -195,6 +195,10 @@ func Decide(in Input) Outcome {
 			o.cond(metav1.ConditionFalse, string(Keep), summary)
 			return o
 		}
+		if why, ok := worthIt(p, rec, to); !ok {
+			o.cond(metav1.ConditionFalse, string(Keep), why)
+			return o
+		}
 		o.rescale(in, rec, to)
 		return o
 	}
@@ -241,6 +245,23 @@ func (o *Outcome) rescale(in Input, rec Recommendation, to int32) {
 	o.Apply = to
 	o.event(false, reason, "%s from %d to %d (%d TaskManagers): %s", reason, rec.From, to, st.TaskManagers, rec.Message)
 	o.cond(metav1.ConditionTrue, ReasonInFlight, fmt.Sprintf("Rescaling from %d to %d: %s", rec.From, to, rec.Message))
+}
+
+// worthIt says a scale-down is worth a restart: it frees a TaskManager,
+// or a quarter of the job's subtasks (which share the slots, but not the
+// CPU, memory and network buffers).
+func worthIt(p Policy, rec Recommendation, to int32) (string, bool) {
+	if p.TaskManagers(to) < p.TaskManagers(rec.From) {
+		return "", true
+	}
+	var from, left int32
+	for _, n := range rec.PerVertex {
+		from, left = from+n.From, left+n.To
+	}
+	if len(rec.PerVertex) > 0 && 4*left <= 3*from {
+		return "", true
+	}
+	return fmt.Sprintf("The scale-down from %d to %d frees no TaskManager and less than a quarter of the subtasks: not worth a restart", rec.From, to), false
 }
 
 // lastRecommended is the newest decision, when it is a recommendation.
@@ -328,15 +349,23 @@ func applyBlock(b *v1.AutoscalerBlock, rec *Recommendation) (string, bool) {
 		return msg, holds(b.Parallelism, rec.From, rec.To)
 	}
 	grows := false
-	rec.To = 0
 	for i := range rec.PerVertex {
 		n := &rec.PerVertex[i]
 		for _, q := range b.Vertices {
 			if q.ID == n.ID && n.To > n.From && holds(q.Parallelism, n.From, n.To) {
-				n.To, n.Bound = n.From, BoundBlocked
+				n.To, n.Bound, n.Capped = n.From, BoundBlocked, false
 			}
 		}
-		grows = grows || n.To > n.From
+		grows = grows || (n.To > n.From && !n.InBand)
+	}
+	rec.To = 0
+	for i := range rec.PerVertex {
+		n := &rec.PerVertex[i]
+		if !grows && n.InBand && n.To > n.From {
+			// Resized alongside a scale-up that is blocked: no rescale
+			// of its own.
+			n.To, n.Bound = n.From, BoundBand
+		}
 		rec.To = max(rec.To, n.To)
 	}
 	return msg, !grows

@@ -56,7 +56,18 @@ type vertexWindow struct {
 	lagKnown          bool
 	// startAt and spanAt are the first and last samples' times.
 	startAt, spanAt time.Time
+	// points are a source's samples (what it read, its lag when known),
+	// for the arrival rate now and its trend.
+	points []point
 }
+
+// point is one sample of a source.
+type point struct {
+	at        time.Time
+	read, lag float64
+	lagKnown  bool
+}
+
 
 // Evaluate sizes the job from the samples taken since since (the job's
 // start or the last rescale, plus the stabilization) and within the
@@ -74,7 +85,7 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 	if len(vs) == 0 {
 		return Recommendation{Kind: Collecting, Message: "No samples of the running job yet"}
 	}
-	var sourceRate, lag, growth float64
+	var sourceRate, lag float64
 	sources, span, samples := 0, time.Duration(-1), 0
 	var unknown []string
 	current := int32(0)
@@ -89,9 +100,6 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 			unknown = append(unknown, v.Name)
 		}
 		lag += v.lastLag
-		if d := v.lastAt.Sub(v.firstAt); d > 0 {
-			growth += (v.lastLag - v.firstLag) / d.Seconds()
-		}
 		if d := v.spanAt.Sub(v.startAt); span < 0 || d < span {
 			span = d
 		}
@@ -102,7 +110,7 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 		return Recommendation{Kind: Collecting, From: current, To: current, Inputs: in,
 			Message: "No source vertex reports metrics yet"}
 	}
-	rec := evaluate(vs, p, in, sourceRate, lag, growth, span, samples, current, start)
+	rec := evaluate(vs, p, in, sourceRate, lag, span, samples, current, start)
 	if len(unknown) > 0 {
 		// Sized from what the sources read alone: say so, rather than
 		// report a backlog of zero as if it were measured.
@@ -118,13 +126,24 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 // evaluate is Evaluate once the sources are known: each vertex is sized
 // on its own (see sizeVertex), the job's recommendation is theirs taken
 // together (see jobOf).
-func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag, growth float64, span time.Duration, samples int, current int32, start time.Time) Recommendation {
+func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag float64, span time.Duration, samples int, current int32, start time.Time) Recommendation {
 	if need := p.Window - p.Interval; span < need || samples < 3 {
 		return Recommendation{Kind: Collecting, From: current, To: current, Inputs: in,
 			Message: fmt.Sprintf("Collecting metrics: %s of the %s window since %s (%d samples)", span.Round(time.Second), p.Window, start.UTC().Format(time.RFC3339), samples),
 			Summary: fmt.Sprintf("Collecting metrics: the %s window from %s is full at %s", p.Window, start.UTC().Format(time.RFC3339), start.Add(p.Window).UTC().Format(time.RFC3339))}
 	}
-	arrival := math.Max(sourceRate+growth, 0)
+	// A source's arrival rate is the window's, or the last minute's when
+	// that is higher: a scale-up follows a step at once, a scale-down
+	// waits for the window (and the scale-down delay).
+	sources := map[string]float64{}
+	arrival := 0.0
+	for _, v := range vs {
+		if v.Source {
+			a := math.Max(math.Max(v.Read+v.growth(), v.arrivalNow()), 0)
+			sources[v.ID] = sourceTarget(a, v.lastLag, p)
+			arrival += a
+		}
+	}
 	target := sourceTarget(arrival, lag, p)
 	in.ArrivalRate, in.TargetRate = round(arrival), round(target)
 	in.RestartSeconds = int64(p.RestartTime.Seconds())
@@ -132,17 +151,12 @@ func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag
 		return Recommendation{Kind: NoThroughput, From: current, To: current, Inputs: in,
 			Message: fmt.Sprintf("The sources emit nothing while %d records wait: no rate to size the job from (is it stuck? see JobsRunning)", in.Lag)}
 	}
-	sources := map[string]float64{}
-	for _, v := range vs {
-		if v.Source {
-			sources[v.ID] = sourceTarget(math.Max(v.Read+v.growth(), 0), v.lastLag, p)
-		}
-	}
 	targets := targetRates(vs, sources)
 	needs := make([]VertexNeed, len(vs))
 	for i, v := range vs {
 		needs[i] = sizeVertex(v, targets[i], p)
 	}
+	alongside(needs)
 	if backlogHigh(lag, arrival, p) {
 		// No vertex gives up subtasks while the backlog drains.
 		for i := range needs {
@@ -215,6 +229,29 @@ func indexOf(needs []VertexNeed, id string) int {
 	return 0
 }
 
+// arrivalNow is what arrives at a source now: what it read at the last
+// sample (Flink's meter, a minute's average), plus its backlog's growth
+// since the sample before (pendingRecords is a gauge: it has no minute to
+// climb through).
+func (v vertexWindow) arrivalNow() float64 {
+	if len(v.points) == 0 {
+		return 0
+	}
+	var known []point
+	for _, q := range v.points {
+		if q.lagKnown {
+			known = append(known, q)
+		}
+	}
+	a := v.points[len(v.points)-1].read
+	if n := len(known); n >= 2 {
+		if d := known[n-1].at.Sub(known[n-2].at).Seconds(); d > 0 {
+			a += (known[n-1].lag - known[n-2].lag) / d
+		}
+	}
+	return a
+}
+
 // growth is the backlog's growth over the window, in records per second.
 func (v vertexWindow) growth() float64 {
 	if d := v.lastAt.Sub(v.firstAt); d > 0 {
@@ -258,6 +295,9 @@ func windowOf(h []Sample, start time.Time) []vertexWindow {
 			}
 			w.spanAt = s.Time
 			w.samples++
+			if v.Source {
+				w.points = append(w.points, point{at: s.Time, read: v.Read, lag: v.Lag, lagKnown: v.LagKnown})
+			}
 			w.BusyAvg += v.BusyAvg
 			w.BusyMax += v.BusyMax
 			w.BackPressured += v.BackPressured

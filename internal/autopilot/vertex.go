@@ -33,6 +33,13 @@ type VertexNeed struct {
 	Util, HotUtil float64
 	// Bound names what set To other than the need ("" for the need).
 	Bound string
+	// Need is the parallelism that keeps it at the target utilization,
+	// bounded and rounded (NeedBound names how); To is Need only when it
+	// leaves the band or rescales alongside another vertex.
+	Need      int32
+	NeedBound string
+	// InBand: it would stay within the band at From.
+	InBand bool
 	// Capped: the need was above what the policy or the vertex allows.
 	Capped bool
 	// Skewed: the average is within the band, the hottest subtask above.
@@ -51,6 +58,7 @@ const (
 	BoundPartitions = "a divisor of its Kafka partitions"
 	BoundBlocked    = "blocked"
 	BoundBacklog    = "no scale-down while the backlog drains"
+	BoundAlongside  = "within the band, resized with the rescale"
 )
 
 // sourceTarget is the rate a source must read at: what arrives, plus
@@ -134,22 +142,46 @@ func sizeVertex(v vertexWindow, target float64, p Policy) VertexNeed {
 		n.Util = target / (n.ProcessingRate * float64(v.Parallelism))
 		n.HotUtil = n.Util * v.BusyMax / v.BusyAvg
 	}
-	lower, upper := p.Target-p.Boundary, p.Target+p.Boundary
-	switch {
-	case n.Util >= lower && n.Util <= upper && n.HotUtil > upper:
-		n.Skewed, n.Bound = true, BoundSkewed
-		return n
-	case n.Util >= lower && n.Util <= upper:
-		n.Bound = BoundBand
-		return n
-	}
 	need := int32(1)
 	if !math.IsInf(n.ProcessingRate, 1) {
 		need = int32(min(math.Ceil(target/(n.ProcessingRate*p.Target)-1e-9), math.MaxInt32/2))
 	}
-	n.To, n.Bound, n.Capped = bound(need, p, v.MaxParallelism)
-	n.To, n.Bound = roundUp(n.To, n.Bound, p, v)
+	n.Need, n.NeedBound, n.Capped = bound(need, p, v.MaxParallelism)
+	n.Need, n.NeedBound = roundUp(n.Need, n.NeedBound, p, v)
+	lower, upper := p.Target-p.Boundary, p.Target+p.Boundary
+	switch {
+	case n.Util >= lower && n.Util <= upper && n.HotUtil > upper:
+		n.Skewed, n.Bound, n.Capped = true, BoundSkewed, false
+	case n.Util >= lower && n.Util <= upper:
+		n.InBand, n.Bound, n.Capped = true, BoundBand, false
+	default:
+		n.To, n.Bound = n.Need, n.NeedBound
+	}
 	return n
+}
+
+// alongside resizes the vertices within the band when another one
+// rescales: the restart costs the same, and vertices left near the edge
+// of the band would each ask for a restart of their own soon after. With
+// a vertex above the band each goes to its need; with vertices only below
+// it, one within it may shrink but not grow (that would make a scale-down
+// a scale-up, past the scale-down delay).
+func alongside(needs []VertexNeed) {
+	up, down := false, false
+	for _, n := range needs {
+		up = up || (!n.InBand && !n.Skewed && n.To > n.From)
+		down = down || (!n.InBand && !n.Skewed && n.To < n.From)
+	}
+	for i := range needs {
+		n := &needs[i]
+		if !n.InBand || n.Need == n.From || !(up || down && n.Need < n.From) {
+			continue
+		}
+		n.To, n.Bound = n.Need, BoundAlongside
+		if n.NeedBound != "" {
+			n.Bound += "; " + n.NeedBound
+		}
+	}
 }
 
 // bound clamps a need by the policy and the vertex's max parallelism,

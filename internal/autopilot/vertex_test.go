@@ -283,3 +283,29 @@ func TestKafkaPartitionsFromTheListing(t *testing.T) {
 		t.Fatalf("%+v", n)
 	}
 }
+
+// A scale-down that frees no TaskManager and less than a quarter of the
+// subtasks is not worth its restart; one that frees either is.
+func TestScaleDownWorthARestart(t *testing.T) {
+	p := policy() // two slots per TaskManager
+	for _, tc := range []struct {
+		name string
+		ns   []VertexNeed
+		want bool
+	}{
+		{"one subtask of sixteen, same TaskManagers", needs(16, 15, 5, 5), false},
+		{"frees a TaskManager", needs(16, 14, 5, 5), true},
+		{"a quarter of the subtasks", needs(16, 16, 8, 2), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := recOf("", tc.ns)
+			if _, ok := worthIt(p, rec, rec.To); ok != tc.want {
+				t.Errorf("worth it %v, want %v", ok, tc.want)
+			}
+			st := v1.AutoscalerStatus{PendingScaleDown: &v1.PendingScaleDown{Since: metav1.NewTime(t0.Add(-p.ScaleDownDelay)), Parallelism: rec.To}}
+			if o := decide(p, st, rec, t0); (o.Apply != 0) != tc.want {
+				t.Errorf("applied %d: %+v", o.Apply, o.Condition)
+			}
+		})
+	}
+}
