@@ -68,7 +68,6 @@ type point struct {
 	lagKnown  bool
 }
 
-
 // Evaluate sizes the job from the samples taken since since (the job's
 // start or the last rescale, plus the stabilization) and within the
 // window before now. The model is Flink's own accounting: a vertex busy
