@@ -32,8 +32,14 @@ func main() {
 			rows = append(rows, simulate(sh, mk(sh)))
 		}
 	}
-	md := report(rows, time.Since(start))
+	md := report(rows, time.Since(start)) + goals(rows)
 	fmt.Print(md)
+	// The notes below the marker are written by hand: kept.
+	if old, err := os.ReadFile(*out); err == nil {
+		if i := strings.Index(string(old), notesMarker); i >= 0 {
+			md += "\n" + string(old[i:])
+		}
+	}
 	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/autopilot:", err)
 		os.Exit(1)
@@ -410,6 +416,49 @@ func report(rows []result, took time.Duration) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.2f | %s | %.0f records (%.0f s) | %s | %s | %d |\n", r.shape, r.policy, r.rescales, r.slotHours, r.slotHours/oracleSlots[r.shape],
 			(time.Duration(r.lagAbove) * time.Second).String(), r.maxLag, r.maxLagSeconds, (time.Duration(r.downtime) * time.Second).String(), conv, r.downWithBacklog)
+	}
+	return b.String()
+}
+
+// notesMarker starts the hand-written part of the results file.
+const notesMarker = "<!-- notes: written by hand, kept by go run ./bench/autopilot -->"
+
+// goals checks the goals for Datapilot on every shape.
+func goals(rows []result) string {
+	by := map[string]map[string]result{}
+	for _, r := range rows {
+		if by[r.shape] == nil {
+			by[r.shape] = map[string]result{}
+		}
+		by[r.shape][r.policy] = r
+	}
+	var b strings.Builder
+	b.WriteString("\n### Goals (Datapilot)\n\n| Shape | Fewer rescales than Apache | No more time above the lag threshold | ≤ 3 actions after a step | ≤ 4 rescales over the day | No scale-down with the lag above the threshold | Slot-hours ≤ 1.25 × oracle |\n|---|---|---|---|---|---|---|\n")
+	mark := func(ok bool, detail string) string {
+		if ok {
+			return "yes (" + detail + ")"
+		}
+		return "**no** (" + detail + ")"
+	}
+	for _, sh := range shapes() {
+		d, a, o := by[sh.name]["Datapilot"], by[sh.name][newApache().name()], by[sh.name]["oracle"]
+		steps, day := "–", "–"
+		if len(d.converge) > 0 {
+			worst := 0
+			for _, c := range d.converge {
+				worst = max(worst, c)
+			}
+			steps = mark(worst <= 3, fmt.Sprintf("%v", d.converge))
+		}
+		if sh.name == "diurnal day" {
+			day = mark(d.rescales <= 4, fmt.Sprintf("%d", d.rescales))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", sh.name,
+			mark(d.rescales < a.rescales, fmt.Sprintf("%d against %d", d.rescales, a.rescales)),
+			mark(d.lagAbove <= a.lagAbove, fmt.Sprintf("%s against %s", time.Duration(d.lagAbove)*time.Second, time.Duration(a.lagAbove)*time.Second)),
+			steps, day,
+			mark(d.downWithBacklog == 0, fmt.Sprintf("%d", d.downWithBacklog)),
+			mark(d.slotHours <= 1.25*o.slotHours, fmt.Sprintf("%.2f×", d.slotHours/o.slotHours)))
 	}
 	return b.String()
 }

@@ -309,3 +309,55 @@ func TestScaleDownWorthARestart(t *testing.T) {
 		})
 	}
 }
+
+// Vertices within the band rescale alongside one above it (to their own
+// need, up or down); alongside ones only below it, they may shrink only.
+func TestAlongside(t *testing.T) {
+	in := func(from, need int32) VertexNeed {
+		return VertexNeed{From: from, To: from, Need: need, InBand: true, Bound: BoundBand}
+	}
+	out := func(from, to int32) VertexNeed { return VertexNeed{From: from, To: to, Need: to} }
+	for _, tc := range []struct {
+		name string
+		ns   []VertexNeed
+		want []int32
+	}{
+		{"one above the band", []VertexNeed{out(4, 8), in(4, 5), in(4, 3)}, []int32{8, 5, 3}},
+		{"one below the band", []VertexNeed{out(8, 2), in(4, 5), in(4, 3)}, []int32{2, 4, 3}},
+		{"all within", []VertexNeed{in(4, 5), in(4, 3)}, []int32{4, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			alongside(tc.ns)
+			for i, n := range tc.ns {
+				if n.To != tc.want[i] {
+					t.Errorf("vertex %d: %d, want %d", i, n.To, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// A step from 1000 to 3000 records/s a minute before the end: the
+// window's average arrival is far below it, the last sample's read plus
+// the backlog gauge's growth is not; the scale-up is sized for 3000.
+func TestScaleUpFollowsAStepAtOnce(t *testing.T) {
+	p := policy()
+	j := job{caps: []float64{8000, 500, 8000}, parallelism: 4}
+	end := p.Window
+	h := j.history(t0, end, p.Interval, func(el time.Duration) float64 {
+		if el > end-time.Minute {
+			return 3000
+		}
+		return 1000
+	})
+	rec := Evaluate(h, p, t0, h[len(h)-1].Time)
+	if rec.Kind != Up || rec.Inputs.ArrivalRate < 2900 {
+		t.Fatalf("%s, arrival %d: %s", rec.Kind, rec.Inputs.ArrivalRate, rec.Message)
+	}
+	for _, n := range rec.PerVertex {
+		// 3000 (and the backlog) at 350 a subtask: at least 9.
+		if n.Name == "Enrich" && n.To < 9 {
+			t.Errorf("Enrich to %d for a step to 3000", n.To)
+		}
+	}
+}
