@@ -23,7 +23,7 @@ type datapilot struct {
 
 func newDatapilot() *datapilot {
 	p, _ := autopilot.PolicyFor(&v1.FlinkClusterSpec{TaskManager: v1.TaskManagerSpec{Replicas: 1, Slots: slots}, Job: &v1.JobSpec{},
-		Autoscaler: &v1.AutoscalerSpec{MaxParallelism: maxParallelism, MaxTaskManagers: maxTMs}})
+		Autoscaler: &v1.AutoscalerSpec{MaxParallelism: maxParallelism, MaxTaskManagers: maxTMs, UtilizationBoundaryPercent: boundary}})
 	return &datapilot{p: p}
 }
 

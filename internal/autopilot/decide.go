@@ -348,13 +348,23 @@ func applyBlock(b *v1.AutoscalerBlock, rec *Recommendation) (string, bool) {
 	if len(b.Vertices) == 0 || len(rec.PerVertex) == 0 {
 		return msg, holds(b.Parallelism, rec.From, rec.To)
 	}
-	grows := false
+	held := ""
 	for i := range rec.PerVertex {
 		n := &rec.PerVertex[i]
 		for _, q := range b.Vertices {
 			if q.ID == n.ID && n.To > n.From && holds(q.Parallelism, n.From, n.To) {
 				n.To, n.Bound, n.Capped = n.From, BoundBlocked, false
+				held = n.Name
 			}
+		}
+	}
+	grows := false
+	for i := range rec.PerVertex {
+		n := &rec.PerVertex[i]
+		if held != "" && n.To > n.From {
+			// A held vertex that still wants more bounds what the job
+			// gets through: more subtasks elsewhere would wait on it.
+			n.To, n.Bound, n.Capped = n.From, "blocked: the job's throughput is bounded by "+held, false
 		}
 		grows = grows || (n.To > n.From && !n.InBand)
 	}

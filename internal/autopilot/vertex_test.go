@@ -247,8 +247,9 @@ func TestCappedRecommendationSaysCapReached(t *testing.T) {
 	}
 }
 
-// A vertex whose scale-up did not raise what it takes in is blocked; the
-// other vertices go on.
+// A vertex whose scale-up did not raise what it takes in is blocked; while
+// it still wants more, no other vertex grows either (what they would pass
+// on, it could not take). Once it wants no more, the others go on.
 func TestIneffectivePerVertex(t *testing.T) {
 	p := policy()
 	a, b := needs(1, 1)[0].ID, needs(1, 1, 1, 1)[1].ID
@@ -256,17 +257,20 @@ func TestIneffectivePerVertex(t *testing.T) {
 		Vertices: []v1.VertexDecision{{ID: a, Name: "va", From: 4, To: 8, BusyMsPerSecond: 1000, ProcessingRate: 100, TargetRate: 800}, {ID: b, Name: "vb", From: 2, To: 2}}}
 	st := v1.AutoscalerStatus{Parallelism: 8, Decisions: []v1.AutoscalerDecision{last}}
 	// va takes in 420 records/s as before (400), against 800 expected; vb
-	// now needs 4.
+	// would want 4.
 	ns := []VertexNeed{{ID: a, Name: "va", From: 8, To: 16, In: 420}, {ID: b, Name: "vb", From: 2, To: 4, In: 300}}
 	o := decide(p, st, recOf("", ns), t0)
-	if o.Status.Blocked == nil || len(o.Status.Blocked.Vertices) != 1 || o.Status.Blocked.Vertices[0].ID != a {
+	if o.Status.Blocked == nil || len(o.Status.Blocked.Vertices) != 1 || o.Status.Blocked.Vertices[0].ID != a || o.Status.Blocked.Vertices[0].Parallelism != 8 {
 		t.Fatalf("block %+v", o.Status.Blocked)
 	}
+	if o.Apply != 0 || o.Condition.Reason != ReasonIneffective || o.Status.Decisions[0].Reason != ReasonIneffective {
+		t.Fatalf("apply %d %+v %+v", o.Apply, o.Condition, o.Status.Decisions)
+	}
+	// va within the band now: vb grows.
+	ns = []VertexNeed{{ID: a, Name: "va", From: 8, To: 8, In: 420, InBand: true}, {ID: b, Name: "vb", From: 2, To: 4, In: 300}}
+	o = decide(p, o.Status, recOf("", ns), t0.Add(time.Minute))
 	if o.Apply != 8 || o.Status.Vertices[0].Parallelism != 8 || o.Status.Vertices[1].Parallelism != 4 {
 		t.Fatalf("apply %d %+v %+v", o.Apply, o.Status.Vertices, o.Condition)
-	}
-	if o.Status.Decisions[1].Reason != ReasonIneffective {
-		t.Errorf("decisions %+v", o.Status.Decisions)
 	}
 }
 
