@@ -32,7 +32,7 @@ func (d *datapilot) every() int   { return sampleEvery }
 
 func (d *datapilot) policy() autopilot.Policy {
 	p := d.p
-	p.RestartTime = autopilot.RestartEstimate(d.st.Decisions, autopilot.DefaultRestartTime)
+	p.RestartTime = autopilot.RestartEstimate(d.st.Decisions, p.DefaultRestartTime())
 	return p
 }
 
@@ -42,7 +42,7 @@ func (d *datapilot) decide(j *jobState) []int {
 	}
 	p := d.policy()
 	now := j.at(j.now)
-	rec := autopilot.Evaluate(j.history, p, j.at(j.runningAt).Add(p.Stabilization), now)
+	rec := autopilot.Evaluate(j.history, p, p.MetricsFrom(j.at(j.runningAt)), now)
 	out := autopilot.Decide(autopilot.Input{Policy: p, Now: now, Rec: rec, Status: d.st})
 	d.st = out.Status
 	if out.Apply == 0 {

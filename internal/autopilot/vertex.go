@@ -306,10 +306,12 @@ func changedNames(needs []VertexNeed) string {
 }
 
 // DefaultRestartTime is the downtime a rescale is assumed to cost until
-// one has been measured (the Apache autoscaler's job.autoscaler.
-// restart.time defaults to 5 minutes; a savepoint and resubmission on
-// the adaptive or default scheduler takes well under one here).
-const DefaultRestartTime = time.Minute
+// one has been measured: a fifteenth of the catch-up duration, a minute
+// with the default 15 minutes (the Apache autoscaler assumes 5 minutes,
+// job.autoscaler.restart.time, against its 30 of catch-up; a savepoint
+// and resubmission takes well under a minute here). Proportional, so that
+// a short catch-up duration is not swamped by a restart it never sees.
+func (p Policy) DefaultRestartTime() time.Duration { return p.CatchUp / 15 }
 
 // RestartEstimate is the downtime of the last rescales that settled (at
 // most three, their mean), else def.

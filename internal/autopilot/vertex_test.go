@@ -183,7 +183,7 @@ func TestApplyPerVertex(t *testing.T) {
 	if ev := Settle(&st, p, t0.Add(time.Minute), run, false, false, "", 0); ev == nil || st.Pending != nil || st.Decisions[0].DowntimeSeconds != 40 {
 		t.Fatalf("%+v %+v", ev, st.Decisions[0])
 	}
-	if got := RestartEstimate(st.Decisions, DefaultRestartTime); got != 40*time.Second {
+	if got := RestartEstimate(st.Decisions, p.DefaultRestartTime()); got != 40*time.Second {
 		t.Errorf("restart estimate %s", got)
 	}
 }
@@ -363,5 +363,20 @@ func TestScaleUpFollowsAStepAtOnce(t *testing.T) {
 		if n.Name == "Enrich" && n.To < 9 {
 			t.Errorf("Enrich to %d for a step to 3000", n.To)
 		}
+	}
+}
+
+func TestMetricsFromWaitsForFlinksMeters(t *testing.T) {
+	p := policy()
+	if got := p.MetricsFrom(t0); got != t0.Add(p.Stabilization) {
+		t.Errorf("default: %s", got.Sub(t0))
+	}
+	p.Stabilization = 30 * time.Second
+	if got := p.MetricsFrom(t0); got != t0.Add(65*time.Second) {
+		t.Errorf("a short stabilization: %s, want the meters' 65s", got.Sub(t0))
+	}
+	// The restart assumed before one is measured follows the catch-up.
+	if p.CatchUp = time.Minute; p.DefaultRestartTime() != 4*time.Second {
+		t.Errorf("restart %s", p.DefaultRestartTime())
 	}
 }

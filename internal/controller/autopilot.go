@@ -162,7 +162,7 @@ func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs 
 	} else if res.status != nil {
 		// The downtime the last rescales cost is what the next one is
 		// expected to.
-		policy.RestartTime = autopilot.RestartEstimate(res.status.Decisions, autopilot.DefaultRestartTime)
+		policy.RestartTime = autopilot.RestartEstimate(res.status.Decisions, policy.DefaultRestartTime())
 	}
 	healing := fc.Spec.Healing != nil || scaling
 	job := fc.Status.Job
@@ -205,7 +205,7 @@ func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs 
 	if res.status == nil {
 		res.status = &v1.AutoscalerStatus{}
 	}
-	since := obs.RunningSince.Add(policy.Stabilization)
+	since := policy.MetricsFrom(obs.RunningSince)
 	rec := autopilot.Evaluate(mem.samples, policy, since, now)
 	if !running {
 		rec = autopilot.Recommendation{Kind: autopilot.Collecting, Message: "The job is not running"}
