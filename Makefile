@@ -63,6 +63,7 @@ test-image:
 BENCH_N ?= 100
 bench: tools build
 	$(GO) run ./bench -n $(BENCH_N)
+	$(GO) run ./bench/autopilotrest
 	$(GO) run ./bench/autopilot
 
 ## test-unit: unit tests and the integration tier (envtest: real kube-apiserver and etcd from bin/)

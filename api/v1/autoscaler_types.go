@@ -227,6 +227,14 @@ type AutoscalerStatus struct {
 	// savepoint and resubmission.
 	// +optional
 	InPlace bool `json:"inPlace,omitempty"`
+	// Vertices is the parallelism the autopilot set for each job vertex
+	// (Parallelism is the highest of them); empty when it sets one
+	// parallelism for the whole job.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=256
+	Vertices []VertexParallelism `json:"vertices,omitempty"`
 	// Pending is a rescale the autopilot decided and the lifecycle has not
 	// finished applying.
 	// +optional
@@ -250,6 +258,26 @@ type AutoscalerStatus struct {
 type PendingScaleDown struct {
 	Since       metav1.Time `json:"since"`
 	Parallelism int32       `json:"parallelism"`
+	// Vertices are the highest recommended for each vertex meanwhile.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=256
+	Vertices []VertexParallelism `json:"vertices,omitempty"`
+}
+
+// VertexParallelism is one job vertex's parallelism.
+type VertexParallelism struct {
+	// ID is the vertex's ID as Flink lists it (its head operator's ID, 32
+	// hexadecimal digits).
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{32}$`
+	ID string `json:"id"`
+	// Name is the vertex's name, for reading.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Name string `json:"name,omitempty"`
+	// +kubebuilder:validation:Minimum=1
+	Parallelism int32 `json:"parallelism"`
 }
 
 // AutoscalerBlock is a rescale the autopilot will not repeat.
@@ -266,6 +294,14 @@ type AutoscalerBlock struct {
 	ArrivalRate int64 `json:"arrivalRate"`
 	// Until lifts the block anyway.
 	Until metav1.Time `json:"until"`
+	// Vertices are the vertices the rescale scaled up, each with the
+	// parallelism it will not go to (or beyond) again; empty for a block
+	// of the whole job.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=256
+	Vertices []VertexParallelism `json:"vertices,omitempty"`
 }
 
 // AutoscalerDecision is one decision with the numbers behind it.
@@ -289,6 +325,40 @@ type AutoscalerDecision struct {
 	Result string `json:"result"`
 	// Inputs are the metrics it was made from.
 	Inputs DecisionInputs `json:"inputs"`
+	// Vertices are each vertex's parallelism and the numbers it was
+	// sized from.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	Vertices []VertexDecision `json:"vertices,omitempty"`
+	// DowntimeSeconds is how long the job did not process records for
+	// the rescale, measured once it settled: from the decision to the job
+	// running at the new parallelism.
+	// +optional
+	DowntimeSeconds int64 `json:"downtimeSeconds,omitempty"`
+}
+
+// VertexDecision is one vertex's part of a decision.
+type VertexDecision struct {
+	// ID and Name are the vertex's, as Flink lists them.
+	ID string `json:"id"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// From and To are its parallelism.
+	From int32 `json:"from"`
+	To   int32 `json:"to"`
+	// BusyMsPerSecond is its subtasks' average busy time.
+	BusyMsPerSecond int64 `json:"busyMsPerSecond"`
+	// ProcessingRate is the records per second one subtask processes at
+	// full busy time: its records in over its busy time.
+	ProcessingRate int64 `json:"processingRate"`
+	// TargetRate is the records per second it must take in at the job's
+	// target rate: its upstream's target output, through the measured
+	// selectivity of the edge (the sources' target rate for a source).
+	TargetRate int64 `json:"targetRate"`
+	// Bound names what set To other than the need: the band, the
+	// policy's bounds, its max parallelism, a divisor, a block.
+	// +optional
+	Bound string `json:"bound,omitempty"`
 }
 
 // DecisionInputs are the window averages a decision used.
@@ -312,6 +382,11 @@ type DecisionInputs struct {
 	TargetRate int64 `json:"targetRate"`
 	// Samples in the window.
 	Samples int32 `json:"samples"`
+	// RestartSeconds is the downtime a rescale is expected to cost (the
+	// last rescales' measured downtime, else a default): what arrives
+	// meanwhile is added to the backlog the target rate drains.
+	// +optional
+	RestartSeconds int64 `json:"restartSeconds,omitempty"`
 }
 
 // HealingStatus is what the operator did to heal the job.

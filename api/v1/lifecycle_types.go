@@ -53,6 +53,18 @@ type JobSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=32768
 	Parallelism int32 `json:"parallelism,omitempty"`
+	// VertexParallelism runs the named job vertices at their own
+	// parallelism, overriding parallelism for them: the run request
+	// carries it as pipeline.jobvertex-parallelism-overrides, which
+	// Flink's Dispatcher applies to the submitted JobGraph (Flink 1.17+);
+	// an ID the job graph does not have is ignored. The autopilot sets it
+	// in the spec it deploys (status.deployedSpec) to size each vertex on
+	// its own; set here, it pins those vertices.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=256
+	VertexParallelism []VertexParallelism `json:"vertexParallelism,omitempty"`
 
 	// State is running or suspended. Suspending takes a savepoint and stops
 	// the job; resuming restores from it.

@@ -34,8 +34,9 @@ const (
 type Recommendation struct {
 	Kind     Kind
 	From, To int32
-	// PerVertex is each vertex's own need, for an in-place rescale.
-	PerVertex map[string]int32
+	// PerVertex is each vertex's own need, in the order Flink lists the
+	// vertices (sources first); From and To are their highest.
+	PerVertex []VertexNeed
 	Inputs    v1.DecisionInputs
 	Message   string
 	// Summary is Message without the numbers that move with every
@@ -55,6 +56,16 @@ type vertexWindow struct {
 	lagKnown          bool
 	// startAt and spanAt are the first and last samples' times.
 	startAt, spanAt time.Time
+	// points are a source's samples (what it read, its lag when known),
+	// for the arrival rate now and its trend.
+	points []point
+}
+
+// point is one sample of a source.
+type point struct {
+	at        time.Time
+	read, lag float64
+	lagKnown  bool
 }
 
 // Evaluate sizes the job from the samples taken since since (the job's
@@ -73,7 +84,7 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 	if len(vs) == 0 {
 		return Recommendation{Kind: Collecting, Message: "No samples of the running job yet"}
 	}
-	var sourceRate, lag, growth float64
+	var sourceRate, lag float64
 	sources, span, samples := 0, time.Duration(-1), 0
 	var unknown []string
 	current := int32(0)
@@ -88,9 +99,6 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 			unknown = append(unknown, v.Name)
 		}
 		lag += v.lastLag
-		if d := v.lastAt.Sub(v.firstAt); d > 0 {
-			growth += (v.lastLag - v.firstLag) / d.Seconds()
-		}
 		if d := v.spanAt.Sub(v.startAt); span < 0 || d < span {
 			span = d
 		}
@@ -101,7 +109,7 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 		return Recommendation{Kind: Collecting, From: current, To: current, Inputs: in,
 			Message: "No source vertex reports metrics yet"}
 	}
-	rec := evaluate(vs, p, in, sourceRate, lag, growth, span, samples, current, start)
+	rec := evaluate(vs, p, in, sourceRate, lag, span, samples, current, start)
 	if len(unknown) > 0 {
 		// Sized from what the sources read alone: say so, rather than
 		// report a backlog of zero as if it were measured.
@@ -114,81 +122,141 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 	return rec
 }
 
-// evaluate is Evaluate once the sources are known.
-func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag, growth float64, span time.Duration, samples int, current int32, start time.Time) Recommendation {
+// evaluate is Evaluate once the sources are known: each vertex is sized
+// on its own (see sizeVertex), the job's recommendation is theirs taken
+// together (see jobOf).
+func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag float64, span time.Duration, samples int, current int32, start time.Time) Recommendation {
 	if need := p.Window - p.Interval; span < need || samples < 3 {
 		return Recommendation{Kind: Collecting, From: current, To: current, Inputs: in,
 			Message: fmt.Sprintf("Collecting metrics: %s of the %s window since %s (%d samples)", span.Round(time.Second), p.Window, start.UTC().Format(time.RFC3339), samples),
 			Summary: fmt.Sprintf("Collecting metrics: the %s window from %s is full at %s", p.Window, start.UTC().Format(time.RFC3339), start.Add(p.Window).UTC().Format(time.RFC3339))}
 	}
-	arrival := math.Max(sourceRate+growth, 0)
-	target := arrival + lag/p.CatchUp.Seconds()
+	// A source's arrival rate is the window's, or the last minute's when
+	// that is higher: a scale-up follows a step at once, a scale-down
+	// waits for the window (and the scale-down delay).
+	sources := map[string]float64{}
+	arrival := 0.0
+	for _, v := range vs {
+		if v.Source {
+			a := math.Max(math.Max(v.Read+v.growth(), v.arrivalNow()), 0)
+			sources[v.ID] = sourceTarget(a, v.lastLag, p)
+			arrival += a
+		}
+	}
+	target := sourceTarget(arrival, lag, p)
 	in.ArrivalRate, in.TargetRate = round(arrival), round(target)
-	var k float64
-	switch {
-	case sourceRate >= 0.5:
-		k = target / sourceRate
-	case target >= 0.5:
+	in.RestartSeconds = int64(p.RestartTime.Seconds())
+	if sourceRate < 0.5 && target >= 0.5 {
 		return Recommendation{Kind: NoThroughput, From: current, To: current, Inputs: in,
 			Message: fmt.Sprintf("The sources emit nothing while %d records wait: no rate to size the job from (is it stuck? see JobsRunning)", in.Lag)}
 	}
-	lower, upper := p.Target-p.Boundary, p.Target+p.Boundary
-	per := map[string]int32{}
-	var bottleneck *vertexWindow
-	var worst, hottest float64
-	var hot *vertexWindow
-	keyGroups := int32(math.MaxInt32)
-	for i := range vs {
-		v := &vs[i]
-		u := v.BusyAvg / 1000 * k
-		per[v.ID] = clamp(int32(math.Ceil(float64(v.Parallelism)*u/p.Target-1e-9)), p, v.MaxParallelism)
-		if bottleneck == nil || u > worst {
-			bottleneck, worst = v, u
-		}
-		if uh := v.BusyMax / 1000 * k; hot == nil || uh > hottest {
-			hot, hottest = v, uh
-		}
-		if v.MaxParallelism > 0 {
-			keyGroups = min(keyGroups, v.MaxParallelism)
+	targets := targetRates(vs, sources)
+	needs := make([]VertexNeed, len(vs))
+	for i, v := range vs {
+		needs[i] = sizeVertex(v, targets[i], p)
+	}
+	alongside(needs)
+	if backlogHigh(lag, arrival, p) {
+		// No vertex gives up subtasks while the backlog drains.
+		for i := range needs {
+			if needs[i].To < needs[i].From {
+				needs[i].To, needs[i].Bound = needs[i].From, BoundBacklog
+			}
 		}
 	}
-	in.Bottleneck = bottleneck.Name
-	in.BusyMsPerSecond = round(bottleneck.BusyAvg)
-	in.MaxSubtaskBusyMsPerSecond = round(bottleneck.BusyMax)
-	rates := fmt.Sprintf("target rate %d records/s (arrival %d, plus a backlog of %d over %s)", in.TargetRate, in.ArrivalRate, in.Lag, p.CatchUp)
-	band := fmt.Sprintf("the band %.0f–%.0f%%", lower*100, upper*100)
-	rec := Recommendation{From: current, To: current, PerVertex: per, Inputs: in}
-	switch {
-	case worst >= lower && worst <= upper && hottest > upper:
-		in.Bottleneck, in.BusyMsPerSecond, in.MaxSubtaskBusyMsPerSecond = hot.Name, round(hot.BusyAvg), round(hot.BusyMax)
-		rec.Inputs, rec.Kind = in, Skewed
+	kind, from, to := jobOf(needs)
+	bottleneck, hot := &needs[0], &needs[0]
+	for i := range needs {
+		if needs[i].Util > bottleneck.Util {
+			bottleneck = &needs[i]
+		}
+		if needs[i].Skewed && (!hot.Skewed || needs[i].HotUtil > hot.HotUtil) {
+			hot = &needs[i]
+		}
+	}
+	in.Bottleneck, in.BusyMsPerSecond = bottleneck.Name, round(bottleneck.Busy)
+	in.MaxSubtaskBusyMsPerSecond = round(vs[indexOf(needs, bottleneck.ID)].BusyMax)
+	rates := fmt.Sprintf("target rate %d records/s (arrival %d, plus a backlog of %d and %s of downtime's arrivals over %s)", in.TargetRate, in.ArrivalRate, in.Lag, p.RestartTime, p.CatchUp)
+	band := fmt.Sprintf("the band %.0f–%.0f%%", (p.Target-p.Boundary)*100, (p.Target+p.Boundary)*100)
+	rec := Recommendation{Kind: kind, From: from, To: to, PerVertex: needs, Inputs: in}
+	switch kind {
+	case Skewed:
+		in.Bottleneck, in.BusyMsPerSecond, in.MaxSubtaskBusyMsPerSecond = hot.Name, round(hot.Busy), round(vs[indexOf(needs, hot.ID)].BusyMax)
+		rec.Inputs = in
 		rec.Message = fmt.Sprintf("Vertex %s is skewed: at the %s its hottest subtask would be busy %.0f%% while the average is %.0f%%, within %s; more parallelism would not relieve a hot key",
-			hot.Name, rates, hottest*100, hot.BusyAvg/1000*k*100, band)
+			hot.Name, rates, hot.HotUtil*100, hot.Util*100, band)
 		rec.Summary = fmt.Sprintf("Vertex %s is skewed: its hottest subtask is above %s while the average is within it; more parallelism would not relieve a hot key", hot.Name, band)
-		return rec
-	case worst >= lower && worst <= upper:
-		rec.Kind = Keep
-		rec.Message = fmt.Sprintf("Within %s: at the %s the busiest vertex, %s, would be busy %.0f%% at parallelism %d", band, rates, bottleneck.Name, worst*100, current)
-		rec.Summary = fmt.Sprintf("Within %s at parallelism %d (busiest vertex %s)", band, current, bottleneck.Name)
-		return rec
-	}
-	to := clamp(int32(math.Ceil(float64(bottleneck.Parallelism)*worst/p.Target-1e-9)), p, keyGroups)
-	rec.To = to
-	switch {
-	case to > current:
-		rec.Kind = Up
-	case to < current:
-		rec.Kind = Down
+	case Keep:
+		if capped := cappedNames(needs); capped != "" {
+			rec.Message = fmt.Sprintf("Outside %s (vertex %s at %.0f%% for the %s), but %s already at its bound", band, bottleneck.Name, bottleneck.Util*100, rates, capped)
+			rec.Summary = fmt.Sprintf("Outside %s, but %s already at its bound", band, capped)
+			return rec
+		}
+		rec.Message = fmt.Sprintf("Within %s: at the %s the busiest vertex, %s, would be busy %.0f%% at parallelism %d", band, rates, bottleneck.Name, bottleneck.Util*100, bottleneck.From)
+		rec.Summary = fmt.Sprintf("Within %s at parallelism %d (busiest vertex %s)", band, from, bottleneck.Name)
 	default:
-		rec.Kind = Keep
-		rec.Message = fmt.Sprintf("Outside %s (vertex %s at %.0f%% for the %s), but parallelism %d is already the bound", band, bottleneck.Name, worst*100, rates, current)
-		rec.Summary = fmt.Sprintf("Outside %s, but parallelism %d is already the bound (vertex %s)", band, current, bottleneck.Name)
-		return rec
+		rec.Summary = fmt.Sprintf("Outside %s: %s", band, changedNames(needs))
+		rec.Message = fmt.Sprintf("At the %s, outside %s: %s; the busiest vertex, %s, would be busy %.0f%% at parallelism %d",
+			rates, band, changes(needs), bottleneck.Name, bottleneck.Util*100, bottleneck.From)
 	}
-	rec.Summary = fmt.Sprintf("Vertex %s is outside %s at parallelism %d", bottleneck.Name, band, current)
-	rec.Message = fmt.Sprintf("Vertex %s would be busy %.0f%% at parallelism %d for the %s, outside %s: %d subtasks bring it to %.0f%% of the %.0f%% target",
-		bottleneck.Name, worst*100, current, rates, band, to, worst*float64(bottleneck.Parallelism)/float64(to)*100, p.Target*100)
 	return rec
+}
+
+// backlogHigh says the sources' backlog is above what a scale-down may
+// leave: more than a tenth of the catch-up duration's arrivals.
+func backlogHigh(lag, arrival float64, p Policy) bool {
+	return lag > math.Max(arrival, 1)*p.CatchUp.Seconds()/10
+}
+
+// cappedNames names the vertices whose need is beyond their bound.
+func cappedNames(needs []VertexNeed) string {
+	var out []string
+	for _, n := range needs {
+		if n.Capped {
+			out = append(out, fmt.Sprintf("vertex %s is at %d (%s)", n.Name, n.To, n.Bound))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func indexOf(needs []VertexNeed, id string) int {
+	for i, n := range needs {
+		if n.ID == id {
+			return i
+		}
+	}
+	return 0
+}
+
+// arrivalNow is what arrives at a source now: what it read at the last
+// sample (Flink's meter, a minute's average), plus its backlog's growth
+// since the sample before (pendingRecords is a gauge: it has no minute to
+// climb through).
+func (v vertexWindow) arrivalNow() float64 {
+	if len(v.points) == 0 {
+		return 0
+	}
+	var known []point
+	for _, q := range v.points {
+		if q.lagKnown {
+			known = append(known, q)
+		}
+	}
+	a := v.points[len(v.points)-1].read
+	if n := len(known); n >= 2 {
+		if d := known[n-1].at.Sub(known[n-2].at).Seconds(); d > 0 {
+			a += (known[n-1].lag - known[n-2].lag) / d
+		}
+	}
+	return a
+}
+
+// growth is the backlog's growth over the window, in records per second.
+func (v vertexWindow) growth() float64 {
+	if d := v.lastAt.Sub(v.firstAt); d > 0 {
+		return (v.lastLag - v.firstLag) / d.Seconds()
+	}
+	return 0
 }
 
 // windowOf averages each vertex's samples taken at or after start; the
@@ -213,7 +281,7 @@ func windowOf(h []Sample, start time.Time) []vertexWindow {
 			}
 			w, ok := acc[v.ID]
 			if !ok {
-				w = &vertexWindow{VertexSample: VertexSample{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism, Source: v.Source},
+				w = &vertexWindow{VertexSample: VertexSample{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism, Source: v.Source, Partitions: v.Partitions},
 					startAt: s.Time}
 				acc[v.ID] = w
 				order = append(order, v.ID)
@@ -226,6 +294,9 @@ func windowOf(h []Sample, start time.Time) []vertexWindow {
 			}
 			w.spanAt = s.Time
 			w.samples++
+			if v.Source {
+				w.points = append(w.points, point{at: s.Time, read: v.Read, lag: v.Lag, lagKnown: v.LagKnown})
+			}
 			w.BusyAvg += v.BusyAvg
 			w.BusyMax += v.BusyMax
 			w.BackPressured += v.BackPressured
@@ -249,16 +320,6 @@ func windowOf(h []Sample, start time.Time) []vertexWindow {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Source && !out[j].Source })
 	return out
-}
-
-// clamp bounds a parallelism by the policy and a vertex's key groups.
-func clamp(v int32, p Policy, keyGroups int32) int32 {
-	v = max(v, p.MinParallelism, 1)
-	v = min(v, p.MaxParallelism, p.MaxTMs*p.Slots)
-	if keyGroups > 0 {
-		v = min(v, keyGroups)
-	}
-	return v
 }
 
 func round(f float64) int64 { return int64(math.Round(f)) }

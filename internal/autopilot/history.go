@@ -33,6 +33,9 @@ type VertexSample struct {
 	Read     float64
 	Lag      float64
 	LagKnown bool
+	// Partitions is the Kafka partitions a KafkaSource reads, counted from
+	// its per-partition metrics; zero when unknown.
+	Partitions int32
 }
 
 // Sample is one poll of one job.
@@ -65,6 +68,12 @@ type SourceNames struct {
 	// In and Out are the source operator's own numRecordsIn/OutPerSecond,
 	// named after it ("Source__orders.numRecordsOutPerSecond").
 	In, Out string
+	// Partitions is how many Kafka partitions its reader reports: a
+	// KafkaSourceReader registers a currentOffset gauge per partition
+	// assigned to it (KafkaSourceReaderMetrics#registerTopicPartition,
+	// "KafkaSourceReader.topic.<topic>.partition.<n>.currentOffset"), as
+	// the Apache autoscaler counts them; zero for another source.
+	Partitions int32
 }
 
 // ListSourceNames finds a source's names in a listing of its vertex's
@@ -74,7 +83,11 @@ type SourceNames struct {
 // taken for the source operator.
 func ListSourceNames(ids []string) SourceNames {
 	var n SourceNames
+	partitions := map[string]bool{}
 	for _, id := range ids {
+		if tp, ok := kafkaPartition(id); ok {
+			partitions[tp] = true
+		}
 		switch {
 		case strings.HasSuffix(id, flink.MetricPendingRecordsSuffix):
 			n.Pending = id
@@ -84,7 +97,24 @@ func ListSourceNames(ids []string) SourceNames {
 			n.Out = id
 		}
 	}
+	n.Partitions = int32(len(partitions))
 	return n
+}
+
+// kafkaPartition is the "<topic>.partition.<n>" of a KafkaSourceReader's
+// per-partition currentOffset metric.
+func kafkaPartition(id string) (string, bool) {
+	const reader, suffix = ".KafkaSourceReader.topic.", ".currentOffset"
+	i := strings.Index(id, reader)
+	if i < 0 || !strings.HasSuffix(id, suffix) {
+		return "", false
+	}
+	tp := strings.TrimSuffix(id[i+len(reader):], suffix)
+	j := strings.LastIndex(tp, ".partition.")
+	if j <= 0 || strings.Trim(tp[j+len(".partition."):], "0123456789") != "" || len(tp) == j+len(".partition.") {
+		return "", false
+	}
+	return tp, true
 }
 
 const sourceOperatorPrefix = "Source__"
@@ -123,6 +153,7 @@ func VertexFromMetrics(v flink.JobDetailsVertex, ms []flink.AggregatedMetric, sr
 	}
 	if src != nil {
 		vs.Read = readRate(opIn, opOut, vs.RecordsIn, vs.RecordsOut)
+		vs.Partitions = src.Partitions
 	}
 	return vs, true
 }

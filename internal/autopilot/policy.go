@@ -30,6 +30,9 @@ type Policy struct {
 	ScaleDownDelay time.Duration
 	CatchUp        time.Duration
 	MaxPerHour     int
+	// RestartTime is the downtime a rescale is expected to cost (see
+	// RestartEstimate); the backlog it builds is in the target rate.
+	RestartTime time.Duration
 }
 
 // Defaults of spec.autoscaler (see its field documentation).
@@ -71,6 +74,7 @@ func PolicyFor(spec *v1.FlinkClusterSpec) (Policy, bool) {
 	if p.Mode == "" {
 		p.Mode = v1.AutoscalerApply
 	}
+	p.RestartTime = p.DefaultRestartTime()
 	return p, true
 }
 
@@ -80,6 +84,21 @@ func PolicyFor(spec *v1.FlinkClusterSpec) (Policy, bool) {
 func (p Policy) TaskManagers(parallelism int32) int32 {
 	need := (parallelism + p.Slots - 1) / p.Slots
 	return max(need, p.FloorTMs)
+}
+
+// meterSpan is how long after its tasks start Flink's rate metrics
+// measure a full span: a MeterView averages 60 s
+// (MeterView.DEFAULT_TIME_SPAN_IN_SECONDS), counting nothing before its
+// task started, and is refreshed every 5 s (View.UPDATE_INTERVAL_SECONDS).
+// Before that a rate reads low while busy time (a TimerGauge over the
+// seconds run) does not, and a vertex's processing rate would read low.
+const meterSpan = 65 * time.Second
+
+// MetricsFrom is when the samples of a job that turned RUNNING at since
+// start to count: after the stabilization, and never before Flink's rate
+// meters span a full minute of the new tasks.
+func (p Policy) MetricsFrom(since time.Time) time.Time {
+	return since.Add(max(p.Stabilization, meterSpan))
 }
 
 // blockFor is how long a block on a rescale that failed or did not help

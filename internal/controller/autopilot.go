@@ -121,6 +121,14 @@ func effectiveSpec(fc *v1.FlinkCluster) (*v1.FlinkClusterSpec, bool) {
 	}
 	spec := fc.Spec.DeepCopy()
 	spec.Job.Parallelism = st.Parallelism
+	// Each vertex at its own (the run request's overrides, or its
+	// resource requirements in place); the job's parallelism, the
+	// highest, is what the TaskManagers' slots follow: one slot-sharing
+	// group holds a subtask of every vertex per slot.
+	spec.Job.VertexParallelism = nil
+	for _, v := range st.Vertices {
+		spec.Job.VertexParallelism = append(spec.Job.VertexParallelism, v1.VertexParallelism{ID: v.ID, Parallelism: v.Parallelism})
+	}
 	spec.TaskManager.Replicas = p.TaskManagers(st.Parallelism)
 	return spec, true
 }
@@ -155,6 +163,10 @@ func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs 
 	res := autopilotResult{status: fc.Status.Autoscaler.DeepCopy()}
 	if !scaling {
 		res.status = nil
+	} else if res.status != nil {
+		// The downtime the last rescales cost is what the next one is
+		// expected to.
+		policy.RestartTime = autopilot.RestartEstimate(res.status.Decisions, policy.DefaultRestartTime())
 	}
 	healing := fc.Spec.Healing != nil || scaling
 	job := fc.Status.Job
@@ -197,7 +209,7 @@ func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs 
 	if res.status == nil {
 		res.status = &v1.AutoscalerStatus{}
 	}
-	since := obs.RunningSince.Add(policy.Stabilization)
+	since := policy.MetricsFrom(obs.RunningSince)
 	rec := autopilot.Evaluate(mem.samples, policy, since, now)
 	if !running {
 		rec = autopilot.Recommendation{Kind: autopilot.Collecting, Message: "The job is not running"}
@@ -384,9 +396,12 @@ func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.S
 		if stable != nil && stable.Job != nil {
 			revert = stable.Job.Parallelism
 		}
-		running := int32(0)
+		running := autopilot.Running{}
 		if obs.JobFound && obs.JobState == flink.JobRunning {
-			running = obs.Parallelism
+			running = autopilot.Running{Parallelism: obs.Parallelism, Vertices: map[string]int32{}, Since: obs.RunningSince}
+			for _, v := range obs.Vertices {
+				running.Vertices[v.ID] = v.Parallelism
+			}
 		}
 		if e := autopilot.Settle(res.status, policy, now, running, step.Status.Upgrade != nil, failed, why, revert); e != nil {
 			events = append(events, *e)
@@ -424,21 +439,41 @@ func inPlace(spec *v1.FlinkClusterSpec) bool {
 	return err == nil && v.AtLeast(1, 18) && strings.EqualFold(string(spec.FlinkConfiguration["jobmanager.scheduler"]), "adaptive")
 }
 
-// rescaleInPlace sets every vertex's upper bound to the new parallelism,
-// keeping its lower bound (JobResourceRequirements#validate wants
-// 1 <= lower <= upper), with one GET and one PUT.
-func (r *Reconciler) rescaleInPlace(ctx context.Context, c *flink.Client, jobID string, parallelism int32) error {
+// rescaleInPlace sets every vertex's upper bound to its own target (the
+// job's parallelism for a vertex without one), keeping its lower bound
+// (JobResourceRequirements#validate wants 1 <= lower <= upper), with one
+// GET and one PUT.
+func (r *Reconciler) rescaleInPlace(ctx context.Context, c *flink.Client, jobID string, parallelism int32, vertices []v1.VertexParallelism) error {
 	reqs, err := c.ResourceRequirements(ctx, jobID)
 	if err != nil {
 		return fmt.Errorf("read resource requirements of job %s: %w", jobID, err)
 	}
+	own := map[string]int32{}
+	for _, v := range vertices {
+		own[v.ID] = v.Parallelism
+	}
 	for id, v := range reqs {
-		v.Parallelism.UpperBound = parallelism
-		v.Parallelism.LowerBound = min(max(v.Parallelism.LowerBound, 1), parallelism)
+		upper := parallelism
+		if p, ok := own[strings.ToLower(id)]; ok {
+			upper = p
+		}
+		v.Parallelism.UpperBound = upper
+		v.Parallelism.LowerBound = min(max(v.Parallelism.LowerBound, 1), upper)
 		reqs[id] = v
 	}
 	if err := c.SetResourceRequirements(ctx, jobID, reqs); err != nil {
 		return fmt.Errorf("rescale job %s to %d in place: %w", jobID, parallelism, err)
 	}
 	return nil
+}
+
+// overridesFor is pipeline.jobvertex-parallelism-overrides for a job's
+// per-vertex parallelism: "id:n,id:n", the Map format Flink's
+// Configuration reads (Dispatcher#applyParallelismOverrides applies it).
+func overridesFor(vertices []v1.VertexParallelism) string {
+	parts := make([]string, 0, len(vertices))
+	for _, v := range vertices {
+		parts = append(parts, fmt.Sprintf("%s:%d", v.ID, v.Parallelism))
+	}
+	return strings.Join(parts, ",")
 }

@@ -304,6 +304,16 @@ func TestBadInputsAreRejectedAtAdmission(t *testing.T) {
 			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "upgradeMode": "stateless"}
 			s["autoscaler"] = map[string]any{"mode": "apply"}
 		}, "would restart it without its state"},
+		{"vertex parallelism for no vertex ID", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "vertexParallelism": []any{map[string]any{"id": "Source: orders", "parallelism": 2}}}
+		}, "spec.job.vertexParallelism[0].id"},
+		{"vertex parallelism below one", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "vertexParallelism": []any{map[string]any{"id": "0123456789abcdef0123456789abcdef", "parallelism": 0}}}
+		}, "spec.job.vertexParallelism[0].parallelism"},
+		{"vertex parallelism twice for one vertex", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "vertexParallelism": []any{
+				map[string]any{"id": "0123456789abcdef0123456789abcdef", "parallelism": 2}, map[string]any{"id": "0123456789abcdef0123456789abcdef", "parallelism": 3}}}
+		}, "Duplicate value"},
 		{"autoscaler bounds crossed", func(s map[string]any) {
 			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar"}
 			s["autoscaler"] = map[string]any{"minParallelism": 8, "maxParallelism": 4}

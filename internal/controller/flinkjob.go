@@ -274,7 +274,11 @@ func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, deploy *v1.Fl
 		}
 		r.Metrics.Savepoints.WithLabelValues(string(sp.Reason), "triggered").Inc()
 	case lifecycle.ActRescale:
-		return r.rescaleInPlace(ctx, c, job.ID, a.Parallelism)
+		var vertices []v1.VertexParallelism
+		if deploy != nil && deploy.Job != nil {
+			vertices = deploy.Job.VertexParallelism
+		}
+		return r.rescaleInPlace(ctx, c, job.ID, a.Parallelism, vertices)
 	case lifecycle.ActCancel:
 		if err := c.CancelJob(ctx, job.ID); err != nil && !flink.IsNotFound(err) {
 			return fmt.Errorf("cancel job %s: %w", job.ID, err)
@@ -358,14 +362,20 @@ func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCl
 			log.FromContext(ctx).Error(err, "Delete uploaded jar", "flinkcluster", klog.KObj(fc), "jar", jarID)
 		}
 	}()
-	_, err = c.RunJar(ctx, jarID, flink.JarRunRequest{
+	req := flink.JarRunRequest{
 		EntryClass:            spec.EntryClass,
 		ProgramArgsList:       spec.Args,
 		Parallelism:           spec.Parallelism,
 		JobID:                 jobID,
 		SavepointPath:         restorePath,
 		AllowNonRestoredState: spec.AllowNonRestoredState,
-	}.WithClaimMode(v, flink.RestoreNoClaim))
+	}
+	if len(spec.VertexParallelism) > 0 {
+		// The job's own configuration, which the Dispatcher reads the
+		// overrides from (1.17+, the oldest minor Datapilot runs).
+		req.FlinkConfiguration = map[string]string{flink.ParallelismOverridesKey: overridesFor(spec.VertexParallelism)}
+	}
+	_, err = c.RunJar(ctx, jarID, req.WithClaimMode(v, flink.RestoreNoClaim))
 	if err != nil {
 		// A lost response or a restart may have submitted it already: the
 		// job ID is new and ours, so Flink knowing it means it landed.

@@ -112,3 +112,8 @@ func RestoreKeysRule() string { return fmt.Sprintf("!self.exists(k, %s)", inList
 func RestoreKeysMessage() string {
 	return fmt.Sprintf("'spec.flinkConfiguration must not set ' + self.filter(k, %s)[0] + ': it decides which savepoint or checkpoint the job restores from, or lets Flink delete one the operator recorded to restore or roll back from; the operator sets it (the claim mode is always NO_CLAIM); use spec.job.initialSavepointPath and spec.job.allowNonRestoredState'", inList(RestoreKeys))
 }
+
+// ParallelismOverridesKey is PipelineOptions#PARALLELISM_OVERRIDES
+// (1.17+): a map of job vertex ID to parallelism that the Dispatcher
+// applies to a submitted job graph (Dispatcher#applyParallelismOverrides).
+const ParallelismOverridesKey = "pipeline.jobvertex-parallelism-overrides"

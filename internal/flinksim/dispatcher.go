@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -299,6 +300,9 @@ func (d *dispatcher) submit(e *Engine, c *cluster, now time.Time, sub *submissio
 	if old := d.jobs[sub.id]; (old != nil && !old.state.Terminal()) || d.hasResult(e, sub.id) {
 		return fmt.Errorf("org.apache.flink.runtime.client.DuplicateJobSubmissionException: Job has already been submitted.")
 	}
+	if err := applyParallelismOverrides(d.jm.conf, sub); err != nil {
+		return err
+	}
 	if d.ha != nil {
 		// DefaultJobGraphStore#putJobGraph, before the job runs.
 		blob, err := d.locate(d.jm.ha.storagePath + "/submittedJobGraph" + randomHex(6))
@@ -338,4 +342,70 @@ func (d *dispatcher) gateway(id string) (*job, string) {
 		return nil, "org.apache.flink.runtime.dispatcher.UnavailableDispatcherOperationException: Unable to get JobMasterGateway for initializing job. The requested operation is not available while the JobManager is initializing."
 	}
 	return j, ""
+}
+
+// parallelismOverrides is PipelineOptions#PARALLELISM_OVERRIDES (1.17+).
+const parallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
+
+// applyParallelismOverrides is Dispatcher#applyParallelismOverrides
+// (1.17+), run by Dispatcher#internalSubmitJob before the job graph is
+// persisted and its JobMaster built: the overrides of the Dispatcher's
+// configuration, then of the job's (a JarRunHandler request's
+// flinkConfiguration is in the job's configuration, so the request's
+// win), set the parallelism of each vertex they name by its ID; an ID the
+// graph does not have is ignored. The vertex's parallelism is also the
+// AdaptiveScheduler's upper bound (JobResourceRequirements), and a max
+// parallelism the program did not set is derived from it later
+// (SchedulerBase#computeVertexParallelismStore), so it follows too. The
+// value is a Map option, "id:parallelism,id:parallelism"
+// (ConfigurationUtils#convertToMap), each parallelism an int
+// (Integer#parseInt).
+func applyParallelismOverrides(dispatcher *conf, sub *submission) error {
+	if _, known := sub.conf.minor.Options[parallelismOverrides]; !known {
+		return nil
+	}
+	overrides := map[string]int{}
+	for _, cf := range []*conf{dispatcher, sub.conf} {
+		if err := readOverrides(cf, overrides); err != nil {
+			return err
+		}
+	}
+	for _, v := range sub.graph {
+		n, ok := overrides[v.id]
+		if !ok {
+			continue
+		}
+		v.parallelism, v.upper = n, n
+		if !v.explicitMax {
+			v.maxParallelism = defaultMaxParallelism(n)
+		}
+	}
+	return nil
+}
+
+// readOverrides adds a configuration's overrides to into.
+func readOverrides(cf *conf, into map[string]int) error {
+	if cf == nil {
+		return nil
+	}
+	raw, ok := cf.raw(parallelismOverrides)
+	if !ok || strings.TrimSpace(raw) == "" {
+		return nil
+	}
+	for _, entry := range strings.Split(raw, ",") {
+		k, v, found := strings.Cut(entry, ":")
+		if !found {
+			return parseErr(parallelismOverrides, raw, fmt.Errorf("java.lang.IllegalArgumentException: Map item is not a key-value pair (missing ':'?)"))
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("java.lang.NumberFormatException: For input string: \"%s\"", strings.TrimSpace(v))
+		}
+		if n < 1 {
+			// JobVertex#setParallelism.
+			return fmt.Errorf("java.lang.IllegalArgumentException: The parallelism must be at least one.")
+		}
+		into[strings.TrimSpace(k)] = n
+	}
+	return nil
 }

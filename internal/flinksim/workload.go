@@ -71,6 +71,11 @@ type VertexModel struct {
 	// MaxParallelism is the vertex's maximum parallelism; 0 means Flink's
 	// default for the parallelism it is submitted with.
 	MaxParallelism int `json:"maxParallelism,omitempty"`
+	// TotalCapacity, when set, bounds what all its subtasks together
+	// process per second, whatever their number: a downstream system (a
+	// database's write limit) that more subtasks do not relieve; they
+	// stay busy waiting on it.
+	TotalCapacity float64 `json:"totalCapacity,omitempty"`
 	// Skew is the share of the vertex's input, beyond an even share, that
 	// goes to its first subtask (a hot key): 0 is even, 1 all on one.
 	Skew float64 `json:"skew,omitempty"`
@@ -130,7 +135,7 @@ func (w Workload) validate() error {
 		switch {
 		case strings.TrimSpace(v.Name) == "":
 			return fmt.Errorf("vertex %d has no name", i)
-		case v.CapacityPerSubtask < 0, v.Selectivity < 0, v.MaxParallelism < 0, v.MaxParallelism > 32768:
+		case v.CapacityPerSubtask < 0, v.TotalCapacity < 0, v.Selectivity < 0, v.MaxParallelism < 0, v.MaxParallelism > 32768:
 			return fmt.Errorf("vertex %q: capacity, selectivity and maxParallelism must not be negative (maxParallelism at most 32768)", v.Name)
 		case v.Skew < 0 || v.Skew > 1:
 			return fmt.Errorf("vertex %q: skew is between 0 and 1", v.Name)
@@ -252,7 +257,7 @@ func (c *cluster) consumer() *job {
 	return nil
 }
 
-// Model, not Flink (the README's "Workload model"): stepWorkload, flow,
+// Model, not Flink (the README's "Workload model"): stepWorkload, Flow, capacity,
 // selectivity, hotShare and busy are the rate-against-capacity physics
 // that stand in for user code; only what they feed, the task metrics, is
 // Flink's.
@@ -284,12 +289,38 @@ func (e *Engine) stepWorkload(c *cluster, t time.Time) {
 	}
 }
 
-// flow is one second of the job's processing: the records the source
-// reads, limited by the vertex that saturates first (its hottest subtask
-// at full busy time), with every vertex upstream of it back-pressured.
-// It records the second's task metrics and returns the records read.
+// flow is one second of the job's processing (see Flow): it records the
+// second's task metrics and returns the records read.
 func (j *job) flow(wl *workload, second int64) float64 {
-	models := wl.w.Vertices
+	parallelism := make([]int, len(j.vertices))
+	for i, v := range j.vertices {
+		parallelism[i] = v.parallelism
+	}
+	read, backlog, out := Flow(wl.w.Vertices, parallelism, wl.rate, wl.backlog)
+	wl.backlog = backlog
+	for i, v := range j.vertices {
+		o := out[i]
+		v.record(sample{at: second, in: o.In, out: o.Out, busyHot: o.BusyHot, busyOther: o.BusyOther, bpHot: o.BPHot, bpOther: o.BPOther})
+	}
+	return read
+}
+
+// VertexSecond is one second of a vertex's work: its records in and out
+// (the vertex's totals) and the busy and back-pressured time, in ms, of
+// its hottest subtask and of each other one.
+type VertexSecond struct {
+	In, Out                            float64
+	BusyHot, BusyOther, BPHot, BPOther float64
+}
+
+// Flow is one second of a job graph's processing on the workload model,
+// the vertices at the given parallelism (a vertex beyond the models has
+// no limit): the source reads what arrives and what waits, limited by the
+// vertex that saturates first (its hottest subtask at full busy time),
+// with every vertex upstream of it back-pressured. It returns the records
+// read, the backlog left, and each vertex's second. bench/autopilot
+// drives it directly.
+func Flow(models []VertexModel, parallelism []int, rate, backlog float64) (float64, float64, []VertexSecond) {
 	model := func(i int) VertexModel {
 		if i < len(models) {
 			return models[i]
@@ -299,39 +330,55 @@ func (j *job) flow(wl *workload, second int64) float64 {
 	// gain is records reaching vertex i per record read at the source.
 	gain := 1.0
 	limit, bottleneck := math.Inf(1), -1
-	for i, v := range j.vertices {
+	for i, p := range parallelism {
 		m := model(i)
-		if m.CapacityPerSubtask > 0 {
-			capIn := m.CapacityPerSubtask / hotShare(m.Skew, v.parallelism)
+		if c := m.capacity(p); c > 0 {
+			capIn := c / hotShare(m.Skew, p)
 			if src := capIn / gain; src < limit {
 				limit, bottleneck = src, i
 			}
 		}
 		gain *= selectivity(m)
 	}
-	demand := wl.rate + wl.backlog
+	demand := rate + backlog
 	read := math.Min(demand, limit)
-	wl.backlog = math.Max(0, wl.backlog+wl.rate-read)
+	left := math.Max(0, backlog+rate-read)
 	pressured := read < demand && bottleneck >= 0
 	gain = 1
-	for i, v := range j.vertices {
+	out := make([]VertexSecond, len(parallelism))
+	for i, p := range parallelism {
 		m := model(i)
 		in := read * gain
-		s := sample{at: second, in: in, out: in * selectivity(m)}
-		hot := hotShare(m.Skew, v.parallelism)
-		s.busyHot = busy(in*hot, m.CapacityPerSubtask)
-		if v.parallelism > 1 {
-			s.busyOther = busy(in*(1-hot)/float64(v.parallelism-1), m.CapacityPerSubtask)
+		s := VertexSecond{In: in, Out: in * selectivity(m)}
+		hot := hotShare(m.Skew, p)
+		c := m.capacity(p)
+		s.BusyHot = busy(in*hot, c)
+		if p > 1 {
+			s.BusyOther = busy(in*(1-hot)/float64(p-1), c)
 		}
 		if pressured && i < bottleneck {
 			// Output buffers full: what is not busy waits on the
 			// downstream vertex (backPressuredTimeMsPerSecond).
-			s.bpHot, s.bpOther = 1000-s.busyHot, 1000-s.busyOther
+			s.BPHot, s.BPOther = 1000-s.BusyHot, 1000-s.BusyOther
 		}
-		v.record(s)
+		out[i] = s
 		gain *= selectivity(m)
 	}
-	return read
+	return read, left, out
+}
+
+// capacity is what one of p subtasks processes per second at full busy
+// time: CapacityPerSubtask, within an even share of TotalCapacity; 0 when
+// nothing limits it.
+func (m VertexModel) capacity(p int) float64 {
+	c := m.CapacityPerSubtask
+	if m.TotalCapacity > 0 {
+		share := m.TotalCapacity / float64(max(1, p))
+		if c <= 0 || share < c {
+			c = share
+		}
+	}
+	return c
 }
 
 func selectivity(m VertexModel) float64 {

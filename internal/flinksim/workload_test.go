@@ -261,3 +261,23 @@ func TestDefaultMaxParallelismAndJavaDoubles(t *testing.T) {
 		}
 	}
 }
+
+// A vertex bounded by what its downstream system takes (TotalCapacity)
+// is not relieved by more subtasks: the job reads the same, and its
+// subtasks stay busy, waiting on it.
+func TestTotalCapacityIsNotRelievedByMoreSubtasks(t *testing.T) {
+	models := []VertexModel{{Name: "Source: orders", CapacityPerSubtask: 5000}, {Name: "Sink: db", CapacityPerSubtask: 500, TotalCapacity: 600}}
+	for _, p := range []int{2, 4, 8} {
+		read, left, out := Flow(models, []int{1, p}, 1000, 0)
+		if read != 600 || left != 400 {
+			t.Errorf("parallelism %d: read %.0f, left %.0f; want 600 and 400", p, read, left)
+		}
+		if out[1].BusyHot != 1000 || out[0].BPHot == 0 {
+			t.Errorf("parallelism %d: sink busy %.0f, source back-pressured %.0f", p, out[1].BusyHot, out[0].BPHot)
+		}
+	}
+	// Below the total, the per-subtask capacity is what bounds.
+	if read, _, _ := Flow(models, []int{1, 1}, 1000, 0); read != 500 {
+		t.Errorf("one subtask read %.0f, want 500", read)
+	}
+}

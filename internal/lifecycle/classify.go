@@ -44,13 +44,14 @@ func IsRescale(kind string) bool {
 }
 
 // parallelismOnly reports whether two specs differ in the job's
-// parallelism and the TaskManager count alone.
+// parallelism (its own and its vertices') and the TaskManager count alone.
 func parallelismOnly(a, b *v1.FlinkClusterSpec) bool {
 	if a == nil || b == nil || a.Job == nil || b.Job == nil {
 		return false
 	}
 	x, y := a.DeepCopy(), b.DeepCopy()
 	x.Job.Parallelism, y.Job.Parallelism = 0, 0
+	x.Job.VertexParallelism, y.Job.VertexParallelism = nil, nil
 	x.TaskManager.Replicas, y.TaskManager.Replicas = 0, 0
 	return Classify(x, y) == ChangeNone
 }

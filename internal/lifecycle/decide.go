@@ -444,7 +444,7 @@ func verifying(s *Step) bool {
 	need := int64(stableCheckpoints(in.Spec))
 	// A rescale is done when the job runs at the new parallelism, too (the
 	// adaptive scheduler runs each vertex at min(upper bound, slots)).
-	atParallelism := !IsRescale(up.Kind) || in.Spec.Job.Parallelism == 0 || in.Flink.Parallelism == in.Spec.Job.Parallelism
+	atParallelism := !IsRescale(up.Kind) || in.Spec.Job.Parallelism == 0 || runsAt(in.Flink, in.Spec.Job)
 	if in.Flink.Reachable && in.Flink.JobFound && in.Flink.JobState == flink.JobRunning && atParallelism &&
 		in.Flink.CheckpointsCompleted-up.CheckpointsAtRestore >= need {
 		s.endUpgrade(false)
@@ -588,4 +588,20 @@ func supersede(s *Step) bool {
 
 func specEqual(a, b *v1.FlinkClusterSpec) bool {
 	return a != nil && b != nil && Classify(a, b) == ChangeNone
+}
+
+// runsAt says the job runs at the spec's parallelism: its widest vertex
+// at the job's, and each vertex the spec names at its own.
+func runsAt(f Flink, job *v1.JobSpec) bool {
+	if f.Parallelism != job.Parallelism {
+		return false
+	}
+	for _, want := range job.VertexParallelism {
+		for _, v := range f.Vertices {
+			if v.ID == want.ID && v.Parallelism != want.Parallelism {
+				return false
+			}
+		}
+	}
+	return true
 }

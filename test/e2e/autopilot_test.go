@@ -187,10 +187,13 @@ func TestAutopilotScalesDownOnlyAfterTheDelay(t *testing.T) {
 }
 
 // TestAutopilotOscillationInsideTheBandChangesNothing: 480 to 640 records/s
-// on 8 subtasks (60–80%, the band is 50–90%).
+// on 8 subtasks of every vertex (60–80%, the band is 50–90%): each vertex
+// handles 100 records/s per subtask, so none is outside the band (an idle
+// source or sink would be sized down on its own).
 func TestAutopilotOscillationInsideTheBandChangesNothing(t *testing.T) {
 	t.Parallel()
 	w := chain(flinksim.RateShape{Kind: "oscillate", Base: 480, Peak: 640, Period: flinksim.Duration{Duration: 20 * time.Second}})
+	w.Vertices[0].CapacityPerSubtask, w.Vertices[2].CapacityPerSubtask = 100, 100
 	ns, key := startAutopilot(t, "oscillate", 8, w, fastAutoscaler(v1.AutoscalerApply))
 	first := getFC(t, ns, "oscillate").Status.Job.ID
 	// The window fills, then the autopilot samples and decides on: 30

@@ -1,0 +1,133 @@
+package flinksim
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/datapilot/datapilot/internal/flink"
+)
+
+// vertexIDs are the pipeline's vertex IDs: the program's, the same for
+// every submission of it (StreamGraphHasherV2).
+func vertexIDs(t *testing.T, e *Engine, clk *fakeClock) []string {
+	t.Helper()
+	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 1})
+	var out []string
+	for _, v := range jobDetails(t, e, id).Vertices {
+		out = append(out, v.ID)
+	}
+	if err := e.CancelJob(key, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	clk.step(2 * time.Second)
+	return out
+}
+
+// Dispatcher#applyParallelismOverrides: the run request's
+// pipeline.jobvertex-parallelism-overrides sets each named vertex's
+// parallelism; the others keep the job's; an unknown ID is ignored; the
+// job takes the slots of its widest vertex.
+func TestParallelismOverridesInTheRunRequest(t *testing.T) {
+	e, clk := newTestEngine(t)
+	e.Observe(key, simple(tms(2), nil).Observation())
+	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
+		t.Fatal(err)
+	}
+	ids := vertexIDs(t, e, clk)
+	overrides := fmt.Sprintf("%s:1,%s:4,%s:9", ids[0], ids[1], "0123456789abcdef0123456789abcdef")
+	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 2, FlinkConfiguration: map[string]string{parallelismOverrides: overrides}})
+	j := jobDetails(t, e, id)
+	if got := fmt.Sprint(parallelisms(j)); got != "[1 4 2]" {
+		t.Fatalf("parallelisms %s, want [1 4 2]", got)
+	}
+	if v := view(t, e, id); v.Parallelism != 4 {
+		t.Errorf("the job takes %d slots, want its widest vertex's 4", v.Parallelism)
+	}
+}
+
+// The same option in the cluster's configuration (the Dispatcher's) is
+// applied too, and the request's wins over it.
+func TestParallelismOverridesFromTheClusterConfiguration(t *testing.T) {
+	e, clk := newTestEngine(t)
+	e.Observe(key, simple(tms(2), nil).Observation())
+	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
+		t.Fatal(err)
+	}
+	ids := vertexIDs(t, e, clk)
+	// The same program on a cluster configured with overrides.
+	e, clk = newTestEngine(t)
+	e.Observe(key, simple(tms(2), map[string]string{parallelismOverrides: ids[0] + ":3," + ids[2] + ":3"}).Observation())
+	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
+		t.Fatal(err)
+	}
+	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 2, FlinkConfiguration: map[string]string{parallelismOverrides: ids[0] + ":1"}})
+	if got := fmt.Sprint(parallelisms(jobDetails(t, e, id))); got != "[1 2 3]" {
+		t.Fatalf("parallelisms %s, want [1 2 3]", got)
+	}
+}
+
+func TestParallelismOverridesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, value, want string
+	}{
+		{"no integer", "0123456789abcdef0123456789abcdef:four", "NumberFormatException"},
+		{"no key-value pair", "0123456789abcdef0123456789abcdef", "Map item is not a key-value pair"},
+		{"below one", "0123456789abcdef0123456789abcdef:0", "The parallelism must be at least one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newTestEngine(t)
+			e.Observe(key, simple(tms(1), nil).Observation())
+			_, err := e.RunJar(key, upload(t, e), flink.JarRunRequest{FlinkConfiguration: map[string]string{parallelismOverrides: tc.value}})
+			wantErr(t, err, http.StatusBadRequest, tc.want)
+		})
+	}
+}
+
+// An override above a vertex's max parallelism fails the job as
+// ExecutionJobVertex does for any parallelism above it.
+func TestParallelismOverrideAboveTheMaxParallelismFailsTheJob(t *testing.T) {
+	e, clk := newTestEngine(t)
+	e.Observe(key, simple(tms(4), nil).Observation())
+	w := pipeline(RateShape{Kind: "constant", Base: 100})
+	w.Vertices[1].MaxParallelism = 4
+	if err := e.SetWorkload(key, w); err != nil {
+		t.Fatal(err)
+	}
+	ids := vertexIDs(t, e, clk)
+	id := submit(t, e, flink.JarRunRequest{Parallelism: 2, FlinkConfiguration: map[string]string{parallelismOverrides: ids[1] + ":8"}})
+	clk.step(3 * time.Second)
+	if s := jobState(t, e, id); s != flink.JobFailed {
+		t.Fatalf("job %s, want FAILED", s)
+	}
+}
+
+// On the AdaptiveScheduler an override is the vertex's upper bound, and
+// per-vertex resource requirements rescale each vertex to its own: the
+// job holds the slots of its widest vertex (one slot-sharing group).
+func TestAdaptivePerVertexRequirements(t *testing.T) {
+	e, clk, _, _, srv := newHTTPTest(t, "1.18")
+	e.Observe(key, adaptive("1.18.1", 3).Observation())
+	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
+		t.Fatal(err)
+	}
+	ids := vertexIDs(t, e, clk)
+	id := submit(t, e, flink.JarRunRequest{Parallelism: 2, FlinkConfiguration: map[string]string{parallelismOverrides: ids[0] + ":1"}})
+	clk.step(2 * time.Second)
+	j := jobDetails(t, e, id)
+	var got map[string]map[string]map[string]int
+	restGet(t, srv, "/jobs/"+id+"/resource-requirements", &got)
+	if fmt.Sprint(parallelisms(j)) != "[1 2 2]" || got[ids[0]]["parallelism"]["upperBound"] != 1 {
+		t.Fatalf("%v %v", parallelisms(j), got)
+	}
+	body := fmt.Sprintf(`{%q: {"parallelism": {"lowerBound": 1, "upperBound": 1}}, %q: {"parallelism": {"lowerBound": 1, "upperBound": 6}}, %q: {"parallelism": {"lowerBound": 1, "upperBound": 3}}}`, ids[0], ids[1], ids[2])
+	if code := restDo(t, srv, http.MethodPut, "/jobs/"+id+"/resource-requirements", body, nil); code != http.StatusOK {
+		t.Fatalf("PUT: %d", code)
+	}
+	clk.step(5 * time.Second)
+	j = jobDetails(t, e, id)
+	if fmt.Sprint(parallelisms(j)) != "[1 6 3]" || view(t, e, id).Parallelism != 6 {
+		t.Fatalf("after the PUT: %s %v, %d slots", j.State, parallelisms(j), view(t, e, id).Parallelism)
+	}
+}
