@@ -292,7 +292,12 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 // actOnStep performs the step's side effect, after the status write that
 // recorded it.
 func (r *Reconciler) actOnStep(ctx context.Context, fc *v1.FlinkCluster, step *lifecycle.Step) {
-	if err := r.act(ctx, fc, step.Deploy, step.Action); err != nil {
+	err := r.act(ctx, fc, step.Deploy, step.Action)
+	if refused := (*JarRefusedError)(nil); errors.As(err, &refused) {
+		r.refuseJar(ctx, fc, refused)
+		return
+	}
+	if err != nil {
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Lifecycle", "%v", err)
 		// The step is recorded; the next reconcile repeats it.
 		log.FromContext(ctx).Error(err, "Flink request failed", "flinkcluster", klog.KObj(fc))
@@ -300,6 +305,21 @@ func (r *Reconciler) actOnStep(ctx context.Context, fc *v1.FlinkCluster, step *l
 			step.RequeueAfter = lifecycle.Poll
 		}
 	}
+}
+
+// refuseJar records a refused jarURI in status (JobSubmitted=False,
+// JarRefused) and says so once in an event; act fetches it no more for this
+// generation. A failed write only means the next attempt refuses it again.
+func (r *Reconciler) refuseJar(ctx context.Context, fc *v1.FlinkCluster, refused *JarRefusedError) {
+	log.FromContext(ctx).Info("Job jar refused", "flinkcluster", klog.KObj(fc), "reason", refused.Reason)
+	r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, v1.ReasonJarRefused, "Submit", "%v", refused)
+	st := fc.Status.DeepCopy()
+	setJobSubmittedCondition(st, fc.Generation, time.Now(), refused)
+	if err := r.applyStatus(ctx, fc, *st); err != nil {
+		log.FromContext(ctx).Error(err, "Record the refused jar", "flinkcluster", klog.KObj(fc))
+		return
+	}
+	r.Metrics.StatusWrites.Inc()
 }
 
 // recordStep is the one place that records intent: the step's status
