@@ -53,7 +53,8 @@ func TestChartInstallRunsOperator(t *testing.T) {
 		t.Fatal("bin/helm is missing: run 'make tools'")
 	}
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
-	p := platformtest.StartWith(t, platform.Options{BinDir: bin, AuditLogPath: auditLog, AuditPolicy: auditAll})
+	p := platformtest.StartWith(t, platform.Options{BinDir: bin, AuditLogPath: auditLog, AuditPolicy: auditRequests,
+		AdmissionPlugins: []string{"OwnerReferencesPermissionEnforcement"}})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -212,6 +213,7 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	if n := countRequests(t, auditLog, user); n == 0 {
 		t.Errorf("The audit log holds no request of %s: the check above proves nothing", user)
 	}
+	checkLeastPrivilege(ctx, t, admin, auditLog, ns, sa, nil)
 }
 
 // checkKubernetesHA follows a cluster with Kubernetes HA under the chart's
