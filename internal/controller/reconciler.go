@@ -43,12 +43,20 @@ const FieldManager = "datapilot"
 // costs no write and its deletion waits for nothing.
 const Finalizer = "data.example.com/cleanup"
 
-// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters/status,verbs=get;update;patch
+// The rights the reconciler uses, and no more (the chart-install e2e test
+// fails on a right no request used). Reads of children go through the
+// label-filtered cache (list and watch; no get), writes are server-side
+// apply patches (create is checked when a patch creates the object; no
+// update); only the JobManagers are deleted by the operator, before Flink's
+// HA ConfigMaps; owner references remove the rest.
+// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;deletecollection
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
