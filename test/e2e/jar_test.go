@@ -42,7 +42,9 @@ func countingServer(t *testing.T, addr string, h http.HandlerFunc) (*httptest.Se
 // loopback address the operator was not told to allow, or of a jar twice
 // the chart's 256 Mi memory limit is refused: JobSubmitted=False with
 // reason JarRefused saying why, one JarRefused event, nothing fetched from
-// the refused addresses, the oversized jar asked for once and never read.
+// the refused addresses, the oversized jar asked for once and never read
+// when it declares its length, read to the limit and no further when not
+// (TestOversizedJarIsRefusedWhileStreaming shows the heap stays flat).
 // The operator does not try again while the spec stays (its lifecycle
 // polls Flink for the job meanwhile), and tries a changed jarURI, which
 // runs and clears the condition.
@@ -65,6 +67,19 @@ func TestRefusedJarURIs(t *testing.T) {
 			}
 		}
 	})
+	// Twice the limit again, without a Content-Length: streamed to the
+	// JobManager until the limit, then the upload fails.
+	var streamed atomic.Int64
+	endless, endlessHits := countingServer(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
+		zeros := make([]byte, 64<<10)
+		for streamed.Load() < 512<<20 {
+			n, err := w.Write(zeros)
+			streamed.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
 	for _, tc := range []struct {
 		name, uri, why string
 		hits           *atomic.Int64
@@ -73,6 +88,7 @@ func TestRefusedJarURIs(t *testing.T) {
 		{"metadata", "http://169.254.169.254/latest/meta-data/job.jar", "169.254.169.254 is a link-local address", nil, 0},
 		{"loopback", loopback.URL + "/job.jar", "127.0.0.2 is a loopback address", loopbackHits, 0},
 		{"fat", fat.URL + "/fat.jar", "larger than 128 MiB", fatHits, 1},
+		{"streamed", endless.URL + "/fat.jar", "larger than 128 MiB", endlessHits, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -101,6 +117,9 @@ func TestRefusedJarURIs(t *testing.T) {
 				if got := tc.hits.Load(); got != tc.wantHits {
 					t.Errorf("The jar's server had %d requests, want %d", got, tc.wantHits)
 				}
+			}
+			if sent := streamed.Load(); tc.name == "streamed" && (sent < 128<<20 || sent > 144<<20) {
+				t.Errorf("The operator read %d MiB of a jar over its 128 MiB limit", sent>>20)
 			}
 			if n := jarRefusedEvents(t, ns, tc.name); n != 1 {
 				t.Errorf("%d JarRefused events (counting repeats), want 1", n)
