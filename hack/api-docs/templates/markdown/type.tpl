@@ -4,7 +4,7 @@
 
 ### {{ $type.Name }}
 {{ if $type.IsAlias }}
-_Underlying type:_ {{ markdownRenderTypeLink $type.UnderlyingType }}
+_Underlying type:_ {{ markdownRenderType $type.UnderlyingType }}
 {{ end }}
 {{ $type.Doc }}
 {{ if $type.Validation }}
