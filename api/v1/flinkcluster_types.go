@@ -418,7 +418,15 @@ const (
 	// ConditionDeletionBlocked is True while the finalizer holds a deleted
 	// cluster until its job is stopped with a savepoint.
 	ConditionDeletionBlocked = "DeletionBlocked"
+	// ConditionJobSubmitted is False (reason JarRefused) when the operator
+	// refused to fetch spec.job.jarURI: an address or name it never fetches
+	// from, or a jar over its size limit. It does not try the same URI again
+	// until the spec changes, when the condition goes. Absent otherwise.
+	ConditionJobSubmitted = "JobSubmitted"
 )
+
+// ReasonJarRefused is the reason of JobSubmitted=False.
+const ReasonJarRefused = "JarRefused"
 
 // ComponentStatus counts the pods of one tier.
 type ComponentStatus struct {

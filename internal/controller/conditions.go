@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,6 +35,7 @@ func setConditions(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v clus
 	setProgressingCondition(st, gen, now, v.prog)
 	setDegradedCondition(st, gen, now, v.deg)
 	setHighAvailabilityPermissionsCondition(st, gen, now, v.haPermissions)
+	expireJobSubmittedCondition(st, gen)
 }
 
 // setStepConditions sets the conditions of a lifecycle step and of the
@@ -161,4 +163,28 @@ func setDeletionBlockedCondition(st *v1.FlinkClusterStatus, gen int64, at time.T
 		v.status = metav1.ConditionFalse
 	}
 	set(st, v1.ConditionDeletionBlocked, gen, metav1.NewTime(at.Truncate(time.Second)), v)
+}
+
+// setJobSubmittedCondition records a jar the operator refused to fetch:
+// JobSubmitted=False, JarRefused, with the refusal (which names the URI)
+// as its message, for the generation that asked for it.
+func setJobSubmittedCondition(st *v1.FlinkClusterStatus, gen int64, at time.Time, refused *JarRefusedError) {
+	set(st, v1.ConditionJobSubmitted, gen, metav1.NewTime(at.Truncate(time.Second)),
+		verdict{metav1.ConditionFalse, v1.ReasonJarRefused, refused.Error()})
+}
+
+// expireJobSubmittedCondition removes a refusal recorded for an older
+// generation: a changed spec is tried again.
+func expireJobSubmittedCondition(st *v1.FlinkClusterStatus, gen int64) {
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionJobSubmitted); c != nil && c.ObservedGeneration != gen {
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionJobSubmitted)
+	}
+}
+
+// jarRefused says whether uri was refused for this generation already, so
+// the operator does not fetch it again.
+func jarRefused(conds []metav1.Condition, gen int64, uri string) bool {
+	c := meta.FindStatusCondition(conds, v1.ConditionJobSubmitted)
+	return c != nil && c.Reason == v1.ReasonJarRefused && c.ObservedGeneration == gen &&
+		strings.HasPrefix(c.Message, (&JarRefusedError{URI: uri}).Error())
 }

@@ -68,3 +68,40 @@ func TestSetStepConditions(t *testing.T) {
 		})
 	}
 }
+
+// A refused jar is remembered for its URI and generation only: the same
+// URI at the same generation is not fetched again, another URI or a new
+// generation is, and a new generation's status write removes the refusal.
+func TestJobSubmittedRemembersARefusal(t *testing.T) {
+	const uri = "http://169.254.169.254/job.jar"
+	st := &v1.FlinkClusterStatus{}
+	setJobSubmittedCondition(st, 3, time.Unix(2000, 0), &JarRefusedError{URI: uri, Reason: "169.254.169.254 is a link-local address"})
+	for _, tc := range []struct {
+		name string
+		gen  int64
+		uri  string
+		want bool
+	}{
+		{"same URI, same generation", 3, uri, true},
+		{"a URI the refused one starts with", 3, "http://169.254.169.254/job", false},
+		{"a longer URI", 3, uri + ":x", false},
+		{"another URI", 3, "https://repo.example.com/job.jar", false},
+		{"a new generation", 4, uri, false},
+	} {
+		if got := jarRefused(st.Conditions, tc.gen, tc.uri); got != tc.want {
+			t.Errorf("%s: refused before = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	c := meta.FindStatusCondition(st.Conditions, v1.ConditionJobSubmitted)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonJarRefused || c.ObservedGeneration != 3 {
+		t.Fatalf("JobSubmitted = %+v", c)
+	}
+	expireJobSubmittedCondition(st, 3)
+	if meta.FindStatusCondition(st.Conditions, v1.ConditionJobSubmitted) == nil {
+		t.Error("The refusal went while the generation stayed")
+	}
+	expireJobSubmittedCondition(st, 4)
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionJobSubmitted); c != nil {
+		t.Errorf("The refusal stayed into generation 4: %+v", c)
+	}
+}

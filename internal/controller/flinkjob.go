@@ -284,16 +284,21 @@ func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, deploy *v1.Fl
 			return fmt.Errorf("cancel job %s: %w", job.ID, err)
 		}
 	case lifecycle.ActSubmit:
+		spec, version := fc.Spec.Job, fc.Spec.Version
+		if deploy != nil && deploy.Job != nil {
+			spec, version = deploy.Job, deploy.Version // the last stable job in a rollback
+		}
+		if jarRefused(fc.Status.Conditions, fc.Generation, spec.JarURI) {
+			// Refused once, refused again: nothing is fetched until the
+			// spec changes (JobSubmitted says why).
+			return nil
+		}
 		pod, err := r.jobManagerPod(ctx, fc)
 		if err != nil {
 			return err
 		}
 		jm := flink.NewClient(r.Resolver.JobManagerURL(fc.Namespace, fc.Name, pod.Name, pod.Status.PodIP), r.HTTPClient)
 		jm.RequestTimeout = c.RequestTimeout
-		spec, version := fc.Spec.Job, fc.Spec.Version
-		if deploy != nil && deploy.Job != nil {
-			spec, version = deploy.Job, deploy.Version // the last stable job in a rollback
-		}
 		v, err := flink.ParseVersion(version)
 		if err != nil {
 			return err

@@ -43,12 +43,20 @@ const FieldManager = "datapilot"
 // costs no write and its deletion waits for nothing.
 const Finalizer = "data.example.com/cleanup"
 
-// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters/status,verbs=get;update;patch
+// The rights the reconciler uses, and no more (the chart-install e2e test
+// fails on a right no request used). Reads of children go through the
+// label-filtered cache (list and watch; no get), writes are server-side
+// apply patches (create is checked when a patch creates the object; no
+// update); only the JobManagers are deleted by the operator, before Flink's
+// HA ConfigMaps; owner references remove the rest.
+// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;deletecollection
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -292,7 +300,12 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 // actOnStep performs the step's side effect, after the status write that
 // recorded it.
 func (r *Reconciler) actOnStep(ctx context.Context, fc *v1.FlinkCluster, step *lifecycle.Step) {
-	if err := r.act(ctx, fc, step.Deploy, step.Action); err != nil {
+	err := r.act(ctx, fc, step.Deploy, step.Action)
+	if refused := (*JarRefusedError)(nil); errors.As(err, &refused) {
+		r.refuseJar(ctx, fc, refused)
+		return
+	}
+	if err != nil {
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Lifecycle", "%v", err)
 		// The step is recorded; the next reconcile repeats it.
 		log.FromContext(ctx).Error(err, "Flink request failed", "flinkcluster", klog.KObj(fc))
@@ -300,6 +313,21 @@ func (r *Reconciler) actOnStep(ctx context.Context, fc *v1.FlinkCluster, step *l
 			step.RequeueAfter = lifecycle.Poll
 		}
 	}
+}
+
+// refuseJar records a refused jarURI in status (JobSubmitted=False,
+// JarRefused) and says so once in an event; act fetches it no more for this
+// generation. A failed write only means the next attempt refuses it again.
+func (r *Reconciler) refuseJar(ctx context.Context, fc *v1.FlinkCluster, refused *JarRefusedError) {
+	log.FromContext(ctx).Info("Job jar refused", "flinkcluster", klog.KObj(fc), "reason", refused.Reason)
+	r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, v1.ReasonJarRefused, "Submit", "%v", refused)
+	st := fc.Status.DeepCopy()
+	setJobSubmittedCondition(st, fc.Generation, time.Now(), refused)
+	if err := r.applyStatus(ctx, fc, *st); err != nil {
+		log.FromContext(ctx).Error(err, "Record the refused jar", "flinkcluster", klog.KObj(fc))
+		return
+	}
+	r.Metrics.StatusWrites.Inc()
 }
 
 // recordStep is the one place that records intent: the step's status

@@ -26,8 +26,8 @@ import (
 )
 
 // What health needs; the reconciler's markers grant the same.
-// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Defaults of a Poller.

@@ -79,6 +79,11 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logger receives progress messages; default discards them.
 	Logger logr.Logger
+	// AdmissionPlugins are enabled on top of the API server's defaults,
+	// such as OwnerReferencesPermissionEnforcement, which many clusters
+	// run and which needs update on an owner's finalizers to block its
+	// deletion.
+	AdmissionPlugins []string
 	// FlinkHARole installs the ClusterRole the chart ships for the Flink
 	// pods of clusters with Kubernetes HA, for an operator run without the
 	// chart (which would otherwise own it).
@@ -378,6 +383,9 @@ func (p *Platform) start(ctx context.Context) error {
 		"--max-requests-inflight=2000",
 		"--max-mutating-requests-inflight=1000",
 		"--profiling=false",
+	}
+	if len(o.AdmissionPlugins) > 0 {
+		apiArgs = append(apiArgs, "--enable-admission-plugins="+strings.Join(o.AdmissionPlugins, ","))
 	}
 	if o.AuditLogPath != "" {
 		policy := filepath.Join(o.StateDir, "audit-policy.yaml")
