@@ -130,20 +130,32 @@ func patchSpec(t *testing.T, ns, name string, mutate func(*v1.FlinkCluster)) {
 // the operator looked again, for negative checks.
 func waitRequests(t *testing.T, key flinksim.ClusterKey, endpoint string, n int) {
 	t.Helper()
-	count := func() int {
-		view, err := sim.Engine.View(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return view.Requests[endpoint]
-	}
-	start := count()
+	waitRequestsSince(t, key, endpoint, requests(t, key, endpoint), n)
+}
+
+// waitRequestsSince is waitRequests counted from a number of requests read
+// before the wake-up: a single reconcile that a test's own write wakes can
+// answer before the test reads the count after the write, and then no
+// further request comes.
+func waitRequestsSince(t *testing.T, key flinksim.ClusterKey, endpoint string, start, n int) {
+	t.Helper()
 	eventually(t, time.Minute, fmt.Sprintf("%d more %s requests", n, endpoint), func() error {
-		if got := count() - start; got < n {
+		if got := requests(t, key, endpoint) - start; got < n {
 			return fmt.Errorf("%d so far", got)
 		}
 		return nil
 	})
+}
+
+// requests is how many requests of endpoint the simulator answered for a
+// cluster so far.
+func requests(t *testing.T, key flinksim.ClusterKey, endpoint string) int {
+	t.Helper()
+	view, err := sim.Engine.View(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return view.Requests[endpoint]
 }
 
 // simKey is the simulator's key of a FlinkCluster: the JobManager Service
