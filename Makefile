@@ -126,7 +126,11 @@ kustomize-check:
 		echo "kubectl kustomize $$d"; $(BIN)/kubectl kustomize $$d >/dev/null || exit 1; \
 	done
 
-.PHONY: flink-charts-check
+.PHONY: flink-charts-check test-static
+
+## test-static: what make test checks besides the tests: the build, the Helm chart, the Flink
+## environment charts and the kustomizations
+test-static: build chart-lint flink-charts-check kustomize-check
 
 ## flink-charts-check: the Flink environment charts (charts/flink-*): vendored copies in step, helm dependency
 ## list at the pinned versions, version/appVersion/image tag/spec.version one Flink version (lint, goldens: test/flinkcharts)
@@ -134,10 +138,11 @@ flink-charts-check:
 	@test -x $(BIN)/helm || { echo "bin/helm is missing: run 'make tools'"; exit 1; }
 	$(GO) run ./hack/flinkcharts check
 
-## test: every tier. The image test (a module of its own) runs beside the unit and integration
-## tier, and each of the two prints its output whole when it ends; so do the chaos tier and the
-## fault schedules (three seeds at once), each on a platform of its own.
-test: tools verify-generated build chart-lint flink-charts-check kustomize-check
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-image
+## test: every tier. The image test (a module of its own) and the static checks (the build,
+## the charts, the kustomizations) run beside the unit and integration tier, each printing its
+## output whole when it ends; so do the chaos tier and the fault schedules (three seeds at once),
+## each on a platform of its own.
+test: tools verify-generated
+	@$(MAKE) --no-print-directory -j3 --output-sync=target test-unit test-image test-static
 	@$(MAKE) --no-print-directory test-e2e
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-chaos test-faults FAULTS_PARALLEL=3

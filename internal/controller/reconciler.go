@@ -122,8 +122,8 @@ type scope struct {
 	configDrift configDrift
 }
 
-// Reconcile moves one FlinkCluster towards its spec.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// reconcile moves one FlinkCluster towards its spec (Reconcile).
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	if r.Pacer != nil {
 		start := time.Now()

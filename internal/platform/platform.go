@@ -383,6 +383,12 @@ func (p *Platform) start(ctx context.Context) error {
 		"--max-requests-inflight=2000",
 		"--max-mutating-requests-inflight=1000",
 		"--profiling=false",
+		// A stop answers new requests 429 with Retry-After (which client-go
+		// retries) until those in flight are done, then closes within 2s.
+		// By default the HTTP server instead waits --request-timeout (60s)
+		// for every open watch to end, so each stop or restart of the API
+		// server ran into Stop's SIGKILL after its 10s grace.
+		"--shutdown-send-retry-after=true",
 	}
 	if len(o.AdmissionPlugins) > 0 {
 		apiArgs = append(apiArgs, "--enable-admission-plugins="+strings.Join(o.AdmissionPlugins, ","))

@@ -237,13 +237,18 @@ func killLeftovers(stateDir string, grace time.Duration) ([]string, error) {
 			continue
 		}
 		killed = append(killed, fmt.Sprintf("%s (pid %d)", e.name, e.pid))
+		// Asked again before the SIGKILL: once the leftover is gone its PID
+		// may belong to a process of someone else's (a busy machine cycles
+		// through pid_max quickly); a zombie has no command line, so it
+		// counts as gone.
+		stillOurs := func() bool { return isOurProcess(e.pid, e.path, stateDir) }
 		deadline := time.Now().Add(grace)
-		for alive(e.pid) && time.Now().Before(deadline) {
+		for stillOurs() && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if alive(e.pid) {
+		if stillOurs() {
 			_ = syscall.Kill(e.pid, syscall.SIGKILL)
-			for j := 0; alive(e.pid) && j < 250; j++ {
+			for j := 0; stillOurs() && j < 250; j++ {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}

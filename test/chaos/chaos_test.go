@@ -160,11 +160,18 @@ func TestWatchesExpireDuringUpgrades(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("etcd compacted at revision %d while the API server was down", compacted)
-		// The scenario is about the operator's watches. kube-scheduler 1.37
-		// sometimes comes back from this with a corrupted cache ("Pod
-		// updated on a different node than previously added to") and binds
-		// no pod again, which stalled every upgrade here; a fresh scheduler
-		// lists anew, as a restarted control-plane node's would.
+		// A workaround for kube-scheduler, not for Datapilot: the scenario
+		// is about the operator's watches. kube-scheduler 1.37.2 sometimes
+		// relists from this into a cache that holds a pod on another node
+		// than the API server says; UpdatePod then logs "Pod updated on a
+		// different node than previously added to. Scheduler cache is
+		// corrupted" and exits (klog.FlushAndExit in
+		// pkg/scheduler/backend/cache/cache.go; kubernetes#46347, #50916).
+		// The platform does not restart its components as a kubelet would
+		// a static pod, so no pod was bound again and every upgrade here
+		// stalled (the tier's intermittent stall, placed by its diagnostic
+		// dump). A fresh scheduler lists anew, as a restarted
+		// control-plane node's would.
 		if err := plat.Restart(context.Background(), platform.KubeScheduler); err != nil {
 			t.Fatal(err)
 		}

@@ -246,8 +246,11 @@ func jobFailingAfterUpgradeIsRolledBack(t *testing.T, path upgradePath) {
 	}
 	// The failed generation is not retried by itself: wake the operator
 	// (a label) and wait until its lifecycle has asked Flink for the job.
+	// The count is read before the label: the one reconcile it wakes may
+	// ask before the test could read it after.
+	seen := requests(t, key, "GET /jobs/{jobid}")
 	patchSpec(t, ns, "rollback", func(fc *v1.FlinkCluster) { fc.Labels = map[string]string{"woken": "yes"} })
-	waitRequests(t, key, "GET /jobs/{jobid}", 1)
+	waitRequestsSince(t, key, "GET /jobs/{jobid}", seen, 1)
 	if fc := getFC(t, ns, "rollback"); fc.Status.Upgrade != nil {
 		t.Errorf("the failed generation was retried: %+v", fc.Status.Upgrade)
 	}

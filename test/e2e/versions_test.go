@@ -26,6 +26,7 @@ var releases = map[string]string{
 // from the minimal spec plus a checkpoint interval, and waits for it to be
 // Available with Flink REST answering in that version.
 func TestEverySupportedMinorRuns(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	for _, m := range flink.SupportedMinors {
 		version, ok := releases[m.String()]
