@@ -143,11 +143,14 @@ func TestAutopilotRampScalesUpAndDrainsTheLag(t *testing.T) {
 	eventually(t, 30*time.Second, "a ScaleUp event", func() error { return hasEvent(t, ns, "ScaleUp") })
 }
 
-// TestAutopilotScalesDownOnlyAfterTheDelay: 500 records/s on 8 subtasks
-// (62%), then 80: the scale-down waits out its 30 s delay.
+// TestAutopilotScalesDownOnlyAfterTheDelay: 500 records/s on 8 subtasks of
+// each vertex (62%), then 80: the scale-down waits out its 30 s delay.
 func TestAutopilotScalesDownOnlyAfterTheDelay(t *testing.T) {
 	t.Parallel()
 	w := chain(flinksim.RateShape{Kind: "drop", Base: 500, Peak: 80, After: flinksim.Duration{Duration: 50 * time.Second}, Ramp: flinksim.Duration{Duration: time.Second}})
+	// Every vertex at 62% before the drop: none is sized down on its own
+	// before it.
+	w.Vertices[0].CapacityPerSubtask, w.Vertices[2].CapacityPerSubtask = 100, 100
 	ns, key := startAutopilot(t, "drop", 8, w, fastAutoscaler(v1.AutoscalerApply))
 	first := getFC(t, ns, "drop").Status.Job.ID
 
