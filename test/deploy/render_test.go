@@ -423,6 +423,9 @@ func checkRBAC(t *testing.T, r rendered, sa *corev1.ServiceAccount, generated []
 			nsGot := grants(role.Rules)
 			for g := range nsGot {
 				got[g] = true
+				if clusterScopedResources[g.resource] {
+					t.Errorf("The Role in %s grants %+v, which no namespace holds: the operator has it nowhere", ns, g)
+				}
 			}
 			for g := range expected {
 				if !clusterScopedResources[g.resource] && !nsGot[g] {
