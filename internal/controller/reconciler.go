@@ -85,6 +85,9 @@ type Reconciler struct {
 	// Platform is what the platform team set for every cluster (the
 	// default shared storage).
 	Platform resources.Platform
+	// Shards, when set, is this replica's share of the clusters
+	// (internal/sharding): only those are reconciled (sharding.go).
+	Shards Shards
 	// haReviews holds the last review of each user-named HA account.
 	haReviews haReviews
 	// autopilot holds each cluster's metric history.
@@ -116,6 +119,11 @@ type scope struct {
 
 // Reconcile moves one FlinkCluster towards its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ctx, owned := r.shardContext(ctx, req.NamespacedName)
+	if ctx == nil {
+		return ctrl.Result{}, nil
+	}
+	defer owned()
 	logger := log.FromContext(ctx)
 	if r.Pacer != nil {
 		start := time.Now()
