@@ -215,12 +215,16 @@ func newSharder(mgr manager.Manager, cfg *rest.Config, o Options, identity strin
 	return s, nil
 }
 
-// replicaIdentity names this replica in the leases: the host (the pod's
-// name) and a random suffix, as controller-runtime names its leader.
+// replicaIdentity names this replica in the leases: POD_NAME, else the
+// host (in a pod, its name), and a random suffix, as controller-runtime
+// names its leader.
 func replicaIdentity() (string, error) {
-	host, err := os.Hostname()
-	if err != nil {
-		return "", fmt.Errorf("replica identity: %w", err)
+	host := os.Getenv("POD_NAME")
+	if host == "" {
+		var err error
+		if host, err = os.Hostname(); err != nil {
+			return "", fmt.Errorf("replica identity: %w", err)
+		}
 	}
 	return host + "_" + string(uuid.NewUUID()), nil
 }
