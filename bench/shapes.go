@@ -24,6 +24,9 @@ type shape struct {
 	jmStatefulSet bool
 	// noBudget leaves out the TaskManagers' PodDisruptionBudget.
 	noBudget bool
+	// noTMService leaves out the TaskManagers' headless Service (the
+	// StatefulSet's governing Service, which gives each pod a DNS name).
+	noTMService bool
 	// apply sends server-side applies instead of creates.
 	apply bool
 }
@@ -35,6 +38,7 @@ var shapes = []shape{
 	{name: "operator's shape, server-side apply", apply: true},
 	{name: "JobManager as StatefulSet", jmStatefulSet: true},
 	{name: "without the PodDisruptionBudget", noBudget: true},
+	{name: "without the TaskManager Service", noTMService: true},
 }
 
 // baselineResult is one baseline run of one shape.
@@ -69,7 +73,13 @@ func (s shape) children(i int) ([]any, error) {
 				// Like the Deployment's Recreate: no ordinal waits for another.
 				WithPodManagementPolicy(appsv1.ParallelPodManagement))
 	}
-	out := []any{d.ConfigMap, d.JobManagerService, jm, d.TaskManagerService, d.TaskManager}
+	out := []any{d.ConfigMap, d.JobManagerService, jm}
+	if s.noTMService {
+		d.TaskManager.Spec.ServiceName = nil
+	} else {
+		out = append(out, d.TaskManagerService)
+	}
+	out = append(out, d.TaskManager)
 	if !s.noBudget {
 		out = append(out, d.TaskManagerBudget)
 	}
