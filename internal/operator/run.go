@@ -216,8 +216,9 @@ func newSharder(mgr manager.Manager, cfg *rest.Config, o Options, identity strin
 }
 
 // replicaIdentity names this replica in the leases: POD_NAME, else the
-// host (in a pod, its name), and a random suffix, as controller-runtime
-// names its leader.
+// host (in a pod, the pod's name), and a random suffix, as
+// controller-runtime names its leader. Processes on one host (the bench,
+// the e2e tier) tell themselves apart with POD_NAME.
 func replicaIdentity() (string, error) {
 	host := os.Getenv("POD_NAME")
 	if host == "" {
