@@ -94,6 +94,20 @@ func (m *Metrics) observe(fc *v1.FlinkCluster, p v1.Phase) {
 	m.Clusters.WithLabelValues(string(p)).Inc()
 }
 
+// Retain drops from the counts every cluster keep refuses: a replica
+// sharing the clusters (internal/sharding) keeps only those of the shards
+// it leads, so the counts summed over replicas count each cluster once.
+func (m *Metrics) Retain(keep func(types.NamespacedName) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, old := range m.phases {
+		if !keep(key) {
+			m.Clusters.WithLabelValues(string(old)).Dec()
+			delete(m.phases, key)
+		}
+	}
+}
+
 // forget drops a deleted cluster from the counts.
 func (m *Metrics) forget(key types.NamespacedName) {
 	m.mu.Lock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,5 +77,22 @@ func TestShardContext(t *testing.T) {
 		t.Error("an unsharded operator got no context")
 	} else {
 		release()
+	}
+}
+
+// A replica that lost a shard stops counting its clusters, so the phase
+// counts summed over replicas count each cluster once.
+func TestMetricsRetain(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	for _, name := range []string{"a", "b", "c"} {
+		m.observe(&v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}, v1.PhaseRunning)
+	}
+	m.Retain(func(k types.NamespacedName) bool { return k.Name == "b" })
+	var got dto.Metric
+	if err := m.Clusters.WithLabelValues(string(v1.PhaseRunning)).Write(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.GetGauge().GetValue() != 1 {
+		t.Errorf("Running clusters after retaining one: %v, want 1", got.GetGauge().GetValue())
 	}
 }

@@ -171,7 +171,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	r.Prober = poller
 	if o.Shards > 1 {
-		sharder, err := newSharder(mgr, cfg, o, identity)
+		sharder, err := newSharder(mgr, cfg, o, identity, r.Metrics)
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +196,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 }
 
 // newSharder adds the shard elections to the manager (internal/sharding).
-func newSharder(mgr manager.Manager, cfg *rest.Config, o Options, identity string) (*sharding.Sharder, error) {
+func newSharder(mgr manager.Manager, cfg *rest.Config, o Options, identity string, m *controller.Metrics) (*sharding.Sharder, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for the shard leases: %w", err)
@@ -207,7 +207,11 @@ func newSharder(mgr manager.Manager, cfg *rest.Config, o Options, identity strin
 		Leases:        cs.CoordinationV1(),
 		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
 		Reader: mgr.GetCache(), WaitForSync: mgr.GetCache().WaitForCacheSync,
-		OnChange: func(n int) { led.Set(float64(n)) },
+	}
+	// A lost shard's clusters leave this replica's phase counts.
+	s.OnChange = func(n int) {
+		led.Set(float64(n))
+		m.Retain(s.Owns)
 	}
 	if err := mgr.Add(s); err != nil {
 		return nil, fmt.Errorf("add shard elections: %w", err)
