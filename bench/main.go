@@ -40,6 +40,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -428,8 +429,25 @@ func run(ctx context.Context, c config) error {
 	return report(c, r)
 }
 
-// deleteNamespace deletes ns and waits until it is gone.
+// deleteNamespace deletes ns and waits until it is gone. Its job clusters
+// are deleted without a final savepoint: the namespace's deletion removes
+// their JobManagers too, after which the operator would hold each one for
+// a savepoint it can no longer take (the bench keeps no state).
 func deleteNamespace(ctx context.Context, k8s client.Client, c config, ns string) error {
+	var fcs v1.FlinkClusterList
+	if err := k8s.List(ctx, &fcs, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for i := range fcs.Items {
+		fc := &fcs.Items[i]
+		if fc.Spec.Job == nil {
+			continue
+		}
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+v1.AnnotationDeleteWithoutSavepoint+`":"true"}}}`))
+		if err := k8s.Patch(ctx, fc, patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
 	if err := k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
 		return err
 	}
