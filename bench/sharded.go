@@ -23,8 +23,11 @@ const benchShards = 4
 
 // shardResult is the sharded mode: two replicas, then one killed.
 type shardResult struct {
-	// resynced is each replica's reconciles after it took its shards of
-	// the clusters already there (existing of them).
+	// owned is how many of the clusters already there (existing) are in
+	// each replica's shards, from the leases; resynced its reconciles
+	// since it took them (the acquisition's requeue, then the health
+	// poller's first verdicts and the status writes' follow-ups).
+	owned    map[string]int
 	resynced map[string]float64
 	existing int
 	// created clusters under both replicas, and how long until all were
@@ -48,7 +51,7 @@ type shardResult struct {
 // (existing), creates c.shardedN session clusters under them, then kills
 // one and times the survivor's takeover.
 func shardedPhase(ctx context.Context, k8s client.Client, c config, bin string, opArgs []string, audit string, existing int) (*shardResult, error) {
-	res := &shardResult{resynced: map[string]float64{}, wroteFor: map[string]int{}, existing: existing, created: c.shardedN}
+	res := &shardResult{owned: map[string]int{}, resynced: map[string]float64{}, wroteFor: map[string]int{}, existing: existing, created: c.shardedN}
 	args := append(slices.Clone(opArgs), fmt.Sprintf("--shards=%d", benchShards), "--shard-replicas=2")
 	// Both start at once: each takes its fair share, none all four.
 	replicas := map[string]*operatorProc{}
@@ -91,6 +94,17 @@ func shardedPhase(ctx context.Context, k8s client.Client, c config, bin string, 
 	for name := range replicas {
 		res.resynced[name] = reconciles(name)
 	}
+	holder, err := shardHolders(ctx, k8s)
+	if err != nil {
+		return nil, err
+	}
+	var there v1.FlinkClusterList
+	if err := k8s.List(ctx, &there); err != nil {
+		return nil, err
+	}
+	for _, fc := range there.Items {
+		res.owned[holder[sharding.Of(client.ObjectKeyFromObject(&fc), benchShards)]]++
+	}
 
 	from := time.Now()
 	fmt.Printf("Sharded: creating %d session clusters under both replicas\n", c.shardedN)
@@ -114,15 +128,8 @@ func shardedPhase(ctx context.Context, k8s client.Client, c config, bin string, 
 	}
 
 	// Who leads what, from the leases; the victim is bench-a.
-	holder := map[int]string{}
-	for i := range benchShards {
-		var l coordinationv1.Lease
-		if err := k8s.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: sharding.LeaseName(i, benchShards)}, &l); err != nil {
-			return nil, err
-		}
-		if l.Spec.HolderIdentity != nil {
-			holder[i] = replicaName(*l.Spec.HolderIdentity)
-		}
+	if holder, err = shardHolders(ctx, k8s); err != nil {
+		return nil, err
 	}
 	var all v1.FlinkClusterList
 	if err := k8s.List(ctx, &all); err != nil {
@@ -166,6 +173,21 @@ func shardedPhase(ctx context.Context, k8s client.Client, c config, bin string, 
 		}
 	}
 	return res, nil
+}
+
+// shardHolders is each shard's holder (its POD_NAME), from the leases.
+func shardHolders(ctx context.Context, k8s client.Client) (map[int]string, error) {
+	holder := map[int]string{}
+	for i := range benchShards {
+		var l coordinationv1.Lease
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: sharding.LeaseName(i, benchShards)}, &l); err != nil {
+			return nil, err
+		}
+		if l.Spec.HolderIdentity != nil {
+			holder[i] = replicaName(*l.Spec.HolderIdentity)
+		}
+	}
+	return holder, nil
 }
 
 // replicaName is the POD_NAME part of a replica's identity (name_uuid).
