@@ -59,7 +59,8 @@ image-push: image
 test-image:
 	cd hack/image && $(GOTEST) -count=1 -timeout 10m ./...
 
-## bench: the scale benchmark (not part of make test); N=1000 with `make bench BENCH_N=1000`
+## bench: the scale benchmark (not part of make test): interleaved rounds (-rounds 3), every child shape
+## and the sharded mode; N=1000 with `make bench BENCH_N=1000` (docs/performance-shape.md)
 BENCH_N ?= 100
 bench: tools build
 	$(GO) run ./bench -n $(BENCH_N)

@@ -37,10 +37,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,6 +67,9 @@ type config struct {
 	jobs        int
 	jarURL      string
 	heapProfile string
+	rounds      int
+	shapes      bool
+	shardedN    int
 }
 
 func main() {
@@ -79,10 +82,20 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 10, "the operator's MAX_CONCURRENT_RECONCILES")
 	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "Markdown file the results table is appended to")
 	flag.StringVar(&c.stateDir, "state-dir", ".datapilot-bench", "state directory of the benchmark's local platform")
-	flag.StringVar(&c.heapProfile, "heap-profile", "", "when set, the operator serves pprof and its heap profile after each operator phase is written to <this>-session.pb.gz and <this>-job.pb.gz")
+	flag.IntVar(&c.rounds, "rounds", 3, "rounds of the interleaved phases (baselines, session clusters, job clusters); every figure is reported as the median and spread over them")
+	flag.BoolVar(&c.shapes, "shapes", true, "run each round's baseline in every child shape (JobManager as StatefulSet, no PodDisruptionBudget, server-side apply), not only the operator's")
+	flag.IntVar(&c.shardedN, "sharded", -1, "session clusters created under two sharded replicas at the end, before one is killed; -1 means n, 0 skips the sharded mode")
+	flag.StringVar(&c.heapProfile, "heap-profile", "", "when set, the operator serves pprof and its heap profile after the last round's operator phases is written to <this>-converged.pb.gz")
 	flag.Parse()
 	if c.jobs < 0 {
 		c.jobs = c.n
+	}
+	if c.shardedN < 0 {
+		c.shardedN = c.n
+	}
+	if c.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
+		os.Exit(2)
 	}
 	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -95,11 +108,13 @@ func main() {
 }
 
 type results struct {
-	startup  time.Duration
-	baseline time.Duration
-	// session and job are the two operator phases.
+	startup time.Duration
+	// rounds holds each round's baselines (by shape) and operator phases.
+	rounds []round
+	shapes []shape
+	// session and job are the last round's operator phases, whose
+	// clusters stay for the idle window and the takeovers.
 	session, job   phase
-	baselineWrites int
 	idleWrites     int
 	leaseWrites    int
 	idleByKind     []string
@@ -118,6 +133,14 @@ type results struct {
 	takeoverWrites               int
 	takeoverByKind               []string
 	takeoverResynced             float64
+	sharded                      *shardResult
+}
+
+// round is one pass of the interleaved phases.
+type round struct {
+	baselines      map[string]baselineResult
+	session, job   phase
+	sessNS, jobsNS string
 }
 
 // phase is one operator phase: N clusters of one kind.
@@ -133,10 +156,11 @@ type phase struct {
 	incomplete   int
 }
 
-const (
-	sessionNS = "bench-operator"
-	jobNS     = "bench-jobs"
-)
+// The namespaces of each round's operator phases.
+func sessionNS(round int) string { return fmt.Sprintf("bench-operator-%d", round) }
+func jobNS(round int) string     { return fmt.Sprintf("bench-jobs-%d", round) }
+
+const shardedNS = "bench-sharded"
 
 func run(ctx context.Context, c config) error {
 	root := platform.ProjectRoot()
@@ -197,47 +221,34 @@ func run(ctx context.Context, c config) error {
 	defer jars.Close()
 	c.jarURL = jars.URL + "/bench.jar"
 
-	// Phase 1: the baseline, without the operator.
-	fmt.Printf("Baseline: creating the children of %d clusters directly\n", c.n)
-	r.baseline, err = baseline(ctx, k8s, c)
-	if err != nil {
-		return fmt.Errorf("baseline: %w", err)
+	r.shapes = shapes[:1]
+	if c.shapes {
+		r.shapes = shapes
 	}
-	fmt.Printf("Baseline: all ready in %s\n", r.baseline.Round(time.Millisecond))
-	if err := k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-baseline"}}); err != nil {
-		return err
+	var watched []string
+	for i := range c.rounds {
+		watched = append(watched, sessionNS(i), jobNS(i))
 	}
-	// The baseline's teardown must not load the control plane while the
-	// operator is measured.
-	fmt.Println("Baseline: waiting for its namespace to be gone")
-	if err := waitFor(ctx, c.timeout, func() (int, error) {
-		err := k8s.Get(ctx, client.ObjectKey{Name: "bench-baseline"}, &corev1.Namespace{})
-		if apierrors.IsNotFound(err) {
-			return 0, nil
-		}
-		return 1, client.IgnoreNotFound(err)
-	}); err != nil {
-		return err
-	}
-	r.baselineWrites = countWrites(audit, benchAgent, "bench-baseline", time.Time{}, time.Time{}, nil)
-
-	for _, ns := range []string{sessionNS, jobNS} {
+	watched = append(watched, shardedNS)
+	for _, ns := range watched {
 		if err := ensureNamespace(ctx, k8s, ns); err != nil {
 			return err
 		}
 	}
-	watch, err := watchReadiness(ctx, pl.RESTConfig(), sessionNS, jobNS)
+	watch, err := watchReadiness(ctx, pl.RESTConfig(), watched...)
 	if err != nil {
 		return err
 	}
 
-	// Phase 2: the operator, as its own process, so its memory is its own;
-	// elected leader, so a standby can take over at the end.
+	// The operator, as its own process, so its memory is its own; elected
+	// leader, so a standby can take over at the end. It runs through the
+	// baselines too (their children are not labelled as its own, so its
+	// cache holds none of them): every round sees the same control plane.
 	opArgs := []string{"--kubeconfig", pl.KubeconfigPath(), "--leader-elect=true", "--leader-election-namespace=kube-system",
 		"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(), "--log-level=error",
 		"--state-storage-uri=" + platform.StateStorageURI, "--jar-allowed-hosts=" + platform.JarHost,
 		"--max-concurrent-reconciles=" + strconv.Itoa(c.workers)}
-	op, err := startOperator(bin, c.heapProfile != "", opArgs...)
+	op, err := startOperator(bin, c.heapProfile != "", nil, opArgs...)
 	if err != nil {
 		return err
 	}
@@ -248,27 +259,72 @@ func run(ctx context.Context, c config) error {
 	time.Sleep(3 * time.Second) // leader, caches synced; measured as the idle footprint
 	r.rssBeforeLoad = rss(op.pid())
 
-	fmt.Printf("Operator: creating %d session clusters\n", c.n)
-	if r.session, err = operatorPhase(ctx, k8s, c, sessionNS, c.n, false); err != nil {
-		return fmt.Errorf("operator, session clusters: %w", err)
-	}
-	fmt.Printf("Operator: all session clusters Available in %s\n", r.session.took.Round(time.Millisecond))
-	if err := saveHeapProfile(op.pprofAddr, c.heapProfile, "session"); err != nil {
-		return err
-	}
-	if c.jobs > 0 {
-		fmt.Printf("Operator: creating %d job clusters\n", c.jobs)
-		if r.job, err = operatorPhase(ctx, k8s, c, jobNS, c.jobs, true); err != nil {
-			return fmt.Errorf("operator, job clusters: %w", err)
+	// The rounds, interleaved: every shape's baseline, then the operator's
+	// two phases; the shapes' order turns each round, so none always runs
+	// first on a fresh control plane.
+	for i := range c.rounds {
+		rd := round{baselines: map[string]baselineResult{}, sessNS: sessionNS(i), jobsNS: jobNS(i)}
+		for j := range r.shapes {
+			k := (j + i) % len(r.shapes)
+			sh := r.shapes[k]
+			ns := baselineNamespace(i, k)
+			fmt.Printf("Round %d, baseline %q: creating the children of %d clusters directly\n", i+1, sh.name, c.n)
+			took, err := baseline(ctx, k8s, c, ns, sh)
+			if err != nil {
+				return fmt.Errorf("baseline %q: %w", sh.name, err)
+			}
+			fmt.Printf("Round %d, baseline %q: all ready in %s\n", i+1, sh.name, took.Round(time.Millisecond))
+			client := countWrites(audit, benchAgent, ns, time.Time{}, time.Time{}, nil)
+			all := countWrites(audit, "", ns, time.Time{}, time.Time{}, nil)
+			rd.baselines[sh.name] = baselineResult{took: took, clientWrites: float64(client) / float64(c.n),
+				controlPlaneWrites: float64(all-client) / float64(c.n)}
+			// The teardown must not load the control plane while the
+			// next phase is measured.
+			if err := deleteNamespace(ctx, k8s, c, ns); err != nil {
+				return err
+			}
 		}
-		fmt.Printf("Operator: all job clusters Available, jobs RUNNING and recorded stable, in %s\n", r.job.took.Round(time.Millisecond))
-		if err := saveHeapProfile(op.pprofAddr, c.heapProfile, "job"); err != nil {
-			return err
+		fmt.Printf("Round %d, operator: creating %d session clusters\n", i+1, c.n)
+		if rd.session, err = operatorPhase(ctx, k8s, c, rd.sessNS, c.n, false); err != nil {
+			return fmt.Errorf("operator, session clusters: %w", err)
+		}
+		fmt.Printf("Round %d, operator: all session clusters Available in %s\n", i+1, rd.session.took.Round(time.Millisecond))
+		if c.jobs > 0 {
+			fmt.Printf("Round %d, operator: creating %d job clusters\n", i+1, c.jobs)
+			if rd.job, err = operatorPhase(ctx, k8s, c, rd.jobsNS, c.jobs, true); err != nil {
+				return fmt.Errorf("operator, job clusters: %w", err)
+			}
+			fmt.Printf("Round %d, operator: all job clusters Available, jobs RUNNING and recorded stable, in %s\n", i+1, rd.job.took.Round(time.Millisecond))
+		}
+		// Let the last status writes land; the writes counted are the
+		// convergence's, before any teardown.
+		time.Sleep(5 * time.Second)
+		for _, p := range []*phase{&rd.session, &rd.job} {
+			ns := rd.sessNS
+			if p.job {
+				ns = rd.jobsNS
+			}
+			p.writesByVerb = map[string]int{}
+			p.writes = countWrites(audit, operatorAgent, ns, time.Time{}, time.Now(), p.writesByVerb)
+			p.lags, p.ctrlLags, p.opLags, p.incomplete = watch.lags(ns, 3)
+		}
+		r.rounds = append(r.rounds, rd)
+		if i == c.rounds-1 {
+			r.session, r.job = rd.session, rd.job
+			if err := saveHeapProfile(op.pprofAddr, c.heapProfile, "converged"); err != nil {
+				return err
+			}
+			break
+		}
+		for _, ns := range []string{rd.sessNS, rd.jobsNS} {
+			if err := deleteNamespace(ctx, k8s, c, ns); err != nil {
+				return err
+			}
 		}
 	}
+	last := r.rounds[len(r.rounds)-1]
 
-	// Let the last status writes land, then count an idle window.
-	time.Sleep(5 * time.Second)
+	// Count an idle window.
 	before, err := scrape(op.metricsAddr)
 	if err != nil {
 		return err
@@ -290,7 +346,7 @@ func run(ctx context.Context, c config) error {
 	r.idleReconciles = after.sum("controller_runtime_reconcile_total", `controller="flinkcluster"`) -
 		before.sum("controller_runtime_reconcile_total", `controller="flinkcluster"`)
 	r.idleREST = map[string]float64{}
-	for ns, n := range map[string]int{sessionNS: c.n, jobNS: c.jobs} {
+	for ns, n := range map[string]int{last.sessNS: c.n, last.jobsNS: c.jobs} {
 		if n > 0 {
 			r.idleREST[ns] = float64(restAfter[ns]-restBefore[ns]) / float64(n) / idleEnd.Sub(idleStart).Minutes()
 		}
@@ -306,9 +362,6 @@ func run(ctx context.Context, c config) error {
 	r.throttleMean = after.mean("rest_client_rate_limiter_duration_seconds")
 	r.peakRSS = peakRSS(op.pid())
 	r.operatorCPUSeconds = cpuSeconds(op.pid())
-	r.session.writesByVerb, r.job.writesByVerb = map[string]int{}, map[string]int{}
-	r.session.writes = countWrites(audit, operatorAgent, sessionNS, time.Time{}, idleStart, r.session.writesByVerb)
-	r.job.writes = countWrites(audit, operatorAgent, jobNS, time.Time{}, idleStart, r.job.writesByVerb)
 	idleByKind := map[string]int{}
 	countWrites(audit, operatorAgent, "", idleStart, idleEnd, idleByKind)
 	for k, n := range idleByKind {
@@ -322,13 +375,11 @@ func run(ctx context.Context, c config) error {
 		r.idleByKind = append(r.idleByKind, fmt.Sprintf("%s %d", k, n))
 	}
 	slices.Sort(r.idleByKind)
-	r.session.lags, r.session.ctrlLags, r.session.opLags, r.session.incomplete = watch.lags(sessionNS, 3)
-	r.job.lags, r.job.ctrlLags, r.job.opLags, r.job.incomplete = watch.lags(jobNS, 3)
 
 	// Phase 3: takeover. A standby waits on the lease; the leader dies
 	// without releasing it.
 	fmt.Println("Takeover: starting a standby, then killing the leader")
-	standby, err := startOperator(bin, false, opArgs...)
+	standby, err := startOperator(bin, false, nil, opArgs...)
 	if err != nil {
 		return err
 	}
@@ -365,7 +416,49 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	slices.Sort(r.takeoverByKind)
+
+	// Phase 4: the sharded mode. The leader hands over (a graceful stop)
+	// to two sharded replicas, which share the clusters, create more, and
+	// lose one of them.
+	if c.shardedN > 0 {
+		standby.stop()
+		if r.sharded, err = shardedPhase(ctx, k8s, c, bin, opArgs, audit, int(total)); err != nil {
+			return fmt.Errorf("sharded mode: %w", err)
+		}
+	}
 	return report(c, r)
+}
+
+// deleteNamespace deletes ns and waits until it is gone. Its job clusters
+// are deleted without a final savepoint: the namespace's deletion removes
+// their JobManagers too, after which the operator would hold each one for
+// a savepoint it can no longer take (the bench keeps no state).
+func deleteNamespace(ctx context.Context, k8s client.Client, c config, ns string) error {
+	var fcs v1.FlinkClusterList
+	if err := k8s.List(ctx, &fcs, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for i := range fcs.Items {
+		fc := &fcs.Items[i]
+		if fc.Spec.Job == nil {
+			continue
+		}
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+v1.AnnotationDeleteWithoutSavepoint+`":"true"}}}`))
+		if err := k8s.Patch(ctx, fc, patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	if err := k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	fmt.Printf("Waiting for namespace %s to be gone\n", ns)
+	return waitFor(ctx, c.timeout, func() (int, error) {
+		err := k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return 1, client.IgnoreNotFound(err)
+	})
 }
 
 func byKindSince(audit string, from time.Time) map[string]int {
@@ -451,70 +544,6 @@ func parallel(n, workers int, f func(i int) error) error {
 	wg.Wait()
 	close(errs)
 	return errors.Join(<-errs)
-}
-
-// baseline creates exactly the objects the operator would, owned by
-// nothing, and waits until every JobManager and TaskManager is ready.
-func baseline(ctx context.Context, k8s client.Client, c config) (time.Duration, error) {
-	const ns = "bench-baseline"
-	if err := ensureNamespace(ctx, k8s, ns); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	err := parallel(c.n, c.concurrency, func(i int) error {
-		fc := benchCluster(ns, i)
-		d, err := resources.Build(fc, benchPlatform)
-		if err != nil {
-			return err
-		}
-		// Owner references need a live owner; the baseline has none.
-		d.ConfigMap.OwnerReferences = nil
-		d.JobManager.OwnerReferences = nil
-		d.JobManagerService.OwnerReferences = nil
-		d.TaskManager.OwnerReferences = nil
-		d.TaskManagerService.OwnerReferences = nil
-		d.TaskManagerBudget.OwnerReferences = nil
-		for _, obj := range []interface {
-			IsApplyConfiguration()
-		}{d.ConfigMap, d.JobManagerService, d.JobManager, d.TaskManagerService, d.TaskManager, d.TaskManagerBudget} {
-			if err := k8s.Apply(ctx, obj, client.FieldOwner(benchAgent)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	err = waitFor(ctx, c.timeout, func() (int, error) {
-		var deps appsv1.DeploymentList
-		var sts appsv1.StatefulSetList
-		if err := k8s.List(ctx, &deps, client.InNamespace(ns)); err != nil {
-			return 0, err
-		}
-		if err := k8s.List(ctx, &sts, client.InNamespace(ns)); err != nil {
-			return 0, err
-		}
-		ready := map[string]int{}
-		for _, d := range deps.Items {
-			if d.Status.ReadyReplicas >= 1 {
-				ready[d.Labels[resources.LabelInstance]]++
-			}
-		}
-		for _, s := range sts.Items {
-			if s.Status.ReadyReplicas == *s.Spec.Replicas {
-				ready[s.Labels[resources.LabelInstance]]++
-			}
-		}
-		n := 0
-		for _, v := range ready {
-			if v == 2 {
-				n++
-			}
-		}
-		return c.n - n, nil
-	})
-	return time.Since(start), err
 }
 
 // operatorPhase creates n clusters in ns and waits until every one is
@@ -605,8 +634,24 @@ func report(c config, r results) error {
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s, load average %s at the end; %s. Command: `%s` (operator with %d concurrent reconciles, client with %d parallel creates). Local platform: %d kwok nodes, started in %s.\n\n",
 		hostInfo(), runtime.NumCPU(), memInfo(), loadAvg(), runtime.Version(), "go run ./bench "+strings.Join(os.Args[1:], " "), c.workers, c.concurrency, r.nodes, r.startup.Round(time.Millisecond))
 	b.WriteString("| Measure | Value | Goal |\n|---|---|---|\n")
-	fmt.Fprintf(&b, "| Baseline: client creates the children of %d clusters directly, all pods ready | %s | |\n", c.n, ms(r.baseline))
-	row := func(kind string, p phase, minimum int) {
+	fmt.Fprintf(&b, "Every figure measured per round is the median over %d interleaved rounds (lowest–highest); each round runs every baseline shape (in turn first), then the operator's session and job clusters.\n\n", len(r.rounds))
+	b.WriteString("| Measure | Value | Goal |\n|---|---|---|\n")
+	ref := r.shapes[0].name
+	for _, sh := range r.shapes {
+		took := collect(r.rounds, func(rd round) (float64, bool) { return rd.baselines[sh.name].took.Seconds(), true })
+		cp := collect(r.rounds, func(rd round) (float64, bool) { return rd.baselines[sh.name].controlPlaneWrites, true })
+		cw := collect(r.rounds, func(rd round) (float64, bool) { return rd.baselines[sh.name].clientWrites, true })
+		fmt.Fprintf(&b, "| Baseline, %s: client creates the children of %d clusters directly, all pods ready | %s | |\n", sh.name, c.n, took.format(seconds))
+		fmt.Fprintf(&b, "| Baseline, %s: writes per cluster, client / control plane (controllers, scheduler, kubelets) | %s / %s | |\n", sh.name, cw.format(perCluster), cp.format(perCluster))
+		if sh.name != ref {
+			rel := collect(r.rounds, func(rd round) (float64, bool) {
+				return rd.baselines[sh.name].took.Seconds() / rd.baselines[ref].took.Seconds(), true
+			})
+			fmt.Fprintf(&b, "| Baseline, %s: time relative to the operator's shape, same round | %s | |\n", sh.name, rel.format(ratio))
+		}
+	}
+	row := func(kind string, pick func(round) phase, minimum int) {
+		p := pick(r.rounds[len(r.rounds)-1])
 		if p.n == 0 {
 			return
 		}
@@ -614,24 +659,34 @@ func report(c config, r results) error {
 		if p.job {
 			what = "all `Available`, jobs RUNNING and recorded stable (one checkpoint)"
 		}
-		fmt.Fprintf(&b, "| %s: %d FlinkClusters created, %s | %s | |\n", kind, p.n, what, ms(p.took))
-		ratio := "n/a (the baseline has N = " + strconv.Itoa(c.n) + ")"
+		took := collect(r.rounds, func(rd round) (float64, bool) { return pick(rd).took.Seconds(), true })
+		fmt.Fprintf(&b, "| %s: %d FlinkClusters created, %s | %s | |\n", kind, p.n, what, took.format(seconds))
+		rel := "n/a (the baseline has N = " + strconv.Itoa(c.n) + ")"
 		if p.n == c.n {
-			ratio = fmt.Sprintf("%.2f×", p.took.Seconds()/r.baseline.Seconds())
+			rel = collect(r.rounds, func(rd round) (float64, bool) {
+				return pick(rd).took.Seconds() / rd.baselines[ref].took.Seconds(), true
+			}).format(ratio)
 		}
-		fmt.Fprintf(&b, "| %s: ratio to the baseline | %s | ≤ 1.1× at N = 1000 |\n", kind, ratio)
-		fmt.Fprintf(&b, "| %s: last pod Ready → `Available`, median / p95 (%d clusters%s) | %s / %s | median ≤ 1 s |\n", kind, len(p.lags), incompleteNote(p.incomplete),
-			ms(quantile(p.lags, 0.5)), ms(quantile(p.lags, 0.95)))
+		fmt.Fprintf(&b, "| %s: ratio to the baseline of the operator's shape, same round | %s | ≤ 1.1× at N = 1000 |\n", kind, rel)
+		q := func(f func(phase) []time.Duration, at float64) series {
+			return collect(r.rounds, func(rd round) (float64, bool) { return quantile(f(pick(rd)), at).Seconds(), len(f(pick(rd))) > 0 })
+		}
+		lags := func(p phase) []time.Duration { return p.lags }
+		ctrl := func(p phase) []time.Duration { return p.ctrlLags }
+		opl := func(p phase) []time.Duration { return p.opLags }
+		fmt.Fprintf(&b, "| %s: last pod Ready → `Available`, median / p95 (%d clusters%s in the last round) | %s / %s | median ≤ 1 s |\n", kind, len(p.lags), incompleteNote(p.incomplete),
+			q(lags, 0.5).format(seconds), q(lags, 0.95).format(seconds))
 		fmt.Fprintf(&b, "| %s: of which last pod Ready → Deployment and StatefulSet status ready (kube-controller-manager) / then → `Available` (operator), medians | %s / %s | |\n", kind,
-			ms(quantile(p.ctrlLags, 0.5)), ms(quantile(p.opLags, 0.5)))
-		fmt.Fprintf(&b, "| %s: the same two shares, p95 | %s / %s | |\n", kind,
-			ms(quantile(p.ctrlLags, 0.95)), ms(quantile(p.opLags, 0.95)))
-		fmt.Fprintf(&b, "| %s: operator writes per converged cluster, events included (audit log) | %.2f (minimum %d) | ≤ 8 |\n", kind, float64(p.writes)/float64(p.n), minimum)
+			q(ctrl, 0.5).format(seconds), q(opl, 0.5).format(seconds))
+		fmt.Fprintf(&b, "| %s: the same two shares, p95 | %s / %s | |\n", kind, q(ctrl, 0.95).format(seconds), q(opl, 0.95).format(seconds))
+		writes := collect(r.rounds, func(rd round) (float64, bool) { return float64(pick(rd).writes) / float64(pick(rd).n), pick(rd).n > 0 })
+		fmt.Fprintf(&b, "| %s: operator writes per converged cluster, events included (audit log) | %s (minimum %d) | ≤ 8 |\n", kind, writes.format(perCluster), minimum)
 	}
-	row("Session clusters", r.session, 7)
-	row("Job clusters", r.job, 7)
+	row("Session clusters", func(rd round) phase { return rd.session }, 7)
+	row("Job clusters", func(rd round) phase { return rd.job }, 7)
 	fmt.Fprintf(&b, "| Idle %s: operator writes / full reconciles (lease renewals apart: %d) | %d / %.0f | 0 / 0 |\n", c.idle, r.leaseWrites, r.idleWrites, r.idleReconciles)
-	fmt.Fprintf(&b, "| Idle: Flink REST requests per cluster per minute, session / job clusters | %.2f / %.2f | |\n", r.idleREST[sessionNS], r.idleREST[jobNS])
+	last := r.rounds[len(r.rounds)-1]
+	fmt.Fprintf(&b, "| Idle: Flink REST requests per cluster per minute, session / job clusters | %.2f / %.2f | |\n", r.idleREST[last.sessNS], r.idleREST[last.jobsNS])
 	clusters := c.n + c.jobs
 	goal := 60*(1<<20) + 40*1024*int64(clusters)
 	fmt.Fprintf(&b, "| Operator memory: after start / peak (%d clusters) | %s / %s | ≤ %s |\n", clusters, mib(r.rssBeforeLoad), mib(r.peakRSS), mib(goal))
@@ -645,6 +700,16 @@ func report(c config, r results) error {
 	fmt.Fprintf(&b, "| Operator API request latency, mean by verb; client-side rate limiter wait, mean | %s; %s | |\n", strings.Join(verbs, ", "), ms(r.throttleMean))
 	fmt.Fprintf(&b, "| Takeover: leader killed → the standby's first reconcile | %s | ≤ 20 s |\n", ms(r.takeover))
 	fmt.Fprintf(&b, "| Takeover: writes while the new leader resynced %d clusters | %d | 0 |\n", clusters, r.takeoverWrites)
+	if sr := r.sharded; sr != nil {
+		fmt.Fprintf(&b, "| Sharded (%d shards, 2 replicas): of the %d clusters there were, those in each replica's shards (leases), bench-a / bench-b; each one's reconciles since | %d / %d; %.0f / %.0f | about half each |\n",
+			benchShards, sr.existing, sr.owned["bench-a"], sr.owned["bench-b"], sr.resynced["bench-a"], sr.resynced["bench-b"])
+		fmt.Fprintf(&b, "| Sharded: %d session clusters created under both replicas, all `Available` | %s | |\n", sr.created, ms(sr.took))
+		fmt.Fprintf(&b, "| Sharded: clusters each replica wrote for, bench-a / bench-b; written for by both (audit log) | %d / %d; %d | about half each; 0 |\n",
+			sr.wroteFor["bench-a"], sr.wroteFor["bench-b"], sr.both)
+		fmt.Fprintf(&b, "| Sharded takeover: bench-a killed → bench-b leads every shard / has made as many reconciles as bench-a had clusters (%d) | %s / %s | ≤ 20 s |\n",
+			sr.moved, ms(sr.takeoverLead), ms(sr.takeoverReconciled))
+		fmt.Fprintf(&b, "| Sharded takeover: writes of the killed replica after the kill; of the survivor for the moved clusters | %d; %d | 0; |\n", sr.killedWritesAfter, sr.survivorWritesMoved)
+	}
 	for _, p := range []struct {
 		kind string
 		p    phase
@@ -652,7 +717,7 @@ func report(c config, r results) error {
 		if p.p.n == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n%s clusters, operator writes by verb and resource: ", p.kind)
+		fmt.Fprintf(&b, "\n%s clusters, last round, operator writes by verb and resource: ", p.kind)
 		var parts []string
 		for _, k := range sortedKeys(p.p.writesByVerb) {
 			parts = append(parts, fmt.Sprintf("%s %d", k, p.p.writesByVerb[k]))

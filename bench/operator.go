@@ -22,8 +22,8 @@ type operatorProc struct {
 }
 
 // startOperator starts the operator, with pprof on a port of its own when
-// pprof is set.
-func startOperator(bin string, pprof bool, args ...string) (*operatorProc, error) {
+// pprof is set, and env added to the bench's environment.
+func startOperator(bin string, pprof bool, env []string, args ...string) (*operatorProc, error) {
 	addr, err := loopbackAddr()
 	if err != nil {
 		return nil, err
@@ -38,6 +38,9 @@ func startOperator(bin string, pprof bool, args ...string) (*operatorProc, error
 	}
 	o.cmd = exec.Command(bin, append(flags, args...)...)
 	o.cmd.Stdout, o.cmd.Stderr = os.Stdout, os.Stderr
+	if env != nil {
+		o.cmd.Env = append(os.Environ(), env...)
+	}
 	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := o.cmd.Start(); err != nil {
 		return nil, err

@@ -194,21 +194,45 @@ func (m *Metrics) setClusterSeries(key types.NamespacedName, st *v1.FlinkCluster
 	}
 }
 
+// Retain drops from the counts every cluster keep refuses: a replica
+// sharing the clusters (internal/sharding) keeps only those of the shards
+// it leads, so the counts summed over replicas count each cluster once.
+func (m *Metrics) Retain(keep func(types.NamespacedName) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, old := range m.phases {
+		if !keep(key) {
+			m.Clusters.WithLabelValues(string(old)).Dec()
+			delete(m.phases, key)
+		}
+	}
+	for key := range m.series {
+		if !keep(key) {
+			m.dropSeries(key)
+		}
+	}
+}
+
 // forget drops a deleted cluster from the counts and its series.
 func (m *Metrics) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.series[key]; ok {
-		match := prometheus.Labels{"namespace": key.Namespace, "name": key.Name}
-		for _, g := range []*prometheus.GaugeVec{m.ClusterPhase, m.ClusterCondition, m.LastSavepointTime, m.LastCheckpointSeen} {
-			g.DeletePartialMatch(match)
-		}
-		delete(m.series, key)
+		m.dropSeries(key)
 	}
 	if old, ok := m.phases[key]; ok {
 		m.Clusters.WithLabelValues(string(old)).Dec()
 		delete(m.phases, key)
 	}
+}
+
+// dropSeries deletes one cluster's per-cluster series. Called with mu held.
+func (m *Metrics) dropSeries(key types.NamespacedName) {
+	match := prometheus.Labels{"namespace": key.Namespace, "name": key.Name}
+	for _, g := range []*prometheus.GaugeVec{m.ClusterPhase, m.ClusterCondition, m.LastSavepointTime, m.LastCheckpointSeen} {
+		g.DeletePartialMatch(match)
+	}
+	delete(m.series, key)
 }
 
 // count feeds the lifecycle metrics from the transitions a step made at

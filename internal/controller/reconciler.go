@@ -93,6 +93,9 @@ type Reconciler struct {
 	// Platform is what the platform team set for every cluster (the
 	// default shared storage).
 	Platform resources.Platform
+	// Shards, when set, is this replica's share of the clusters
+	// (internal/sharding): only those are reconciled (sharding.go).
+	Shards Shards
 	// haReviews holds the last review of each user-named HA account.
 	haReviews haReviews
 	// autopilot holds each cluster's metric history.
@@ -124,6 +127,11 @@ type scope struct {
 
 // reconcile moves one FlinkCluster towards its spec (Reconcile).
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ctx, owned := r.shardContext(ctx, req.NamespacedName)
+	if ctx == nil {
+		return ctrl.Result{}, nil
+	}
+	defer owned()
 	logger := log.FromContext(ctx)
 	if r.Pacer != nil {
 		start := time.Now()
@@ -472,8 +480,8 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	}
 	apply := func(i int) {
 		c := children[i]
-		if err := r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			errs[i] = fmt.Errorf("apply %s %s: %w", c.kind, c.name, err)
+		if err := r.write(ctx, c, actions[i]); err != nil {
+			errs[i] = fmt.Errorf("%s %s %s: %w", actions[i], c.kind, c.name, err)
 			return
 		}
 		if i == 0 && actions[0] == actionRepair && len(s.configDrift.extra) > 0 {

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -54,7 +55,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healt
 		// The Kubernetes HA account: watched so a deleted one comes back.
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.RoleBinding{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent, NeedLeaderElection: ptr.To(r.Shards == nil)})
+	if r.Shards != nil {
+		// Every replica runs the controller; each reconciles its shards'
+		// clusters, all of them again when it acquires a shard.
+		b = b.WithEventFilter(ownedByShard(r.Shards)).
+			WatchesRawSource(source.Channel(r.Shards.Events(), &handler.EnqueueRequestForObject{}))
+	}
 	if healthEvents != nil {
 		b = b.WatchesRawSource(source.Channel(healthEvents, &handler.EnqueueRequestForObject{}))
 	}

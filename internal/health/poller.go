@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -107,6 +108,10 @@ type Poller struct {
 	ProbeTimeout time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Owns, when set, is the replica's share of the clusters (the shards
+	// it leads, internal/sharding): the poller then runs on every replica
+	// and probes only those.
+	Owns func(types.NamespacedName) bool
 }
 
 var (
@@ -114,8 +119,9 @@ var (
 	_ manager.LeaderElectionRunnable = (*Poller)(nil)
 )
 
-// NeedLeaderElection is true: only the leader probes and records Events.
-func (p *Poller) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: only the leader probes and records Events, unless
+// the replicas share the clusters (Owns).
+func (p *Poller) NeedLeaderElection() bool { return p.Owns == nil }
 
 func (p *Poller) interval() time.Duration {
 	if p.Pace != nil {
@@ -166,6 +172,9 @@ func (p *Poller) round(ctx context.Context) {
 	if err := p.Reader.List(ctx, &list); err != nil {
 		log.Error(err, "Listing FlinkClusters for the health round")
 		return
+	}
+	if p.Owns != nil {
+		list.Items = slices.DeleteFunc(list.Items, func(fc v1.FlinkCluster) bool { return !p.Owns(client.ObjectKeyFromObject(&fc)) })
 	}
 	live := make(map[types.NamespacedName]bool, len(list.Items))
 	for i := range list.Items {

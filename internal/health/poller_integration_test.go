@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -754,6 +755,53 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		case <-h.notify:
 			t.Error("a cancelled round notified")
 		default:
+		}
+	})
+
+	// A replica sharing the clusters (internal/sharding) polls on every
+	// replica, its own clusters only: after two rounds of its own, the
+	// other replica's cluster has had no request and no verdict.
+	t.Run("a sharded Poller probes only the clusters it owns", func(t *testing.T) {
+		h.t = t
+		mine := h.cluster("shard-mine", "demo", true, nil)
+		theirs := h.cluster("shard-theirs", "demo", true, nil)
+		c, err := cache.New(h.env.Config, cache.Options{Scheme: h.scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(h.ctx)
+		defer cancel()
+		go func() { _ = c.Start(ctx) }()
+		if !c.WaitForCacheSync(ctx) {
+			t.Fatal("cache not synced")
+		}
+		own := client.ObjectKeyFromObject(mine)
+		p := &Poller{
+			Reader: c, Resolver: h.poller.Resolver, Tracker: NewTracker(),
+			Interval: 100 * time.Millisecond, ProbeTimeout: time.Second,
+			Owns: func(k types.NamespacedName) bool { return k == own },
+		}
+		if p.NeedLeaderElection() {
+			t.Error("a sharded Poller must run on every replica")
+		}
+		go func() { _ = p.Start(ctx) }()
+		var first time.Time
+		eventually(t, "two rounds of the owned cluster", func() bool {
+			v, ok := p.Tracker.Get(own)
+			if ok && first.IsZero() {
+				first = v.ObservedAt
+			}
+			return ok && v.ObservedAt.After(first)
+		})
+		if _, ok := p.Tracker.Get(client.ObjectKeyFromObject(theirs)); ok {
+			t.Error("the other replica's cluster has a verdict")
+		}
+		view, err := h.sim.Engine.View(h.key(theirs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for endpoint, n := range view.Requests {
+			t.Errorf("the other replica's cluster got %d %s", n, endpoint)
 		}
 	})
 

@@ -51,6 +51,12 @@ type Options struct {
 	// deadline leaves a leader 8 s of API server trouble before it steps
 	// down; a graceful stop releases the lease at once.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Shards, above 1, shares the FlinkClusters among replicas: each
+	// cluster belongs to one shard (a hash of namespace/name), each shard
+	// is a Lease elected on its own, and a replica reconciles the clusters
+	// of the shards it leads (internal/sharding). Replicas is how many
+	// replicas share them; each leads its fair share first.
+	Shards, Replicas int
 	// SlowReconcileThreshold is the p95 of reconcile time above which the
 	// Flink polling interval degrades to DegradedReconcileInterval
 	// (SLOW_RECONCILE_THRESHOLD, DEGRADED_RECONCILE_INTERVAL).
@@ -152,6 +158,8 @@ func Defaults() (Options, error) {
 		LeaseDuration:           12 * time.Second,
 		RenewDeadline:           8 * time.Second,
 		RetryPeriod:             2 * time.Second,
+		Shards:                  1,
+		Replicas:                1,
 
 		SlowReconcileThreshold:    pacing.DefaultThreshold,
 		DegradedReconcileInterval: pacing.DefaultDegraded,
@@ -210,6 +218,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long a standby waits before taking a lease its holder stopped renewing.")
 	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the lease.")
+	fs.IntVar(&o.Shards, "shards", o.Shards, "Shares the FlinkClusters among replicas in this many shards, one Lease each; 1 runs one leader for all.")
+	fs.IntVar(&o.Replicas, "shard-replicas", o.Replicas, "How many replicas share the shards (the Deployment's replicas): each leads its fair share before taking more.")
 	fs.DurationVar(&o.SlowReconcileThreshold, "slow-reconcile-threshold", o.SlowReconcileThreshold, "p95 of reconcile time above which Flink polling slows to --degraded-reconcile-interval (env SLOW_RECONCILE_THRESHOLD).")
 	fs.DurationVar(&o.DegradedReconcileInterval, "degraded-reconcile-interval", o.DegradedReconcileInterval, "Flink polling interval while reconciles are slow (env DEGRADED_RECONCILE_INTERVAL).")
 	fs.StringVar(&o.FlinkHAClusterRole, "flink-ha-cluster-role", o.FlinkHAClusterRole, "ClusterRole with the ConfigMap rights of Flink's Kubernetes HA services, bound to each such cluster's account in its namespace; the operator needs bind on it (env FLINK_HA_CLUSTER_ROLE).")
@@ -255,6 +265,12 @@ func (o Options) Validate() error {
 	// RetryPeriod × 1.2 (its JitterFactor).
 	if !(o.LeaseDuration > o.RenewDeadline && float64(o.RenewDeadline) > 1.2*float64(o.RetryPeriod) && o.RetryPeriod > 0) {
 		return fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) > 1.2 × retry period (%s)", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	}
+	if o.Shards < 1 || o.Replicas < 1 {
+		return fmt.Errorf("shards (%d) and shard replicas (%d) must be at least 1", o.Shards, o.Replicas)
+	}
+	if o.Shards > 1 && !o.LeaderElection {
+		return fmt.Errorf("--shards=%d needs --leader-elect: the shards are leases", o.Shards)
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		return fmt.Errorf("max concurrent reconciles %d must be at least 1", o.MaxConcurrentReconciles)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -37,6 +40,7 @@ import (
 	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/pacing"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/sharding"
 )
 
 // Scheme holds every type the operator reads or writes.
@@ -106,6 +110,15 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 			return nil, err
 		}
 	}
+	identity, err := replicaIdentity()
+	if err != nil {
+		return nil, err
+	}
+	if o.Shards > 1 {
+		// The audit log tells the replicas apart by their user agent.
+		cfg = rest.CopyConfig(cfg)
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent() + " replica/" + identity
+	}
 	// An operator started while the API server restarts waits for it
 	// (building the manager reads the server's API groups) instead of
 	// exiting: up to a minute, then the error.
@@ -158,6 +171,13 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Metrics: healthMetrics(),
 	}
 	r.Prober = poller
+	if o.Shards > 1 {
+		sharder, err := newSharder(mgr, cfg, o, identity, r.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		r.Shards, poller.Owns = sharder, sharder.Owns
+	}
 	if err := mgr.Add(poller); err != nil {
 		return nil, fmt.Errorf("add health poller: %w", err)
 	}
@@ -174,6 +194,45 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// newSharder adds the shard elections to the manager (internal/sharding).
+func newSharder(mgr manager.Manager, cfg *rest.Config, o Options, identity string, m *controller.Metrics) (*sharding.Sharder, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for the shard leases: %w", err)
+	}
+	led := shardMetric()
+	s := &sharding.Sharder{
+		Shards: o.Shards, Replicas: o.Replicas, Namespace: leaderNamespace(o), Identity: identity,
+		Leases:        cs.CoordinationV1(),
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		Reader: mgr.GetCache(), WaitForSync: mgr.GetCache().WaitForCacheSync,
+	}
+	// A lost shard's clusters leave this replica's phase counts.
+	s.OnChange = func(n int) {
+		led.Set(float64(n))
+		m.Retain(s.Owns)
+	}
+	if err := mgr.Add(s); err != nil {
+		return nil, fmt.Errorf("add shard elections: %w", err)
+	}
+	return s, nil
+}
+
+// replicaIdentity names this replica in the leases: POD_NAME, else the
+// host (in a pod, the pod's name), and a random suffix, as
+// controller-runtime names its leader. Processes on one host (the bench,
+// the e2e tier) tell themselves apart with POD_NAME.
+func replicaIdentity() (string, error) {
+	host := os.Getenv("POD_NAME")
+	if host == "" {
+		var err error
+		if host, err = os.Hostname(); err != nil {
+			return "", fmt.Errorf("replica identity: %w", err)
+		}
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
 }
 
 // metricsOptions serve /metrics, behind the API server's authentication
@@ -213,6 +272,11 @@ var (
 	healthMetrics     = sync.OnceValue(func() *health.Metrics { return health.NewMetrics(crmetrics.Registry) })
 	restClientMetrics = sync.OnceFunc(func() {
 		crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRequestLatency, crmetrics.MetricRateLimiterLatency)
+	})
+	shardMetric = sync.OnceValue(func() prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "datapilot_shards_led", Help: "Shards (FlinkCluster leases) this replica leads."})
+		crmetrics.Registry.MustRegister(g)
+		return g
 	})
 	pacingMetrics    = sync.OnceValue(func() *pacing.Metrics { return pacing.NewMetrics(crmetrics.Registry) })
 	flinkRESTMetrics = sync.OnceValue(func() *flink.RESTMetrics { return flink.NewRESTMetrics(crmetrics.Registry) })

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+// shape is one way of creating a cluster's children in the baseline: the
+// operator's own, and variants that each change one child, so the
+// difference to the operator's shape is that child's cost to the control
+// plane.
+type shape struct {
+	name string
+	// jmStatefulSet runs the JobManager as a StatefulSet instead of a Deployment.
+	jmStatefulSet bool
+	// noBudget leaves out the TaskManagers' PodDisruptionBudget.
+	noBudget bool
+	// noTMService leaves out the TaskManagers' headless Service (the
+	// StatefulSet's governing Service, which gives each pod a DNS name).
+	noTMService bool
+	// apply sends server-side applies instead of creates.
+	apply bool
+}
+
+// shapes are the baseline's shapes; the first is what the operator
+// creates (with a POST for every new child), the ratio's reference.
+var shapes = []shape{
+	{name: "operator's shape (create)"},
+	{name: "operator's shape, server-side apply", apply: true},
+	{name: "JobManager as StatefulSet", jmStatefulSet: true},
+	{name: "without the PodDisruptionBudget", noBudget: true},
+	{name: "without the TaskManager Service", noTMService: true},
+}
+
+// baselineResult is one baseline run of one shape.
+type baselineResult struct {
+	took time.Duration
+	// clientWrites and controlPlaneWrites are per cluster: the bench
+	// client's, and everyone else's (controllers, scheduler, kwok's
+	// kubelets) in the baseline's namespace.
+	clientWrites, controlPlaneWrites float64
+}
+
+// children are the objects of one cluster in shape s, owned by nothing.
+func (s shape) children(i int) ([]any, error) {
+	fc := benchCluster("", i)
+	d, err := resources.Build(fc, benchPlatform)
+	if err != nil {
+		return nil, err
+	}
+	// Owner references need a live owner; the baseline has none.
+	d.ConfigMap.OwnerReferences = nil
+	d.JobManager.OwnerReferences = nil
+	d.JobManagerService.OwnerReferences = nil
+	d.TaskManager.OwnerReferences = nil
+	d.TaskManagerService.OwnerReferences = nil
+	d.TaskManagerBudget.OwnerReferences = nil
+	var jm any = d.JobManager
+	if s.jmStatefulSet {
+		dep := d.JobManager
+		jm = appsac.StatefulSet(*dep.Name, "").WithLabels(dep.Labels).WithAnnotations(dep.Annotations).
+			WithSpec(appsac.StatefulSetSpec().WithReplicas(*dep.Spec.Replicas).WithSelector(dep.Spec.Selector).
+				WithTemplate(dep.Spec.Template).WithServiceName(*d.JobManagerService.Name).
+				// Like the Deployment's Recreate: no ordinal waits for another.
+				WithPodManagementPolicy(appsv1.ParallelPodManagement))
+	}
+	out := []any{d.ConfigMap, d.JobManagerService, jm}
+	if s.noTMService {
+		d.TaskManager.Spec.ServiceName = nil
+	} else {
+		out = append(out, d.TaskManagerService)
+	}
+	out = append(out, d.TaskManager)
+	if !s.noBudget {
+		out = append(out, d.TaskManagerBudget)
+	}
+	return out, nil
+}
+
+// send writes one child into ns: a create, or a server-side apply.
+func (s shape) send(ctx context.Context, k8s client.Client, ns string, obj any) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return err
+	}
+	u.SetNamespace(ns)
+	// Not the operator's: its label-filtered cache holds none of these.
+	labels := u.GetLabels()
+	labels[resources.LabelManagedBy] = benchAgent
+	u.SetLabels(labels)
+	if s.apply {
+		return k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(benchAgent))
+	}
+	return k8s.Create(ctx, u, client.FieldOwner(benchAgent))
+}
+
+// baseline creates n clusters' children in ns in shape s, and waits until
+// every JobManager and TaskManager is ready.
+func baseline(ctx context.Context, k8s client.Client, c config, ns string, s shape) (time.Duration, error) {
+	if err := ensureNamespace(ctx, k8s, ns); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	err := parallel(c.n, c.concurrency, func(i int) error {
+		objs, err := s.children(i)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			if err := s.send(ctx, k8s, ns, obj); err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	err = waitFor(ctx, c.timeout, func() (int, error) {
+		var deps appsv1.DeploymentList
+		var sts appsv1.StatefulSetList
+		if err := k8s.List(ctx, &deps, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		if err := k8s.List(ctx, &sts, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		ready := map[string]int{}
+		for _, d := range deps.Items {
+			if d.Status.ReadyReplicas >= 1 {
+				ready[d.Labels[resources.LabelInstance]]++
+			}
+		}
+		for _, s := range sts.Items {
+			if s.Status.ReadyReplicas == *s.Spec.Replicas {
+				ready[s.Labels[resources.LabelInstance]]++
+			}
+		}
+		n := 0
+		for _, v := range ready {
+			if v == 2 {
+				n++
+			}
+		}
+		return c.n - n, nil
+	})
+	return time.Since(start), err
+}
+
+// baselineNamespace names the namespace of one shape in one round.
+func baselineNamespace(round, shape int) string {
+	return fmt.Sprintf("bench-baseline-%d-%d", round, shape)
+}
