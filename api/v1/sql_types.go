@@ -66,3 +66,9 @@ type SecretKeyRef struct {
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key"`
 }
+
+// ConditionSQLScriptPlanned, for a SQL job, is True when the script the
+// cluster should run was planned by Flink's SQL Gateway (EXPLAIN), False
+// with the planner's message when Flink refused it: the upgrade to it does
+// not start and the running job keeps running.
+const ConditionSQLScriptPlanned = "SQLScriptPlanned"

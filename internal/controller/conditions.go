@@ -162,3 +162,13 @@ func setDeletionBlockedCondition(st *v1.FlinkClusterStatus, gen int64, at time.T
 	}
 	set(st, v1.ConditionDeletionBlocked, gen, metav1.NewTime(at.Truncate(time.Second)), v)
 }
+
+// setSQLScriptCondition sets SQLScriptPlanned from the SQL gate's verdict
+// (sqlGate); a cluster without a SQL job carries none.
+func setSQLScriptCondition(st *v1.FlinkClusterStatus, gen int64, at time.Time, v *verdict) {
+	if v == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionSQLScriptPlanned)
+		return
+	}
+	set(st, v1.ConditionSQLScriptPlanned, gen, metav1.NewTime(at.Truncate(time.Second)), *v)
+}

@@ -22,6 +22,8 @@ import (
 //
 //	/clusters/{namespace}/{service}[:{port}]/[v1/]<Flink REST path>   the Flink REST API behind a Service's port (8081)
 //	/clusters/{namespace}/{service}/pods/{pod}/[v1/]<path>           the same, of one JobManager pod (its port 8081)
+//	/clusters/{namespace}/{service}[:{port}]/v<N>/<path>             a SQL Gateway behind a Service's port
+//	/clusters/{namespace}/{service}/pods/{pod}:{port}/v<N>/<path>    a SQL Gateway in a pod, at its port
 //	/admin/clusters[/{namespace}/{name}[/...]]             fault injection and inspection
 //	/artifacts/<name>.jar                                  a stand-in job jar
 //	/healthz
@@ -81,6 +83,17 @@ func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p 
 	pod := ""
 	if len(p) >= 2 && p[0] == "pods" {
 		pod, p = p[1], p[2:]
+		if name, port, ok := strings.Cut(pod, ":"); ok {
+			// {pod}:{port}: a SQL Gateway in the pod, at its pod IP.
+			n, _ := strconv.Atoi(port)
+			g, serving := h.e.dialGatewayPod(k.Namespace, name, int32(n))
+			if !serving {
+				refuse(w)
+				return
+			}
+			h.gateway(w, r, g, "/"+strings.Join(p, "/"))
+			return
+		}
 	} else if svc, port := servicePort(k); port > 0 {
 		if g, serving := h.e.dialGateway(svc, port); g != nil {
 			if !serving {

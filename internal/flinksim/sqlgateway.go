@@ -216,6 +216,19 @@ func (e *Engine) dialGateway(k ClusterKey, port int32) (*sqlGateway, bool) {
 	return nil, false
 }
 
+// dialGatewayPod is the gateway a connection to a pod's IP and port
+// reaches, whether or not the pod is Ready.
+func (e *Engine) dialGatewayPod(namespace, pod string, port int32) (*sqlGateway, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, g := range e.gateways {
+		if g.namespace == namespace && g.pod.Name == pod && g.port == port {
+			return g, g.down == ""
+		}
+	}
+	return nil, false
+}
+
 // gatewayErr is how SqlGatewayRestEndpoint answers an exception its
 // handler did not turn into a RestHandlerException
 // (AbstractHandler#handleException): 500, "Internal server error." and
