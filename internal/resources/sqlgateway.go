@@ -51,7 +51,7 @@ func sqlGateway(fc *v1.FlinkCluster, st State) *coreac.ContainerApplyConfigurati
 		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("250m")},
 	}
 	return flinkContainer(fc, st, SQLGatewayContainer, args, res).
-		WithCommand(FlinkHome+"/bin/sql-gateway.sh").
+		WithCommand(FlinkHome + "/bin/sql-gateway.sh").
 		WithPorts(coreac.ContainerPort().WithName("sql-gateway").WithContainerPort(PortSQLGateway)).
 		WithReadinessProbe(tcpProbe("sql-gateway", 5, 10))
 }
