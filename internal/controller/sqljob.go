@@ -142,10 +142,10 @@ func (r *Reconciler) sqlGate(ctx context.Context, fc *v1.FlinkCluster, spec, dep
 		return spec, v
 	}
 	resolved := inlineScript(spec, script)
-	if deployed == nil || deployed.Job == nil || deployed.Job.SQL == nil || fc.Status.Upgrade != nil ||
+	if deployed == nil || deployed.Job == nil || deployed.Job.SQL == nil ||
 		deployed.Job.SQL.Script == script && sameSecretRefs(deployed.Job.SQL.SecretRefs, spec.Job.SQL.SecretRefs) {
-		// The first deployment plans at submission; an upgrade in flight
-		// was planned before it started.
+		// The first deployment plans at submission; the deployed script
+		// (in an upgrade, its target) was planned before it was deployed.
 		return resolved, &verdict{status: metav1.ConditionTrue, reason: "ScriptPlanned", message: "The SQL script in effect planned"}
 	}
 	key := types.NamespacedName{Namespace: fc.Namespace, Name: fc.Name}
