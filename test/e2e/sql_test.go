@@ -167,8 +167,16 @@ func sqlJobLifecycle(t *testing.T, version string) {
 	}
 	// Wake the operator (a label) and wait until it has looked at the job
 	// again: the refusal holds on every reconcile, not only the first.
+	// The count is read before the wake: the reconcile it brings may
+	// answer before waitRequests would read its baseline.
+	before := jobRequests(t, key)
 	patchSpec(t, ns, name, func(fc *v1.FlinkCluster) { fc.Labels = map[string]string{"woken": "yes"} })
-	waitRequests(t, key, "GET /jobs/{jobid}", 1)
+	eventually(t, time.Minute, "the operator looked at the job again", func() error {
+		if n := jobRequests(t, key); n <= before {
+			return fmt.Errorf("%d GET /jobs/{jobid}, %d before the wake", n, before)
+		}
+		return nil
+	})
 	if j := simJob(t, key, upgraded); j.State != flink.JobRunning || j.StopsTriggered != 0 || j.SavepointsTriggered != 0 {
 		t.Fatalf("the running job after a refused script: %s, %d stops, %d savepoints", j.State, j.StopsTriggered, j.SavepointsTriggered)
 	}
@@ -230,4 +238,13 @@ func sqlJobLifecycle(t *testing.T, version string) {
 	if raw := fmt.Sprintf("%+v", getFC(t, ns, name).Status); strings.Contains(raw, sqlSecretValue) {
 		t.Error("the FlinkCluster's status holds the secret")
 	}
+}
+
+func jobRequests(t *testing.T, key flinksim.ClusterKey) int {
+	t.Helper()
+	view, err := sim.Engine.View(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return view.Requests["GET /jobs/{jobid}"]
 }
