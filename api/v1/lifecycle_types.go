@@ -27,14 +27,23 @@ const (
 	UpgradeLastState UpgradeMode = "last-state"
 )
 
-// JobSpec is the one job a cluster runs. Without it the cluster is a
-// session cluster and jobs are the users' business.
+// JobSpec is the one job a cluster runs: a jar or a SQL script, exactly
+// one. Without it the cluster is a session cluster and jobs are the users'
+// business.
+// +kubebuilder:validation:XValidation:rule="has(self.jarURI) != has(self.sql)",message="spec.job needs exactly one of jarURI and sql"
+// +kubebuilder:validation:XValidation:rule="!has(self.sql) || (!has(self.entryClass) && !has(self.args))",message="spec.job.entryClass and spec.job.args belong to a jar job, not to spec.job.sql"
 type JobSpec struct {
 	// JarURI is where the job's jar is fetched from (http or https); the
 	// operator uploads it to the JobManager.
+	// +optional
 	// +kubebuilder:validation:Pattern=`^https?://[^\x00-\x20\x7f]+$`
 	// +kubebuilder:validation:MaxLength=2048
-	JarURI string `json:"jarURI"`
+	JarURI string `json:"jarURI,omitempty"`
+
+	// SQL is a Flink SQL job: its script runs through Flink's SQL Gateway,
+	// which the operator runs beside the JobManager (docs/guide/sql-jobs.md).
+	// +optional
+	SQL *SQLJobSpec `json:"sql,omitempty"`
 
 	// EntryClass is the job's main class; the jar's manifest when empty.
 	// +optional

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestParseDependencyList(t *testing.T) {
@@ -174,4 +176,55 @@ func assertErrors(t *testing.T, errs []error, want string) {
 		}
 	}
 	t.Fatalf("no error says %q: %v", want, errs)
+}
+
+// TestSQLFromSetFile: a data team keeps a job's SQL in a file in Git and
+// hands it to the Flink environment chart with --set-file; the
+// FlinkCluster carries it byte for byte as spec.job.sql.script.
+func TestSQLFromSetFile(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	helm := Helm{Bin: filepath.Join(root, "bin", "helm"), Home: t.TempDir()}
+	if _, err := os.Stat(helm.Bin); err != nil {
+		t.Fatal("bin/helm is missing: run 'make tools'")
+	}
+	script := filepath.Join(root, "examples", "sql-job.sql")
+	want, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := helm.Run("template", "revenue", filepath.Join(root, "charts", "flink-jobmanager"),
+		"--set", "job.upgradeMode=savepoint", "--set-file", "job.sql.script="+script,
+		"--set", "job.sql.secretRefs[0].placeholder=KAFKA_PASSWORD",
+		"--set", "job.sql.secretRefs[0].secretKeyRef.name=kafka-revenue",
+		"--set", "job.sql.secretRefs[0].secretKeyRef.key=password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(out, "\n---") {
+		var obj struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				Job struct {
+					SQL struct {
+						Script     string `json:"script"`
+						SecretRefs []struct {
+							Placeholder string `json:"placeholder"`
+						} `json:"secretRefs"`
+					} `json:"sql"`
+				} `json:"job"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil || obj.Kind != "FlinkCluster" {
+			continue
+		}
+		if obj.Spec.Job.SQL.Script != string(want) {
+			t.Fatalf("spec.job.sql.script = %q, want the file's %q", obj.Spec.Job.SQL.Script, want)
+		}
+		if len(obj.Spec.Job.SQL.SecretRefs) != 1 || obj.Spec.Job.SQL.SecretRefs[0].Placeholder != "KAFKA_PASSWORD" {
+			t.Fatalf("secretRefs = %+v", obj.Spec.Job.SQL.SecretRefs)
+		}
+		return
+	}
+	t.Fatalf("no FlinkCluster in the rendered chart:\n%s", out)
 }

@@ -188,3 +188,13 @@ func jarRefused(conds []metav1.Condition, gen int64, uri string) bool {
 	return c != nil && c.Reason == v1.ReasonJarRefused && c.ObservedGeneration == gen &&
 		strings.HasPrefix(c.Message, (&JarRefusedError{URI: uri}).Error())
 }
+
+// setSQLScriptCondition sets SQLScriptPlanned from the SQL gate's verdict
+// (sqlGate); a cluster without a SQL job carries none.
+func setSQLScriptCondition(st *v1.FlinkClusterStatus, gen int64, at time.Time, v *verdict) {
+	if v == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionSQLScriptPlanned)
+		return
+	}
+	set(st, v1.ConditionSQLScriptPlanned, gen, metav1.NewTime(at.Truncate(time.Second)), *v)
+}

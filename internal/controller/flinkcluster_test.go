@@ -236,6 +236,32 @@ func TestBadInputsAreRejectedAtAdmission(t *testing.T) {
 		{"job jar not http", func(s map[string]any) {
 			s["job"] = map[string]any{"jarURI": "local:///opt/flink/job.jar"}
 		}, "spec.job.jarURI"},
+		{"job with neither jar nor sql", func(s map[string]any) {
+			s["job"] = map[string]any{"parallelism": 2}
+		}, "spec.job needs exactly one of jarURI and sql"},
+		{"job with both jar and sql", func(s map[string]any) {
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "sql": map[string]any{"script": "INSERT INTO a SELECT * FROM b"}}
+		}, "spec.job needs exactly one of jarURI and sql"},
+		{"sql with neither script nor configMapRef", func(s map[string]any) {
+			s["job"] = map[string]any{"sql": map[string]any{}}
+		}, "spec.job.sql needs exactly one of script and configMapRef"},
+		{"sql with both script and configMapRef", func(s map[string]any) {
+			s["job"] = map[string]any{"sql": map[string]any{"script": "INSERT INTO a SELECT * FROM b", "configMapRef": map[string]any{"name": "sql", "key": "job.sql"}}}
+		}, "spec.job.sql needs exactly one of script and configMapRef"},
+		{"sql with a jar's entry class", func(s map[string]any) {
+			s["job"] = map[string]any{"entryClass": "org.example.Main", "sql": map[string]any{"script": "INSERT INTO a SELECT * FROM b"}}
+		}, "spec.job.entryClass and spec.job.args belong to a jar job"},
+		{"sql configMapRef without key", func(s map[string]any) {
+			s["job"] = map[string]any{"sql": map[string]any{"configMapRef": map[string]any{"name": "sql"}}}
+		}, "spec.job.sql.configMapRef.key"},
+		{"sql secret placeholder with a brace", func(s map[string]any) {
+			s["job"] = map[string]any{"sql": map[string]any{"script": "INSERT INTO a SELECT * FROM b",
+				"secretRefs": []any{map[string]any{"placeholder": "pw}", "secretKeyRef": map[string]any{"name": "kafka", "key": "password"}}}}}
+		}, "spec.job.sql.secretRefs[0].placeholder"},
+		{"sql secret placeholder twice", func(s map[string]any) {
+			ref := map[string]any{"placeholder": "PW", "secretKeyRef": map[string]any{"name": "kafka", "key": "password"}}
+			s["job"] = map[string]any{"sql": map[string]any{"script": "INSERT INTO a SELECT * FROM b", "secretRefs": []any{ref, ref}}}
+		}, "spec.job.sql.secretRefs[1]"},
 		{"old v1alpha1 field shape", func(s map[string]any) {
 			s["kafka"] = map[string]any{"bootstrapServers": "k:9093"}
 		}, "spec.kafka"},

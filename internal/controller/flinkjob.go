@@ -303,6 +303,9 @@ func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, deploy *v1.Fl
 		if err != nil {
 			return err
 		}
+		if spec.SQL != nil {
+			return r.submitSQL(ctx, fc, spec, v, job.ID, a.RestorePath)
+		}
 		return r.submit(ctx, jm, fc, spec, v, job.ID, a.RestorePath)
 	}
 	return nil

@@ -104,6 +104,8 @@ type Reconciler struct {
 	freshness freshness
 	// configChecks remembers the ConfigMap versions whose data was read.
 	configChecks configChecks
+	// sqlPlans remembers what the SQL Gateway said of each new script.
+	sqlPlans sqlPlanMemory
 }
 
 // scope is what one reconcile works on.
@@ -274,6 +276,7 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 	status := fc.Status.DeepCopy()
 	status.Autoscaler = auto.status
 	spec, rescale := effectiveSpec(&v1.FlinkCluster{Spec: fc.Spec, Status: *status})
+	spec, sqlPlanned := r.sqlGate(ctx, fc, spec, deployed)
 	step := lifecycle.Decide(lifecycle.Input{
 		Generation: fc.Generation,
 		UID:        string(fc.UID),
@@ -292,6 +295,7 @@ func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterS
 	})
 	events, verdicts := settleAutopilot(fc, auto, &step, obs, stable, now)
 	setStepConditions(&step.Status, fc.Generation, now, step.Facts, verdicts)
+	setSQLScriptCondition(&step.Status, fc.Generation, now, sqlPlanned)
 	if auto.requeue > 0 && (step.RequeueAfter == 0 || auto.requeue < step.RequeueAfter) {
 		step.RequeueAfter = auto.requeue
 	}
@@ -456,6 +460,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			}},
 	}
 	children = append(children, r.haChildren(ctx, s)...)
+	children = append(children, r.sqlChildren(s)...)
 	// The children are independent objects: read them from the cache, then
 	// apply the ones that differ in parallel, so a new cluster costs one
 	// round trip of latency instead of five.

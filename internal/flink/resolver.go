@@ -44,6 +44,15 @@ func (r Resolver) JobManagerURL(namespace, name, pod, podIP string) string {
 	return fmt.Sprintf("http://%s:%d", podIP, restPort)
 }
 
+// SQLGatewayURL is the REST base URL of the SQL Gateway in one JobManager
+// pod, at its pod IP and port: no Service publishes it.
+func (r Resolver) SQLGatewayURL(namespace, name, pod, podIP string, port int32) string {
+	if r.PodOverride != "" {
+		return placeholders(namespace, name, "{pod}", fmt.Sprintf("%s:%d", pod, port)).Replace(r.PodOverride)
+	}
+	return fmt.Sprintf("http://%s:%d", podIP, port)
+}
+
 // BaseURL is the REST base URL of the FlinkCluster namespace/name: by
 // default its JobManager Service, <name>-jobmanager.<namespace>.svc:8081.
 func (r Resolver) BaseURL(namespace, name string) string {

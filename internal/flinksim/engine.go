@@ -59,6 +59,9 @@ type EngineOptions struct {
 	// CancelDelay is how long tasks take to cancel: CANCELLING and FAILING
 	// last this long.
 	CancelDelay time.Duration
+	// StatementDelay is how long a SQL Gateway operation runs before its
+	// result is ready.
+	StatementDelay time.Duration
 	// Clock is the time source; nil means time.Now.
 	Clock func() time.Time
 }
@@ -114,6 +117,11 @@ type Engine struct {
 	// snapshots are the completed checkpoints and savepoints by the
 	// location of their _metadata, for restores by path.
 	snapshots map[loc]*snapshot
+	// gateways are the SQL Gateway processes by namespace/pod UID/
+	// container, and gatewayNets the network their clients dial per
+	// namespace.
+	gateways    map[string]*sqlGateway
+	gatewayNets map[string]Network
 }
 
 // NewEngine returns an empty Engine.
@@ -124,7 +132,7 @@ func NewEngine(o EngineOptions) *Engine {
 	}{
 		{&o.InitializationDelay, DefaultInitializationDelay}, {&o.DeployDelay, DefaultDeployDelay},
 		{&o.CheckpointDelay, DefaultCheckpointDelay}, {&o.SavepointDelay, DefaultSavepointDelay},
-		{&o.CancelDelay, DefaultCancelDelay},
+		{&o.CancelDelay, DefaultCancelDelay}, {&o.StatementDelay, DefaultStatementDelay},
 	} {
 		if *d.v <= 0 {
 			*d.v = d.def
@@ -133,7 +141,8 @@ func NewEngine(o EngineOptions) *Engine {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	return &Engine{opts: o, clusters: map[ClusterKey]*cluster{}, fs: newFilesystem(), snapshots: map[loc]*snapshot{}}
+	return &Engine{opts: o, clusters: map[ClusterKey]*cluster{}, fs: newFilesystem(), snapshots: map[loc]*snapshot{},
+		gateways: map[string]*sqlGateway{}, gatewayNets: map[string]Network{}}
 }
 
 func (e *Engine) now() time.Time { return e.opts.Clock() }

@@ -22,6 +22,8 @@ import (
 //
 //	/clusters/{namespace}/{service}[:{port}]/[v1/]<Flink REST path>   the Flink REST API behind a Service's port (8081)
 //	/clusters/{namespace}/{service}/pods/{pod}/[v1/]<path>           the same, of one JobManager pod (its port 8081)
+//	/clusters/{namespace}/{service}[:{port}]/v<N>/<path>             a SQL Gateway behind a Service's port
+//	/clusters/{namespace}/{service}/pods/{pod}:{port}/v<N>/<path>    a SQL Gateway in a pod, at its port
 //	/admin/clusters[/{namespace}/{name}[/...]]             fault injection and inspection
 //	/artifacts/<name>.jar                                  a stand-in job jar
 //	/healthz
@@ -81,6 +83,26 @@ func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p 
 	pod := ""
 	if len(p) >= 2 && p[0] == "pods" {
 		pod, p = p[1], p[2:]
+		if name, port, ok := strings.Cut(pod, ":"); ok {
+			// {pod}:{port}: a SQL Gateway in the pod, at its pod IP.
+			n, _ := strconv.Atoi(port)
+			g, serving := h.e.dialGatewayPod(k.Namespace, name, int32(n))
+			if !serving {
+				refuse(w)
+				return
+			}
+			h.gateway(w, r, g, "/"+strings.Join(p, "/"))
+			return
+		}
+	} else if svc, port := servicePort(k); port > 0 {
+		if g, serving := h.e.dialGateway(svc, port); g != nil {
+			if !serving {
+				refuse(w)
+				return
+			}
+			h.gateway(w, r, g, "/"+strings.Join(p, "/"))
+			return
+		}
 	}
 	if len(p) > 0 && p[0] == "v1" {
 		p = p[1:]
@@ -98,15 +120,7 @@ func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p 
 	if pod != "" {
 		t, version, err = h.e.dialPod(k, pod)
 	} else {
-		// {name} is a Service, with its port when not RESTPort.
-		svc, port := k, int32(RESTPort)
-		if name, p, ok := strings.Cut(k.Name, ":"); ok {
-			n, perr := strconv.Atoi(p)
-			svc.Name, port = name, int32(n)
-			if perr != nil {
-				port = -1
-			}
-		}
+		svc, port := servicePort(k)
 		t, version, err = h.e.dial(svc, port, r.RemoteAddr)
 	}
 	if err != nil {
@@ -132,6 +146,20 @@ func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p 
 	}
 	out, status, err := h.call(r, t, op.OperationID, params, body, schema, version)
 	h.reply(w, k, r.Method, route, out, err, status)
+}
+
+// servicePort splits {service}[:{port}]: a Service and the port dialled
+// on it, RESTPort when none is given, -1 when it is not a number.
+func servicePort(k ClusterKey) (ClusterKey, int32) {
+	name, p, ok := strings.Cut(k.Name, ":")
+	if !ok {
+		return k, RESTPort
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return ClusterKey{Namespace: k.Namespace, Name: name}, -1
+	}
+	return ClusterKey{Namespace: k.Namespace, Name: name}, int32(n)
 }
 
 // body reads a request body as AbstractHandler does: an empty body is

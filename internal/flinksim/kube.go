@@ -53,6 +53,10 @@ type grouping struct {
 	// dials are, per cluster, where its TaskManagers' addresses lead now:
 	// they decide registration as much as the pods do.
 	dials map[ClusterKey][]string
+	// gateways are the SQL Gateway containers, and net the namespace's
+	// network their clients dial through.
+	gateways []GatewayPod
+	net      Network
 }
 
 // observeNamespace groups a namespace's Flink pods into clusters as Flink
@@ -68,7 +72,14 @@ type grouping struct {
 func observeNamespace(v namespaceView, access Access, confs *confCache, lastTM map[string]ClusterKey) grouping {
 	net := newKubeNetwork(v)
 	var jms, tms []*flinkPod
+	var gateways []GatewayPod
 	for i := range v.pods {
+		for _, gp := range readGatewayPods(&v.pods[i], v.configMaps) {
+			for _, s := range net.selecting(&v.pods[i]) {
+				gp.Services = append(gp.Services, s.restView())
+			}
+			gateways = append(gateways, gp)
+		}
 		fp := readFlinkPod(&v.pods[i], v.configMaps)
 		if fp == nil {
 			continue
@@ -82,7 +93,7 @@ func observeNamespace(v namespaceView, access Access, confs *confCache, lastTM m
 			jms = append(jms, fp)
 		}
 	}
-	g := grouping{clusters: map[ClusterKey]Observation{}, tmKeys: map[string]ClusterKey{}, dials: map[ClusterKey][]string{}}
+	g := grouping{clusters: map[ClusterKey]Observation{}, tmKeys: map[string]ClusterKey{}, dials: map[ClusterKey][]string{}, gateways: gateways, net: net}
 	jmKey := map[string]ClusterKey{} // by pod UID
 	haKey := map[string]ClusterKey{}
 	for _, jm := range jms {
@@ -221,6 +232,33 @@ func readFlinkPod(p *corev1.Pod, cms map[string]*corev1.ConfigMap) *flinkPod {
 		return fp
 	}
 	return nil
+}
+
+// readGatewayPods reads the containers of a pod that run the SQL Gateway
+// (GatewayArgs), each with the configuration directory it mounts.
+func readGatewayPods(p *corev1.Pod, cms map[string]*corev1.ConfigMap) []GatewayPod {
+	var out []GatewayPod
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		env := containerEnv(p, c, cms)
+		args, ok := GatewayArgs(expandAll(c.Command, env), expandAll(c.Args, env))
+		if !ok {
+			continue
+		}
+		gp := GatewayPod{Container: c.Name, Pod: Pod{
+			UID: string(p.UID), Name: p.Name, Created: p.CreationTimestamp.Time,
+			Running: p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning,
+			Image:   c.Image, StartArgs: args, Env: env, Hostname: hostnameF(p),
+		}}
+		gp.Ready = gp.Running && podReady(p)
+		readConfDir(&gp.Pod, p, c, cms)
+		if gp.ConfMissing != "" {
+			// The kubelet cannot start the container.
+			gp.Running, gp.Ready = false, false
+		}
+		out = append(out, gp)
+	}
+	return out
 }
 
 func podReady(p *corev1.Pod) bool {

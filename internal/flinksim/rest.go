@@ -683,10 +683,7 @@ func (e *Engine) program(jm *process, jarID string, req flink.JarRunRequest, cla
 	// SavepointRestoreSettings (JarRunHandler#getSavepointRestoreSettings):
 	// the request's path, else the configured one; its claim mode and
 	// allowNonRestoredState, else the configured ones.
-	pathKey, modeKey, ignoreKey := "execution.savepoint.path", "execution.savepoint-restore-mode", "execution.savepoint.ignore-unclaimed-state"
-	if jm.version.AtLeast(1, 20) {
-		pathKey, modeKey, ignoreKey = "execution.state-recovery.path", "execution.state-recovery.claim-mode", "execution.state-recovery.ignore-unclaimed-state"
-	}
+	pathKey, modeKey, ignoreKey := savepointKeys(jm.version)
 	if allowNonRestored != nil {
 		sub.allowNonRestored = *allowNonRestored
 	} else {
@@ -712,6 +709,16 @@ func (e *Engine) program(jm *process, jarID string, req flink.JarRunRequest, cla
 		sub.claimMode = mode
 	}
 	return sub, nil
+}
+
+// savepointKeys are the options of SavepointRestoreSettings#
+// fromConfiguration: execution.savepoint.*, renamed execution.state-
+// recovery.* in 1.20 (the old keys still read as deprecated keys).
+func savepointKeys(v flink.Version) (path, mode, ignore string) {
+	if v.AtLeast(1, 20) {
+		return "execution.state-recovery.path", "execution.state-recovery.claim-mode", "execution.state-recovery.ignore-unclaimed-state"
+	}
+	return "execution.savepoint.path", "execution.savepoint-restore-mode", "execution.savepoint.ignore-unclaimed-state"
 }
 
 // TaskManagers answers GET /taskmanagers: those registered with the

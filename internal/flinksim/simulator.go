@@ -241,6 +241,7 @@ func (w *watcher) sync(ctx context.Context, ns string) (again bool, err error) {
 		return msg
 	}, &w.confs, w.tmKeys[ns])
 	w.tmKeys[ns] = g.tmKeys
+	w.sim.ObserveGateways(ns, g.gateways, g.net)
 	prev := w.last[ns]
 	next := map[ClusterKey]observed{}
 	for k, o := range g.clusters {

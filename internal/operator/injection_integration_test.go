@@ -94,6 +94,18 @@ var stringFields = map[string]func(spec map[string]any, v string){
 	"job.upgradeMode":              func(s map[string]any, v string) { at(s, "job")["upgradeMode"] = v },
 	"job.initialSavepointPath":     func(s map[string]any, v string) { at(s, "job")["initialSavepointPath"] = v },
 	"job.savepointInterval":        func(s map[string]any, v string) { at(s, "job")["savepointInterval"] = v },
+	"job.sql.script":               func(s map[string]any, v string) { sqlJob(s, map[string]any{"script": v}) },
+	"job.sql.configMapRef.name": func(s map[string]any, v string) {
+		sqlJob(s, map[string]any{"configMapRef": map[string]any{"name": v, "key": "job.sql"}})
+	},
+	"job.sql.configMapRef.key": func(s map[string]any, v string) {
+		sqlJob(s, map[string]any{"configMapRef": map[string]any{"name": "sql-scripts", "key": v}})
+	},
+	"job.sql.secretRefs[].placeholder": func(s map[string]any, v string) { sqlSecret(s, v, "kafka", "password") },
+	"job.sql.secretRefs[].secretKeyRef.name": func(s map[string]any, v string) {
+		sqlSecret(s, "KAFKA_PASSWORD", v, "password")
+	},
+	"job.sql.secretRefs[].secretKeyRef.key": func(s map[string]any, v string) { sqlSecret(s, "KAFKA_PASSWORD", "kafka", v) },
 	"upgradePolicy.stabilityTimeout": func(s map[string]any, v string) {
 		at(s, "upgradePolicy")["stabilityTimeout"] = v
 	},
@@ -119,6 +131,22 @@ var stringFields = map[string]func(spec map[string]any, v string){
 		s["flinkConfiguration"] = map[string]any{"pipeline.name" + v: "orders"}
 	},
 }
+
+// sqlJob makes the spec's job a SQL job.
+func sqlJob(s map[string]any, sql map[string]any) {
+	j := at(s, "job")
+	delete(j, "jarURI")
+	delete(j, "entryClass")
+	delete(j, "args")
+	j["sql"] = sql
+}
+
+func sqlSecret(s map[string]any, placeholder, name, key string) {
+	sqlJob(s, map[string]any{"script": sqlScript, "secretRefs": []any{map[string]any{
+		"placeholder": placeholder, "secretKeyRef": map[string]any{"name": name, "key": key}}}})
+}
+
+const sqlScript = "INSERT INTO totals SELECT * FROM orders"
 
 func at(m map[string]any, path ...string) map[string]any {
 	for _, p := range path {
@@ -231,10 +259,11 @@ func testNoFieldInjects(t *testing.T, ce *conversionEnv) {
 			}
 		}
 	}
-	// Only the program arguments take control characters: they go to
-	// Flink's REST API as JSON, never into a file.
+	// Only the program arguments and a SQL script take control
+	// characters: they go to Flink's REST API and the SQL Gateway as JSON,
+	// never into a file.
 	for field := range accepted {
-		if !strings.HasSuffix(field, "spec.job.args[]") {
+		if !strings.HasSuffix(field, "spec.job.args[]") && !strings.HasSuffix(field, "spec.job.sql.script") {
 			t.Errorf("%s: admission accepts control characters in a field that is not only sent as JSON", field)
 		}
 	}
@@ -252,6 +281,18 @@ func validAt(t *testing.T, spec map[string]any, path string) string {
 		return ""
 	case "storage.claimName":
 		return "state"
+	case "job.sql.script":
+		return sqlScript
+	case "job.sql.configMapRef.name":
+		return "sql-scripts"
+	case "job.sql.configMapRef.key":
+		return "job.sql"
+	case "job.sql.secretRefs[].placeholder":
+		return "KAFKA_PASSWORD"
+	case "job.sql.secretRefs[].secretKeyRef.name":
+		return "kafka"
+	case "job.sql.secretRefs[].secretKeyRef.key":
+		return "password"
 	}
 	parts := strings.Split(path, ".")
 	v, ok := at(spec, parts[:len(parts)-1]...)[parts[len(parts)-1]].(string)
@@ -264,7 +305,7 @@ func validAt(t *testing.T, spec map[string]any, path string) string {
 // fieldName is the field as the API server's message names it.
 func fieldName(path string) string {
 	path = strings.TrimSuffix(strings.TrimSuffix(path, "{}"), "{key}")
-	return "spec." + strings.TrimSuffix(path, "[]")
+	return "spec." + strings.ReplaceAll(strings.TrimSuffix(path, "[]"), "[].", "[0].")
 }
 
 func cluster(ns, version string, spec map[string]any) *unstructured.Unstructured {

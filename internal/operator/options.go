@@ -323,7 +323,7 @@ func (o Options) validateStorage() error {
 
 // Platform is what the settings give every cluster.
 func (o Options) Platform() resources.Platform {
-	p := resources.Platform{HAClusterRole: o.FlinkHAClusterRole}
+	p := resources.Platform{HAClusterRole: o.FlinkHAClusterRole, OperatorNamespace: os.Getenv("POD_NAMESPACE")}
 	switch {
 	case o.StateStorageURI != "":
 		p.Storage = &v1.StorageSpec{URI: o.StateStorageURI}

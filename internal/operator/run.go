@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -95,6 +96,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 			&corev1.ServiceAccount{}:        {Label: managed},
 			&rbacv1.Role{}:                  {Label: managed},
 			&rbacv1.RoleBinding{}:           {Label: managed},
+			&networkingv1.NetworkPolicy{}:   {Label: managed},
 		},
 	}
 	if len(o.WatchNamespaces) > 0 {

@@ -12,6 +12,7 @@ import (
 	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	metaac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -31,6 +32,8 @@ type Desired struct {
 	// HAAccess is nil unless the operator gives the pods an account for
 	// Kubernetes HA.
 	HAAccess *HAAccess
+	// SQLGatewayPolicy is nil unless the cluster runs a SQL job.
+	SQLGatewayPolicy *networkingac.NetworkPolicyApplyConfiguration
 }
 
 // Build renders the desired children of a cluster on platform p.
@@ -57,6 +60,10 @@ func Build(fc *v1.FlinkCluster, p Platform) (*Desired, error) {
 		TaskManagerService: taskManagerService(fc),
 		TaskManagerBudget:  taskManagerBudget(fc),
 		HAAccess:           haAccess(fc, p),
+		SQLGatewayPolicy:   sqlGatewayPolicy(fc, p),
+	}
+	if d.SQLGatewayPolicy != nil {
+		stampSpecHash(d.SQLGatewayPolicy, d.SQLGatewayPolicy.ObjectMetaApplyConfiguration)
 	}
 	// The template hash says which rendering the pods run, apart from the
 	// replica count: a reconcile that finds another one for the same spec
@@ -139,6 +146,9 @@ func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) (*appsac.Deploym
 	tmpl, err := podTemplate(fc, cfg, st, ComponentJobManager, c, nil)
 	if err != nil {
 		return nil, err
+	}
+	if SQLJob(fc) {
+		tmpl.Spec.WithContainers(sqlGateway(fc, st))
 	}
 	return appsac.Deployment(JobManagerName(fc), fc.Namespace).
 		WithLabels(Labels(fc, ComponentJobManager)).

@@ -23,6 +23,9 @@ type Platform struct {
 	// pods' own account is bound to, in their namespace, with Kubernetes
 	// HA; DefaultHAClusterRole when empty.
 	HAClusterRole string
+	// OperatorNamespace is where the operator's pods run (POD_NAMESPACE);
+	// the SQL Gateway's NetworkPolicy admits them from there only.
+	OperatorNamespace string
 }
 
 // DefaultHAClusterRole is the ClusterRole config/rbac and the chart ship

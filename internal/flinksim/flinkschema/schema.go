@@ -40,6 +40,9 @@ type Schema struct {
 	// Minor is the Flink minor it describes, such as "1.20".
 	Minor string
 	Doc   *openapi3.T
+	// prefix is the version segment a request path may start with: /v1
+	// for the JobManager's API, /v<N> for a SQL Gateway API version.
+	prefix string
 }
 
 var (
@@ -63,16 +66,25 @@ func ForMinor(minor string) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	doc, err := loadDoc(raw)
 	if err != nil {
 		return nil, fmt.Errorf("loading the Flink %s REST schema: %w", minor, err)
 	}
-	if err := doc.Validate(context.Background()); err != nil {
-		return nil, fmt.Errorf("validating the Flink %s REST schema: %w", minor, err)
-	}
-	s := &Schema{Minor: minor, Doc: doc}
+	s := &Schema{Minor: minor, Doc: doc, prefix: "/v1"}
 	loaded[minor] = s
 	return s, nil
+}
+
+// loadDoc parses and validates an OpenAPI document.
+func loadDoc(raw []byte) (*openapi3.T, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("validating: %w", err)
+	}
+	return doc, nil
 }
 
 // All loads the schema of every embedded minor, oldest first.
@@ -92,7 +104,7 @@ func All() ([]*Schema, error) {
 // or without the /v1 prefix). It returns the path template, such as
 // /jobs/{jobid}, and the path parameters.
 func (s *Schema) Operation(method, urlPath string) (string, *openapi3.Operation, map[string]string, error) {
-	p := strings.TrimPrefix(urlPath, "/v1")
+	p := strings.TrimPrefix(urlPath, s.prefix)
 	segs := strings.Split(strings.Trim(p, "/"), "/")
 	best, bestScore := "", -1
 	var bestParams map[string]string
@@ -121,7 +133,7 @@ func (s *Schema) Operation(method, urlPath string) (string, *openapi3.Operation,
 		}
 	}
 	if best == "" {
-		return "", nil, nil, fmt.Errorf("%s %s: no such path in the Flink REST schema", method, urlPath)
+		return "", nil, nil, fmt.Errorf("%s %s: no such path in the %s", method, urlPath, s.Doc.Info.Title)
 	}
 	op := s.Doc.Paths.Value(best).GetOperation(method)
 	if op == nil {
