@@ -275,6 +275,7 @@ type VertexParallelism struct {
 	// Name is the vertex's name, for reading.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]+$`
 	Name string `json:"name,omitempty"`
 	// +kubebuilder:validation:Minimum=1
 	Parallelism int32 `json:"parallelism"`

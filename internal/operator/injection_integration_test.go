@@ -106,6 +106,8 @@ var stringFields = map[string]func(spec map[string]any, v string){
 		sqlSecret(s, "KAFKA_PASSWORD", v, "password")
 	},
 	"job.sql.secretRefs[].secretKeyRef.key": func(s map[string]any, v string) { sqlSecret(s, "KAFKA_PASSWORD", "kafka", v) },
+	"job.vertexParallelism[].id":            func(s map[string]any, v string) { vertex(s, v, "Source: orders") },
+	"job.vertexParallelism[].name":          func(s map[string]any, v string) { vertex(s, vertexID, v) },
 	"upgradePolicy.stabilityTimeout": func(s map[string]any, v string) {
 		at(s, "upgradePolicy")["stabilityTimeout"] = v
 	},
@@ -147,6 +149,13 @@ func sqlSecret(s map[string]any, placeholder, name, key string) {
 }
 
 const sqlScript = "INSERT INTO totals SELECT * FROM orders"
+
+// vertexID is a vertex ID as Flink lists it.
+const vertexID = "cbc357ccb763df2852fee8c4fc7d55f2"
+
+func vertex(s map[string]any, id, name string) {
+	at(s, "job")["vertexParallelism"] = []any{map[string]any{"id": id, "name": name, "parallelism": int64(2)}}
+}
 
 func at(m map[string]any, path ...string) map[string]any {
 	for _, p := range path {
@@ -293,6 +302,10 @@ func validAt(t *testing.T, spec map[string]any, path string) string {
 		return "kafka"
 	case "job.sql.secretRefs[].secretKeyRef.key":
 		return "password"
+	case "job.vertexParallelism[].id":
+		return vertexID
+	case "job.vertexParallelism[].name":
+		return "Source: orders"
 	}
 	parts := strings.Split(path, ".")
 	v, ok := at(spec, parts[:len(parts)-1]...)[parts[len(parts)-1]].(string)
