@@ -122,9 +122,20 @@ func effectiveSpec(fc *v1.FlinkCluster) (*v1.FlinkClusterSpec, bool) {
 }
 
 // desiredTaskManagers is the TaskManager count the cluster should run.
-func desiredTaskManagers(fc *v1.FlinkCluster) int32 {
-	spec, _ := effectiveSpec(fc)
-	return spec.TaskManager.Replicas
+func desiredTaskManagers(spec *v1.FlinkClusterSpec, st *v1.AutoscalerStatus) int32 {
+	eff, _ := effectiveSpec(&v1.FlinkCluster{Spec: *spec, Status: v1.FlinkClusterStatus{Autoscaler: st}})
+	return eff.TaskManager.Replicas
+}
+
+// autopilotSeen is what the autopilot observed this reconcile: the job's
+// restarts (sampled when due), the recommendation of its metric history,
+// and, before a scale-up that adds TaskManagers, the capacity for them.
+type autopilotSeen struct {
+	restarts []autopilot.Restarts
+	rec      autopilot.Recommendation
+	capacity *autopilot.Capacity
+	running  bool
+	requeue  time.Duration
 }
 
 // autopilotResult is what the autopilot decided this reconcile.
@@ -134,8 +145,12 @@ type autopilotResult struct {
 	events   []autopilot.Event
 	heal     string
 	requeue  time.Duration
-	// took is how many REST requests the sample cost.
-	took int
+	// decision is the one recorded in status.autoscaler.decisions, if any;
+	// detected the conditions that turned True.
+	decision *v1.AutoscalerDecision
+	detected []string
+	// parallelism is what the autopilot set or recommends, for its gauge.
+	parallelism int32
 }
 
 // autopilotVerdicts are the autopilot's verdicts on its conditions; a nil
@@ -144,36 +159,31 @@ type autopilotVerdicts struct {
 	autoscaling, restartLoop, checkpointsStalled *verdict
 }
 
-// runAutopilot samples the job's metrics when due (bounded), decides, and
-// returns the autopilot's status; it writes nothing itself.
-func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs lifecycle.Flink, now time.Time) autopilotResult {
+// observeAutopilot samples the job's metrics when due (bounded) and reads
+// the capacity a scale-up would need.
+func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs lifecycle.Flink, now time.Time) autopilotSeen {
+	var seen autopilotSeen
 	policy, scaling := autopilot.PolicyFor(&fc.Spec)
-	res := autopilotResult{status: fc.Status.Autoscaler.DeepCopy()}
-	if !scaling {
-		res.status = nil
-	}
-	healing := fc.Spec.Healing != nil || scaling
 	job := fc.Status.Job
-	if fc.Spec.Job == nil || (!scaling && !healing) {
-		return res
+	if fc.Spec.Job == nil || (!scaling && fc.Spec.Healing == nil) {
+		return seen
 	}
 	interval := healInterval
 	if scaling {
 		interval = policy.Interval
 	}
-	key := client.ObjectKeyFromObject(fc)
-	mem := r.autopilot.get(key)
-	running := obs.JobFound && obs.JobState == flink.JobRunning && job != nil && job.ID != ""
-	if running && now.Sub(mem.last) >= interval {
+	mem := r.autopilot.get(client.ObjectKeyFromObject(fc))
+	seen.running = obs.JobFound && obs.JobState == flink.JobRunning && job != nil && job.ID != ""
+	if seen.running && now.Sub(mem.last) >= interval {
 		c := r.flinkClient(fc)
 		if mem.jobID != job.ID {
 			*mem = clusterMemory{jobID: job.ID}
 		}
 		mem.last = now
-		res.took += r.sampleRestarts(ctx, c, job.ID, mem, now, autopilot.HealPolicyFor(&fc.Spec))
+		took := r.sampleRestarts(ctx, c, job.ID, mem, now, autopilot.HealPolicyFor(&fc.Spec))
 		if scaling {
 			s, n, err := mem.sampler.Sample(ctx, c, job.ID, obs.Vertices, now)
-			res.took += n
+			took += n
 			switch {
 			case err != nil:
 				log.FromContext(ctx).V(1).Info("Metrics unavailable", "flinkcluster", klog.KObj(fc), "error", err.Error())
@@ -181,47 +191,62 @@ func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs 
 				mem.samples = autopilot.Append(mem.samples, s, policy.Window+policy.Stabilization)
 			}
 		}
-		r.Metrics.Autopilot.RESTRequests.Add(float64(res.took))
+		r.Metrics.Autopilot.RESTRequests.Add(float64(took))
 	}
-	if running {
-		res.requeue = max(interval-now.Sub(mem.last), time.Second)
+	if seen.running {
+		seen.requeue = max(interval-now.Sub(mem.last), time.Second)
 	}
-	r.detect(fc, obs, mem, now, &res)
+	seen.restarts = mem.restarts
+	if !scaling {
+		return seen
+	}
+	seen.rec = autopilot.Evaluate(mem.samples, policy, obs.RunningSince.Add(policy.Stabilization), now)
+	if !seen.running {
+		seen.rec = autopilot.Recommendation{Kind: autopilot.Collecting, Message: "The job is not running"}
+	}
+	rec := seen.rec
+	if rec.Kind == autopilot.Up && (fc.Status.Autoscaler == nil || fc.Status.Autoscaler.Pending == nil) && paused(fc, seen.running) == "" &&
+		policy.TaskManagers(rec.To) > max(policy.TaskManagers(rec.From), fc.Status.TaskManager.Replicas) {
+		capacity, err := r.taskManagerCapacity(ctx, fc)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "Capacity check failed", "flinkcluster", klog.KObj(fc))
+		} else {
+			seen.capacity = capacity
+		}
+	}
+	return seen
+}
+
+// decideAutopilot is the autopilot's decision on what it observed, and its
+// status; it performs nothing.
+func decideAutopilot(fc *v1.FlinkCluster, seen autopilotSeen, obs lifecycle.Flink, now time.Time) autopilotResult {
+	policy, scaling := autopilot.PolicyFor(&fc.Spec)
+	res := autopilotResult{requeue: seen.requeue}
+	if scaling {
+		res.status = fc.Status.Autoscaler.DeepCopy()
+	}
+	if fc.Spec.Job == nil || (!scaling && fc.Spec.Healing == nil) {
+		return res
+	}
+	detect(fc, obs, seen.restarts, now, &res)
 	if !scaling {
 		return res
 	}
 	if res.status == nil {
 		res.status = &v1.AutoscalerStatus{}
 	}
-	since := obs.RunningSince.Add(policy.Stabilization)
-	rec := autopilot.Evaluate(mem.samples, policy, since, now)
-	if !running {
-		rec = autopilot.Recommendation{Kind: autopilot.Collecting, Message: "The job is not running"}
-	}
-	in := autopilot.Input{Policy: policy, Now: now, Rec: rec, Status: *res.status, Paused: paused(fc, running)}
-	if rec.Kind == autopilot.Up && res.status.Pending == nil && in.Paused == "" &&
-		policy.TaskManagers(rec.To) > max(policy.TaskManagers(rec.From), fc.Status.TaskManager.Replicas) {
-		capacity, err := r.taskManagerCapacity(ctx, fc)
-		if err != nil {
-			log.FromContext(ctx).Error(err, "Capacity check failed", "flinkcluster", klog.KObj(fc))
-		} else {
-			in.Capacity = capacity
-		}
-	}
-	out := autopilot.Decide(in)
+	out := autopilot.Decide(autopilot.Input{Policy: policy, Now: now, Rec: seen.rec, Status: *res.status, Paused: paused(fc, seen.running), Capacity: seen.capacity})
 	if out.Recorded {
-		d := out.Status.Decisions[0]
-		r.Metrics.Autopilot.Decisions.WithLabelValues(d.Reason, d.Result).Inc()
-		log.FromContext(ctx).Info("Autopilot decision", "flinkcluster", klog.KObj(fc), "reason", d.Reason, "result", d.Result, "from", d.From, "to", d.To, "message", d.Message)
+		res.decision = &out.Status.Decisions[0]
 	}
 	res.status = &out.Status
+	if p := out.Status.Parallelism; p > 0 {
+		res.parallelism = p
+	} else if len(out.Status.Decisions) > 0 && out.Status.Decisions[0].Result == autopilot.ResultRecommended {
+		res.parallelism = out.Status.Decisions[0].To
+	}
 	res.events = append(res.events, out.Events...)
 	res.verdicts.autoscaling = &verdict{out.Condition.Status, out.Condition.Reason, out.Condition.Message}
-	if p := out.Status.Parallelism; p > 0 {
-		r.Metrics.Autopilot.Parallelism.WithLabelValues(fc.Namespace, fc.Name).Set(float64(p))
-	} else if len(out.Status.Decisions) > 0 && out.Status.Decisions[0].Result == autopilot.ResultRecommended {
-		r.Metrics.Autopilot.Parallelism.WithLabelValues(fc.Namespace, fc.Name).Set(float64(out.Status.Decisions[0].To))
-	}
 	return res
 }
 
@@ -245,9 +270,9 @@ func paused(fc *v1.FlinkCluster, running bool) string {
 
 // detect gives the RestartLoop and CheckpointsStalled verdicts and asks
 // for a restore where the policy says so.
-func (r *Reconciler) detect(fc *v1.FlinkCluster, obs lifecycle.Flink, mem *clusterMemory, now time.Time, res *autopilotResult) {
+func detect(fc *v1.FlinkCluster, obs lifecycle.Flink, restarts []autopilot.Restarts, now time.Time, res *autopilotResult) {
 	hp := autopilot.HealPolicyFor(&fc.Spec)
-	loop, isLoop := autopilot.RestartLoop(mem.restarts, hp)
+	loop, isLoop := autopilot.RestartLoop(restarts, hp)
 	var interval time.Duration
 	if cp := fc.Spec.Checkpointing; cp != nil {
 		interval, _ = time.ParseDuration(cp.Interval)
@@ -280,7 +305,7 @@ func (r *Reconciler) detect(fc *v1.FlinkCluster, obs lifecycle.Flink, mem *clust
 		}
 		*d.out = &verdict{metav1.ConditionTrue, d.cond, d.msg}
 		if !was {
-			r.Metrics.Autopilot.Detections.WithLabelValues(d.cond).Inc()
+			res.detected = append(res.detected, d.cond)
 			res.events = append(res.events, autopilot.Event{Warning: true, Reason: d.cond, Message: d.msg + "; policy: " + string(d.action)})
 		}
 		if d.action == v1.HealRestore && res.heal == "" {
@@ -355,9 +380,8 @@ func (r *Reconciler) taskManagerCapacity(ctx context.Context, fc *v1.FlinkCluste
 
 // settleAutopilot closes the autopilot's rescale from what the lifecycle
 // step did, and folds the autopilot's status into the step, so it is
-// written with it, once; it returns the autopilot's events and verdicts.
-func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.Step, obs lifecycle.Flink, stable *v1.FlinkClusterSpec, now time.Time) ([]autopilot.Event, autopilotVerdicts) {
-	events, verdicts := res.events, res.verdicts
+// written with it, once.
+func settleAutopilot(fc *v1.FlinkCluster, res *autopilotResult, step *lifecycle.Step, obs lifecycle.Flink, stable *v1.FlinkClusterSpec, now time.Time) {
 	if res.status != nil {
 		policy, _ := autopilot.PolicyFor(&fc.Spec)
 		failed, why := false, ""
@@ -385,26 +409,36 @@ func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.S
 			running = obs.Parallelism
 		}
 		if e := autopilot.Settle(res.status, policy, now, running, step.Status.Upgrade != nil, failed, why, revert); e != nil {
-			events = append(events, *e)
+			res.events = append(res.events, *e)
 		}
 		// A rescale in flight is what Autoscaling says, whatever the
 		// decision before it settled.
-		if p := res.status.Pending; p != nil && (verdicts.autoscaling == nil || verdicts.autoscaling.status != metav1.ConditionTrue) {
-			verdicts.autoscaling = &verdict{metav1.ConditionTrue, autopilot.ReasonInFlight, fmt.Sprintf("Rescaling from %d to %d: %s", p.From, p.To, p.Message)}
+		if p := res.status.Pending; p != nil && (res.verdicts.autoscaling == nil || res.verdicts.autoscaling.status != metav1.ConditionTrue) {
+			res.verdicts.autoscaling = &verdict{metav1.ConditionTrue, autopilot.ReasonInFlight, fmt.Sprintf("Rescaling from %d to %d: %s", p.From, p.To, p.Message)}
 		}
 	}
 	step.Status.Autoscaler = res.status
-	return events, verdicts
 }
 
-// recordAutopilot emits the autopilot's events and counts its restores.
-func (r *Reconciler) recordAutopilot(fc *v1.FlinkCluster, events []autopilot.Event, step lifecycle.Step) {
-	for _, e := range events {
+// recordAutopilot emits the autopilot's events and metrics, and counts
+// the step's restores.
+func (r *Reconciler) recordAutopilot(ctx context.Context, fc *v1.FlinkCluster, res autopilotResult, step lifecycle.Step) {
+	for _, e := range res.events {
 		typ := corev1.EventTypeNormal
 		if e.Warning {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(fc, nil, typ, e.Reason, "Autopilot", "%s", e.Message)
+	}
+	for _, c := range res.detected {
+		r.Metrics.Autopilot.Detections.WithLabelValues(c).Inc()
+	}
+	if d := res.decision; d != nil {
+		r.Metrics.Autopilot.Decisions.WithLabelValues(d.Reason, d.Result).Inc()
+		log.FromContext(ctx).Info("Autopilot decision", "flinkcluster", klog.KObj(fc), "reason", d.Reason, "result", d.Result, "from", d.From, "to", d.To, "message", d.Message)
+	}
+	if res.parallelism > 0 {
+		r.Metrics.Autopilot.Parallelism.WithLabelValues(fc.Namespace, fc.Name).Set(float64(res.parallelism))
 	}
 	for _, t := range step.Transitions {
 		if t.Kind == lifecycle.JobRestored {
