@@ -107,24 +107,33 @@ func newAutopilotMetrics(reg prometheus.Registerer) *autopilotMetrics {
 	return m
 }
 
-// effectiveSpec is the spec with the autopilot's parallelism, and the
-// TaskManagers it needs over the spec's floor, in apply mode.
-func effectiveSpec(fc *v1.FlinkCluster) (*v1.FlinkClusterSpec, bool) {
-	p, ok := autopilot.PolicyFor(&fc.Spec)
-	st := fc.Status.Autoscaler
-	if !ok || p.Mode != v1.AutoscalerApply || st == nil || st.Parallelism == 0 {
-		return &fc.Spec, false
+// proposal is the autopilot's rescale for the lifecycle, from its status:
+// its parallelism and TaskManagers in apply mode, and its rescale in
+// flight; nil when it has neither.
+func proposal(spec *v1.FlinkClusterSpec, st *v1.AutoscalerStatus) *lifecycle.Rescale {
+	p, ok := autopilot.PolicyFor(spec)
+	if !ok || st == nil {
+		return nil
 	}
-	spec := fc.Spec.DeepCopy()
-	spec.Job.Parallelism = st.Parallelism
-	spec.TaskManager.Replicas = p.TaskManagers(st.Parallelism)
-	return spec, true
+	r := &lifecycle.Rescale{}
+	if p.Mode == v1.AutoscalerApply && st.Parallelism > 0 {
+		r.Parallelism, r.TaskManagers = st.Parallelism, p.TaskManagers(st.Parallelism)
+	}
+	if st.Pending != nil {
+		r.Pending = st.Pending.To
+	}
+	if *r == (lifecycle.Rescale{}) {
+		return nil
+	}
+	return r
 }
 
 // desiredTaskManagers is the TaskManager count the cluster should run.
 func desiredTaskManagers(spec *v1.FlinkClusterSpec, st *v1.AutoscalerStatus) int32 {
-	eff, _ := effectiveSpec(&v1.FlinkCluster{Spec: *spec, Status: v1.FlinkClusterStatus{Autoscaler: st}})
-	return eff.TaskManager.Replicas
+	if r := proposal(spec, st); r != nil && r.Parallelism > 0 {
+		return r.TaskManagers
+	}
+	return spec.TaskManager.Replicas
 }
 
 // autopilotSeen is what the autopilot observed this reconcile: the job's
@@ -378,42 +387,22 @@ func (r *Reconciler) taskManagerCapacity(ctx context.Context, fc *v1.FlinkCluste
 	return &c, nil
 }
 
-// settleAutopilot closes the autopilot's rescale from what the lifecycle
-// step did, and folds the autopilot's status into the step, so it is
+// settleAutopilot applies the step's settlement of the autopilot's rescale
+// to the autopilot's status, and folds that status into the step, so it is
 // written with it, once.
-func settleAutopilot(fc *v1.FlinkCluster, res *autopilotResult, step *lifecycle.Step, obs lifecycle.Flink, stable *v1.FlinkClusterSpec, now time.Time) {
-	if res.status != nil {
+func settleAutopilot(fc *v1.FlinkCluster, res *autopilotResult, step *lifecycle.Step, now time.Time) {
+	if st := res.status; st != nil {
 		policy, _ := autopilot.PolicyFor(&fc.Spec)
-		failed, why := false, ""
-		if up := fc.Status.Upgrade; up != nil && lifecycle.IsRescale(up.Kind) {
-			for _, t := range step.Transitions {
-				switch t.Kind {
-				case lifecycle.RollbackSucceeded, lifecycle.RollbackFailed, lifecycle.UpgradeFailed:
-					failed = true
-				}
-			}
-			for _, e := range step.Events {
-				if e.Warning && why == "" {
-					why = e.Message
-				}
-			}
+		set, running := step.Rescale, int32(0)
+		if set.Done && st.Pending != nil {
+			running = st.Pending.To
 		}
-		// A failed rescale is rolled back to the last stable spec: the
-		// autopilot's target returns to that spec's parallelism.
-		revert := int32(0)
-		if stable != nil && stable.Job != nil {
-			revert = stable.Job.Parallelism
-		}
-		running := int32(0)
-		if obs.JobFound && obs.JobState == flink.JobRunning {
-			running = obs.Parallelism
-		}
-		if e := autopilot.Settle(res.status, policy, now, running, step.Status.Upgrade != nil, failed, why, revert); e != nil {
+		if e := autopilot.Settle(st, policy, now, running, !set.Done, set.Failed, set.Why, set.RevertTo); e != nil {
 			res.events = append(res.events, *e)
 		}
 		// A rescale in flight is what Autoscaling says, whatever the
 		// decision before it settled.
-		if p := res.status.Pending; p != nil && (res.verdicts.autoscaling == nil || res.verdicts.autoscaling.status != metav1.ConditionTrue) {
+		if p := st.Pending; p != nil && (res.verdicts.autoscaling == nil || res.verdicts.autoscaling.status != metav1.ConditionTrue) {
 			res.verdicts.autoscaling = &verdict{metav1.ConditionTrue, autopilot.ReasonInFlight, fmt.Sprintf("Rescaling from %d to %d: %s", p.From, p.To, p.Message)}
 		}
 	}

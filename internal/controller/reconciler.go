@@ -251,29 +251,27 @@ func (r *Reconciler) decide(s *scope) error {
 	fc := s.fc
 	deploy := &fc.Spec
 	if s.obs.job {
-		// The autopilot decides first; its target enters the spec the
-		// lifecycle rolls out, and its status is written with the step.
+		// The autopilot proposes; the lifecycle rolls its rescale out,
+		// holds or settles it, and the autopilot's status is written with
+		// the step.
 		s.auto = decideAutopilot(fc, s.obs.autopilot, s.obs.flink, s.now)
-		status := fc.Status.DeepCopy()
-		status.Autoscaler = s.auto.status
-		spec, rescale := effectiveSpec(&v1.FlinkCluster{Spec: fc.Spec, Status: *status})
 		step := lifecycle.Decide(lifecycle.Input{
 			Generation: fc.Generation,
 			UID:        string(fc.UID),
-			Spec:       spec,
-			Status:     status,
+			Spec:       &fc.Spec,
+			Status:     &fc.Status,
 			Deployed:   s.obs.deployed,
 			LastStable: s.obs.stable,
 			RolledOut:  s.obs.rolledOut,
 			Drift:      s.obs.drift,
 			Flink:      s.obs.flink,
 			Now:        s.now,
-			Rescale:    rescale,
-			InPlace:    inPlace(spec),
+			Autopilot:  proposal(&fc.Spec, s.auto.status),
+			InPlace:    inPlace(&fc.Spec),
 			Heal:       s.auto.heal,
 			Retention:  s.obs.retention,
 		})
-		settleAutopilot(fc, &s.auto, &step, s.obs.flink, s.obs.stable, s.now)
+		settleAutopilot(fc, &s.auto, &step, s.now)
 		setStepConditions(&step.Status, fc.Generation, s.now, step.Facts, s.auto.verdicts)
 		step.RequeueAfter = soonest(step.RequeueAfter, s.auto.requeue)
 		next := step.Status

@@ -17,13 +17,63 @@ import (
 // forward (supersede, steady, a start, deploying is the longest chain), so
 // the bound only guards the loop.
 func Decide(in Input) Step {
+	in.Spec = target(in)
 	s := newStep(in)
 	for range maxChain {
 		if !phaseOf(s)(s) {
 			break
 		}
 	}
+	settle(s)
 	return *s
+}
+
+// target is the spec to run: the user's, with the autopilot's parallelism
+// and TaskManagers when it sets them.
+func target(in Input) *v1.FlinkClusterSpec {
+	r := in.Autopilot
+	if r == nil || r.Parallelism == 0 || in.Spec.Job == nil {
+		return in.Spec
+	}
+	spec := in.Spec.DeepCopy()
+	spec.Job.Parallelism, spec.TaskManager.Replicas = r.Parallelism, r.TaskManagers
+	return spec
+}
+
+// rescaling: the spec carries the autopilot's parallelism, so a difference
+// in parallelism alone is its rescale.
+func rescaling(in Input) bool { return in.Autopilot != nil && in.Autopilot.Parallelism > 0 }
+
+// settle concludes the autopilot's rescale in flight from what the step
+// did: failed when the rescale upgrade the step started from was rolled
+// back or gave up, done when no upgrade is left and the job runs at the
+// rescale's parallelism.
+func settle(s *Step) {
+	in := s.in
+	if in.Autopilot == nil || in.Autopilot.Pending == 0 {
+		return
+	}
+	if up := in.Status.Upgrade; up != nil && IsRescale(up.Kind) {
+		for _, t := range s.Transitions {
+			switch t.Kind {
+			case RollbackSucceeded, RollbackFailed, UpgradeFailed:
+				s.Rescale.Failed = true
+			}
+		}
+	}
+	if s.Rescale.Failed {
+		for _, e := range s.Events {
+			if e.Warning {
+				s.Rescale.Why = e.Message
+				break
+			}
+		}
+		if in.LastStable != nil && in.LastStable.Job != nil {
+			s.Rescale.RevertTo = in.LastStable.Job.Parallelism
+		}
+		return
+	}
+	s.Rescale.Done = s.upgrade() == nil && in.Flink.JobFound && in.Flink.JobState == flink.JobRunning && in.Flink.Parallelism == in.Autopilot.Pending
 }
 
 const maxChain = 6
@@ -93,9 +143,9 @@ func steady(s *Step) bool {
 		// Scaling changes the replica count only; Flink reschedules from
 		// its latest checkpoint by itself.
 		s.Deploy = in.Spec
-	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec) && in.InPlace && alive(in):
+	case change == ChangeJob && rescaling(in) && parallelismOnly(in.Deployed, in.Spec) && in.InPlace && alive(in):
 		return startInPlace(s)
-	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec):
+	case change == ChangeJob && rescaling(in) && parallelismOnly(in.Deployed, in.Spec):
 		return startUpgrade(s, ChangeRescale)
 	case in.Status.LastFailedGeneration == in.Generation:
 		// This generation failed and was rolled back or abandoned:

@@ -59,7 +59,7 @@ type world struct {
 	rolled   bool
 	drift    bool
 	now      time.Time
-	rescale  bool
+	rescale  *Rescale
 	heal     string
 	// retention is Input.Retention; empty stands for RETAIN_ON_CANCELLATION,
 	// which the operator renders for every job, and "-" for unset.
@@ -76,7 +76,7 @@ func (w *world) decide() Step {
 	}
 	before := w.status.DeepCopy().Conditions
 	p := Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
-		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Rescale: w.rescale, Heal: w.heal,
+		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Autopilot: w.rescale, Heal: w.heal,
 		Retention: retention})
 	if !equality.Semantic.DeepEqual(p.Status.Conditions, before) {
 		// The controller's conditions.go alone writes conditions; a step
