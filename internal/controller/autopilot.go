@@ -20,6 +20,7 @@ import (
 	"github.com/datapilot/datapilot/internal/autopilot"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/lifecycle"
+	"github.com/datapilot/datapilot/internal/policy"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -170,7 +171,7 @@ type autopilotVerdicts struct {
 
 // observeAutopilot samples the job's metrics when due (bounded) and reads
 // the capacity a scale-up would need.
-func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs lifecycle.Flink, now time.Time) autopilotSeen {
+func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, hp policy.Healing, obs lifecycle.Flink, now time.Time) autopilotSeen {
 	var seen autopilotSeen
 	policy, scaling := autopilot.PolicyFor(&fc.Spec)
 	job := fc.Status.Job
@@ -189,7 +190,7 @@ func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, 
 			*mem = clusterMemory{jobID: job.ID}
 		}
 		mem.last = now
-		took := r.sampleRestarts(ctx, c, job.ID, mem, now, autopilot.HealPolicyFor(&fc.Spec))
+		took := r.sampleRestarts(ctx, c, job.ID, mem, now, hp.LoopWindow)
 		if scaling {
 			s, n, err := mem.sampler.Sample(ctx, c, job.ID, obs.Vertices, now)
 			took += n
@@ -228,7 +229,7 @@ func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, 
 
 // decideAutopilot is the autopilot's decision on what it observed, and its
 // status; it performs nothing.
-func decideAutopilot(fc *v1.FlinkCluster, seen autopilotSeen, obs lifecycle.Flink, now time.Time) autopilotResult {
+func decideAutopilot(fc *v1.FlinkCluster, pol policy.Policy, seen autopilotSeen, obs lifecycle.Flink, now time.Time) autopilotResult {
 	policy, scaling := autopilot.PolicyFor(&fc.Spec)
 	res := autopilotResult{requeue: seen.requeue}
 	if scaling {
@@ -237,7 +238,7 @@ func decideAutopilot(fc *v1.FlinkCluster, seen autopilotSeen, obs lifecycle.Flin
 	if fc.Spec.Job == nil || (!scaling && fc.Spec.Healing == nil) {
 		return res
 	}
-	detect(fc, obs, seen.restarts, now, &res)
+	detect(fc, pol, obs, seen.restarts, now, &res)
 	if !scaling {
 		return res
 	}
@@ -279,13 +280,9 @@ func paused(fc *v1.FlinkCluster, running bool) string {
 
 // detect gives the RestartLoop and CheckpointsStalled verdicts and asks
 // for a restore where the policy says so.
-func detect(fc *v1.FlinkCluster, obs lifecycle.Flink, restarts []autopilot.Restarts, now time.Time, res *autopilotResult) {
-	hp := autopilot.HealPolicyFor(&fc.Spec)
+func detect(fc *v1.FlinkCluster, pol policy.Policy, obs lifecycle.Flink, restarts []autopilot.Restarts, now time.Time, res *autopilotResult) {
+	hp := pol.Healing
 	loop, isLoop := autopilot.RestartLoop(restarts, hp)
-	var interval time.Duration
-	if cp := fc.Spec.Checkpointing; cp != nil {
-		interval, _ = time.ParseDuration(cp.Interval)
-	}
 	var last time.Time
 	if cp := obs.LatestCheckpoint; cp != nil {
 		last = cp.TriggeredAt
@@ -293,7 +290,7 @@ func detect(fc *v1.FlinkCluster, obs lifecycle.Flink, restarts []autopilot.Resta
 	running := obs.JobFound && obs.JobState == flink.JobRunning
 	stall, isStalled := "", false
 	if running {
-		stall, isStalled = autopilot.CheckpointsStalled(now, last, obs.RunningSince, interval, hp)
+		stall, isStalled = autopilot.CheckpointsStalled(now, last, obs.RunningSince, pol.CheckpointInterval, hp)
 	}
 	for _, d := range []struct {
 		cond   string
@@ -324,14 +321,14 @@ func detect(fc *v1.FlinkCluster, obs lifecycle.Flink, restarts []autopilot.Resta
 }
 
 // sampleRestarts reads the job's numRestarts: one request.
-func (r *Reconciler) sampleRestarts(ctx context.Context, c *flink.Client, jobID string, mem *clusterMemory, now time.Time, hp autopilot.HealPolicy) int {
+func (r *Reconciler) sampleRestarts(ctx context.Context, c *flink.Client, jobID string, mem *clusterMemory, now time.Time, window time.Duration) int {
 	ms, err := c.JobMetrics(ctx, jobID, flink.MetricNumRestarts)
 	if err != nil {
 		return 1
 	}
 	for _, m := range ms {
 		if v, ok := m.Float(); ok && m.ID == flink.MetricNumRestarts {
-			mem.restarts = autopilot.AppendRestarts(mem.restarts, autopilot.Restarts{Time: now, JobID: jobID, Count: int64(v)}, hp.LoopWindow)
+			mem.restarts = autopilot.AppendRestarts(mem.restarts, autopilot.Restarts{Time: now, JobID: jobID, Count: int64(v)}, window)
 		}
 	}
 	return 1

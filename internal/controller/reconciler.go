@@ -31,6 +31,7 @@ import (
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/lifecycle"
+	"github.com/datapilot/datapilot/internal/policy"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -103,7 +104,10 @@ type Reconciler struct {
 type scope struct {
 	fc  *v1.FlinkCluster
 	now time.Time
-	obs observed
+	// policy is the cluster's upgrade and healing policy, resolved once:
+	// the lifecycle and the autopilot read it.
+	policy policy.Policy
+	obs    observed
 	// step is the lifecycle's decision (zero for a cluster without a job),
 	// auto the autopilot's that the step carried.
 	step lifecycle.Step
@@ -166,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 
-	s := &scope{fc: fc, now: time.Now()}
+	s := &scope{fc: fc, now: time.Now(), policy: policy.For(&fc.Spec)}
 	defer func() { err = errors.Join(err, r.closeReconcile(ctx, s)) }()
 	r.observe(ctx, s)
 	switch {
@@ -238,7 +242,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) {
 			}
 		}
 		s.obs.flink = r.observeFlink(ctx, fc, s.obs.jobManagerReady())
-		s.obs.autopilot = r.observeAutopilot(ctx, fc, s.obs.flink, s.now)
+		s.obs.autopilot = r.observeAutopilot(ctx, fc, s.policy.Healing, s.obs.flink, s.now)
 	}
 	s.obs.haPermissions, s.haReviewAfter = r.checkHAPermissions(ctx, fc)
 }
@@ -254,7 +258,7 @@ func (r *Reconciler) decide(s *scope) error {
 		// The autopilot proposes; the lifecycle rolls its rescale out,
 		// holds or settles it, and the autopilot's status is written with
 		// the step.
-		s.auto = decideAutopilot(fc, s.obs.autopilot, s.obs.flink, s.now)
+		s.auto = decideAutopilot(fc, s.policy, s.obs.autopilot, s.obs.flink, s.now)
 		step := lifecycle.Decide(lifecycle.Input{
 			Generation: fc.Generation,
 			UID:        string(fc.UID),
@@ -266,6 +270,7 @@ func (r *Reconciler) decide(s *scope) error {
 			Drift:      s.obs.drift,
 			Flink:      s.obs.flink,
 			Now:        s.now,
+			Policy:     s.policy,
 			Autopilot:  proposal(&fc.Spec, s.auto.status),
 			InPlace:    inPlace(&fc.Spec),
 			Heal:       s.auto.heal,

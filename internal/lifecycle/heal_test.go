@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/policy"
 )
 
 // steadyWorld is a job that ran and checkpointed, now in the given state.
@@ -182,7 +183,7 @@ func TestRescaleTakesTheUpgradePath(t *testing.T) {
 	w.commit(p)
 	w.status.Upgrade.Phase = v1.UpgradeVerifying
 	w.status.Upgrade.TargetGeneration = 1
-	s := newStep(Input{Generation: 1, Spec: w.spec, Status: &w.status, Deployed: w.spec, Now: w.now})
+	s := newStep(Input{Generation: 1, Spec: w.spec, Status: &w.status, Deployed: w.spec, Now: w.now, Policy: policy.For(w.spec)})
 	s.endUpgrade(true)
 	if s.Status.LastFailedGeneration != 0 {
 		t.Fatalf("a failed rescale marked generation %d failed", s.Status.LastFailedGeneration)

@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/policy"
 )
 
 // Flink is what the controller read from the Flink REST API this reconcile.
@@ -84,6 +85,9 @@ type Input struct {
 	Drift bool
 	Flink Flink
 	Now   time.Time
+	// Policy is the cluster's upgrade and healing policy, resolved once
+	// for the reconcile (the autopilot reads the same).
+	Policy policy.Policy
 	// Autopilot is the autopilot's rescale, nil when it sets none: the
 	// step rolls it out, holds it while the state rule does, and settles
 	// it (Step.Rescale).
