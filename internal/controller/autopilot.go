@@ -108,12 +108,19 @@ func newAutopilotMetrics(reg prometheus.Registerer) *autopilotMetrics {
 	return m
 }
 
+// autoscalerOf is spec.autoscaler resolved; nil without it.
+func autoscalerOf(spec *v1.FlinkClusterSpec) *autopilot.Policy {
+	if p, ok := autopilot.PolicyFor(spec); ok {
+		return &p
+	}
+	return nil
+}
+
 // proposal is the autopilot's rescale for the lifecycle, from its status:
 // its parallelism and TaskManagers in apply mode, and its rescale in
 // flight; nil when it has neither.
-func proposal(spec *v1.FlinkClusterSpec, st *v1.AutoscalerStatus) *lifecycle.Rescale {
-	p, ok := autopilot.PolicyFor(spec)
-	if !ok || st == nil {
+func proposal(p *autopilot.Policy, st *v1.AutoscalerStatus) *lifecycle.Rescale {
+	if p == nil || st == nil {
 		return nil
 	}
 	r := &lifecycle.Rescale{}
@@ -131,7 +138,7 @@ func proposal(spec *v1.FlinkClusterSpec, st *v1.AutoscalerStatus) *lifecycle.Res
 
 // desiredTaskManagers is the TaskManager count the cluster should run.
 func desiredTaskManagers(spec *v1.FlinkClusterSpec, st *v1.AutoscalerStatus) int32 {
-	if r := proposal(spec, st); r != nil && r.Parallelism > 0 {
+	if r := proposal(autoscalerOf(spec), st); r != nil && r.Parallelism > 0 {
 		return r.TaskManagers
 	}
 	return spec.TaskManager.Replicas
@@ -150,6 +157,8 @@ type autopilotSeen struct {
 
 // autopilotResult is what the autopilot decided this reconcile.
 type autopilotResult struct {
+	// scaler is spec.autoscaler resolved; nil without it.
+	scaler   *autopilot.Policy
 	status   *v1.AutoscalerStatus
 	verdicts autopilotVerdicts
 	events   []autopilot.Event
@@ -171,16 +180,15 @@ type autopilotVerdicts struct {
 
 // observeAutopilot samples the job's metrics when due (bounded) and reads
 // the capacity a scale-up would need.
-func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, hp policy.Healing, obs lifecycle.Flink, now time.Time) autopilotSeen {
+func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, hp policy.Healing, scaler *autopilot.Policy, obs lifecycle.Flink, now time.Time) autopilotSeen {
 	var seen autopilotSeen
-	policy, scaling := autopilot.PolicyFor(&fc.Spec)
 	job := fc.Status.Job
-	if fc.Spec.Job == nil || (!scaling && fc.Spec.Healing == nil) {
+	if fc.Spec.Job == nil || (scaler == nil && fc.Spec.Healing == nil) {
 		return seen
 	}
 	interval := healInterval
-	if scaling {
-		interval = policy.Interval
+	if scaler != nil {
+		interval = scaler.Interval
 	}
 	mem := r.autopilot.get(client.ObjectKeyFromObject(fc))
 	seen.running = obs.JobFound && obs.JobState == flink.JobRunning && job != nil && job.ID != ""
@@ -191,14 +199,14 @@ func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, 
 		}
 		mem.last = now
 		took := r.sampleRestarts(ctx, c, job.ID, mem, now, hp.LoopWindow)
-		if scaling {
+		if scaler != nil {
 			s, n, err := mem.sampler.Sample(ctx, c, job.ID, obs.Vertices, now)
 			took += n
 			switch {
 			case err != nil:
 				log.FromContext(ctx).V(1).Info("Metrics unavailable", "flinkcluster", klog.KObj(fc), "error", err.Error())
 			case len(s.Vertices) > 0:
-				mem.samples = autopilot.Append(mem.samples, s, policy.Window+policy.Stabilization)
+				mem.samples = autopilot.Append(mem.samples, s, scaler.Window+scaler.Stabilization)
 			}
 		}
 		r.Metrics.Autopilot.RESTRequests.Add(float64(took))
@@ -207,16 +215,16 @@ func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, 
 		seen.requeue = max(interval-now.Sub(mem.last), time.Second)
 	}
 	seen.restarts = mem.restarts
-	if !scaling {
+	if scaler == nil {
 		return seen
 	}
-	seen.rec = autopilot.Evaluate(mem.samples, policy, obs.RunningSince.Add(policy.Stabilization), now)
+	seen.rec = autopilot.Evaluate(mem.samples, *scaler, obs.RunningSince.Add(scaler.Stabilization), now)
 	if !seen.running {
 		seen.rec = autopilot.Recommendation{Kind: autopilot.Collecting, Message: "The job is not running"}
 	}
 	rec := seen.rec
 	if rec.Kind == autopilot.Up && (fc.Status.Autoscaler == nil || fc.Status.Autoscaler.Pending == nil) && paused(fc, seen.running) == "" &&
-		policy.TaskManagers(rec.To) > max(policy.TaskManagers(rec.From), fc.Status.TaskManager.Replicas) {
+		scaler.TaskManagers(rec.To) > max(scaler.TaskManagers(rec.From), fc.Status.TaskManager.Replicas) {
 		capacity, err := r.taskManagerCapacity(ctx, fc)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "Capacity check failed", "flinkcluster", klog.KObj(fc))
@@ -229,23 +237,22 @@ func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, 
 
 // decideAutopilot is the autopilot's decision on what it observed, and its
 // status; it performs nothing.
-func decideAutopilot(fc *v1.FlinkCluster, pol policy.Policy, seen autopilotSeen, obs lifecycle.Flink, now time.Time) autopilotResult {
-	policy, scaling := autopilot.PolicyFor(&fc.Spec)
-	res := autopilotResult{requeue: seen.requeue}
-	if scaling {
+func decideAutopilot(fc *v1.FlinkCluster, pol policy.Policy, scaler *autopilot.Policy, seen autopilotSeen, obs lifecycle.Flink, now time.Time) autopilotResult {
+	res := autopilotResult{requeue: seen.requeue, scaler: scaler}
+	if scaler != nil {
 		res.status = fc.Status.Autoscaler.DeepCopy()
 	}
-	if fc.Spec.Job == nil || (!scaling && fc.Spec.Healing == nil) {
+	if fc.Spec.Job == nil || (scaler == nil && fc.Spec.Healing == nil) {
 		return res
 	}
 	detect(fc, pol, obs, seen.restarts, now, &res)
-	if !scaling {
+	if scaler == nil {
 		return res
 	}
 	if res.status == nil {
 		res.status = &v1.AutoscalerStatus{}
 	}
-	out := autopilot.Decide(autopilot.Input{Policy: policy, Now: now, Rec: seen.rec, Status: *res.status, Paused: paused(fc, seen.running), Capacity: seen.capacity})
+	out := autopilot.Decide(autopilot.Input{Policy: *scaler, Now: now, Rec: seen.rec, Status: *res.status, Paused: paused(fc, seen.running), Capacity: seen.capacity})
 	if out.Recorded {
 		res.decision = &out.Status.Decisions[0]
 	}
@@ -387,14 +394,13 @@ func (r *Reconciler) taskManagerCapacity(ctx context.Context, fc *v1.FlinkCluste
 // settleAutopilot applies the step's settlement of the autopilot's rescale
 // to the autopilot's status, and folds that status into the step, so it is
 // written with it, once.
-func settleAutopilot(fc *v1.FlinkCluster, res *autopilotResult, step *lifecycle.Step, now time.Time) {
+func settleAutopilot(res *autopilotResult, step *lifecycle.Step, now time.Time) {
 	if st := res.status; st != nil {
-		policy, _ := autopilot.PolicyFor(&fc.Spec)
 		set, running := step.Rescale, int32(0)
 		if set.Done && st.Pending != nil {
 			running = st.Pending.To
 		}
-		if e := autopilot.Settle(st, policy, now, running, !set.Done, set.Failed, set.Why, set.RevertTo); e != nil {
+		if e := autopilot.Settle(st, *res.scaler, now, running, !set.Done, set.Failed, set.Why, set.RevertTo); e != nil {
 			res.events = append(res.events, *e)
 		}
 		// A rescale in flight is what Autoscaling says, whatever the

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/autopilot"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/lifecycle"
@@ -105,8 +106,10 @@ type scope struct {
 	fc  *v1.FlinkCluster
 	now time.Time
 	// policy is the cluster's upgrade and healing policy, resolved once:
-	// the lifecycle and the autopilot read it.
+	// the lifecycle and the autopilot read it; scaler is spec.autoscaler
+	// resolved, nil without it.
 	policy policy.Policy
+	scaler *autopilot.Policy
 	obs    observed
 	// step is the lifecycle's decision (zero for a cluster without a job),
 	// auto the autopilot's that the step carried.
@@ -170,7 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 
-	s := &scope{fc: fc, now: time.Now(), policy: policy.For(&fc.Spec)}
+	s := &scope{fc: fc, now: time.Now(), policy: policy.For(&fc.Spec), scaler: autoscalerOf(&fc.Spec)}
 	defer func() { err = errors.Join(err, r.closeReconcile(ctx, s)) }()
 	r.observe(ctx, s)
 	switch {
@@ -242,7 +245,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) {
 			}
 		}
 		s.obs.flink = r.observeFlink(ctx, fc, s.obs.jobManagerReady())
-		s.obs.autopilot = r.observeAutopilot(ctx, fc, s.policy.Healing, s.obs.flink, s.now)
+		s.obs.autopilot = r.observeAutopilot(ctx, fc, s.policy.Healing, s.scaler, s.obs.flink, s.now)
 	}
 	s.obs.haPermissions, s.haReviewAfter = r.checkHAPermissions(ctx, fc)
 }
@@ -258,7 +261,7 @@ func (r *Reconciler) decide(s *scope) error {
 		// The autopilot proposes; the lifecycle rolls its rescale out,
 		// holds or settles it, and the autopilot's status is written with
 		// the step.
-		s.auto = decideAutopilot(fc, s.policy, s.obs.autopilot, s.obs.flink, s.now)
+		s.auto = decideAutopilot(fc, s.policy, s.scaler, s.obs.autopilot, s.obs.flink, s.now)
 		step := lifecycle.Decide(lifecycle.Input{
 			Generation: fc.Generation,
 			UID:        string(fc.UID),
@@ -271,12 +274,12 @@ func (r *Reconciler) decide(s *scope) error {
 			Flink:      s.obs.flink,
 			Now:        s.now,
 			Policy:     s.policy,
-			Autopilot:  proposal(&fc.Spec, s.auto.status),
+			Autopilot:  proposal(s.scaler, s.auto.status),
 			InPlace:    inPlace(&fc.Spec),
 			Heal:       s.auto.heal,
 			Retention:  s.obs.retention,
 		})
-		settleAutopilot(fc, &s.auto, &step, s.now)
+		settleAutopilot(&s.auto, &step, s.now)
 		setStepConditions(&step.Status, fc.Generation, s.now, step.Facts, s.auto.verdicts)
 		step.RequeueAfter = soonest(step.RequeueAfter, s.auto.requeue)
 		next := step.Status
