@@ -614,22 +614,13 @@ func templateHash(annotations map[string]string) string {
 
 func replicasDiffer(actual *int32, want int32) bool { return actual == nil || *actual != want }
 
-// checkpointsRetained is how many completed checkpoints Flink keeps for
-// the cluster (spec.checkpointing.retention, default 1).
-func checkpointsRetained(fc *v1.FlinkCluster) int32 {
-	if cp := fc.Spec.Checkpointing; cp != nil {
-		return max(cp.Retention, 1)
-	}
-	return 1
-}
-
 // writeStatus writes the status computed from the scope when, and only
 // when, it differs from the one last read or written.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	fc := s.fc
 	st := computeStatus(fc, s.base(), s.obs, metav1.NewTime(s.now.Truncate(time.Second)))
 	r.Metrics.observe(fc, st.Phase)
-	if equality.Semantic.DeepEqual(st, fc.Status) || lifecycle.FlinkProgressOnly(&fc.Status, &st, checkpointsRetained(fc)) {
+	if equality.Semantic.DeepEqual(st, fc.Status) || lifecycle.FlinkProgressOnly(&fc.Status, &st, s.policy.CheckpointsRetained) {
 		return nil
 	}
 	if err := r.applyStatus(ctx, fc, st); err != nil {

@@ -17,6 +17,9 @@ type Policy struct {
 	Healing Healing
 	// CheckpointInterval is spec.checkpointing.interval; zero when unset.
 	CheckpointInterval time.Duration
+	// CheckpointsRetained is how many completed checkpoints Flink keeps
+	// (spec.checkpointing.retention).
+	CheckpointsRetained int32
 	// SavepointInterval is spec.job.savepointInterval; zero for none.
 	SavepointInterval time.Duration
 }
@@ -100,8 +103,10 @@ func For(spec *v1.FlinkClusterSpec) Policy {
 			p.Healing.OnStalled = h.OnStalledCheckpoints
 		}
 	}
+	p.CheckpointsRetained = 1
 	if cp := spec.Checkpointing; cp != nil {
 		p.CheckpointInterval = Duration(cp.Interval, 0)
+		p.CheckpointsRetained = max(cp.Retention, 1)
 	}
 	return p
 }
