@@ -118,7 +118,7 @@ func autoscalerOf(spec *v1.FlinkClusterSpec) *autopilot.Policy {
 
 // proposal is the autopilot's rescale for the lifecycle, from its status:
 // its parallelism and TaskManagers in apply mode, and its rescale in
-// flight; nil when it has neither.
+// flight; nil without an autoscaler.
 func proposal(p *autopilot.Policy, st *v1.AutoscalerStatus) *lifecycle.Rescale {
 	if p == nil || st == nil {
 		return nil
@@ -129,9 +129,6 @@ func proposal(p *autopilot.Policy, st *v1.AutoscalerStatus) *lifecycle.Rescale {
 	}
 	if st.Pending != nil {
 		r.Pending = st.Pending.To
-	}
-	if *r == (lifecycle.Rescale{}) {
-		return nil
 	}
 	return r
 }

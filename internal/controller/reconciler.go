@@ -1,6 +1,9 @@
-// Package controller reconciles FlinkClusters: the seven steps of the design
-// (get, finalize, build, observe, diff, apply, status) over a per-request
-// scope, with pure builders and decisions and the API calls kept here.
+// Package controller reconciles FlinkClusters. A reconcile gets the
+// cluster (a deleted one runs its finalizer instead), then runs its phases
+// over one scope: observe (every read, once), decide (pure: the autopilot,
+// the lifecycle step, conditions, the children's rendering), record (the
+// step's intent, before a side effect that needs it), act (apply the
+// children, send the step's Flink request), and one deferred status write.
 package controller
 
 import (

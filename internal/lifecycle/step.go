@@ -88,7 +88,7 @@ type Input struct {
 	// Policy is the cluster's upgrade and healing policy, resolved once
 	// for the reconcile (the autopilot reads the same).
 	Policy policy.Policy
-	// Autopilot is the autopilot's rescale, nil when it sets none: the
+	// Autopilot is the autopilot's rescale, nil without an autoscaler: the
 	// step rolls it out, holds it while the state rule does, and settles
 	// it (Step.Rescale).
 	Autopilot *Rescale
