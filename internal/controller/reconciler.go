@@ -222,12 +222,12 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) {
 	if s.obs.storage.blocked() {
 		return
 	}
-	deployed, err := decodeSpec(fc.Status.DeployedSpec, "status.deployedSpec")
-	if err != nil {
+	var err error
+	if s.obs.deployed, err = decodeSpec(fc.Status.DeployedSpec, "status.deployedSpec"); err != nil {
 		s.obs.statusErr = err
 		return
 	}
-	s.obs.deployed = deployed
+	deployed := s.obs.deployed
 	// A session cluster has no job of the operator's to protect. A
 	// removed spec.job goes through the lifecycle, which stops its job
 	// with a savepoint before the pods roll.
@@ -243,8 +243,6 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) {
 				s.obs.rolledOut = rolledOutTo(s.desired, s.obs)
 				s.obs.drift = renderingDrift(s.desired, s.obs)
 				s.obs.retention = s.desired.Config.Settings[flink.LastStateRetentionKey]
-			} else {
-				s.desired = nil
 			}
 		}
 		s.obs.flink = r.observeFlink(ctx, fc, s.obs.jobManagerReady())
