@@ -4,38 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	v1 "github.com/datapilot/datapilot/api/v1"
+	clusterpolicy "github.com/datapilot/datapilot/internal/policy"
 )
-
-// HealPolicy is spec.healing's detection settings, with their defaults.
-type HealPolicy struct {
-	LoopRestarts     int64
-	LoopWindow       time.Duration
-	OnLoop           v1.HealingAction
-	StalledIntervals int64
-	OnStalled        v1.HealingAction
-}
-
-// HealPolicyFor resolves spec.healing.
-func HealPolicyFor(spec *v1.FlinkClusterSpec) HealPolicy {
-	p := HealPolicy{LoopRestarts: 5, LoopWindow: 10 * time.Minute, OnLoop: v1.HealReport, StalledIntervals: 3, OnStalled: v1.HealReport}
-	if h := spec.Healing; h != nil {
-		if h.RestartLoopRestarts > 0 {
-			p.LoopRestarts = int64(h.RestartLoopRestarts)
-		}
-		p.LoopWindow = orDuration(h.RestartLoopWindow, p.LoopWindow)
-		if h.OnRestartLoop != "" {
-			p.OnLoop = h.OnRestartLoop
-		}
-		if h.StalledCheckpointIntervals > 0 {
-			p.StalledIntervals = int64(h.StalledCheckpointIntervals)
-		}
-		if h.OnStalledCheckpoints != "" {
-			p.OnStalled = h.OnStalledCheckpoints
-		}
-	}
-	return p
-}
 
 // Restarts is one reading of a job's numRestarts.
 type Restarts struct {
@@ -58,7 +28,7 @@ func AppendRestarts(h []Restarts, r Restarts, window time.Duration) []Restarts {
 // RestartLoop reports whether the job restarted LoopRestarts times or
 // more within the window: Flink's restart strategy keeps it alive, but
 // it does no work.
-func RestartLoop(h []Restarts, p HealPolicy) (string, bool) {
+func RestartLoop(h []Restarts, p clusterpolicy.Healing) (string, bool) {
 	if len(h) < 2 {
 		return "", false
 	}
@@ -74,7 +44,7 @@ func RestartLoop(h []Restarts, p HealPolicy) (string, bool) {
 // CheckpointsStalled reports whether a running job completed no
 // checkpoint for StalledIntervals checkpoint intervals: since its last
 // completed one, or since it started running when it has none.
-func CheckpointsStalled(now, lastCompleted, runningSince time.Time, interval time.Duration, p HealPolicy) (string, bool) {
+func CheckpointsStalled(now, lastCompleted, runningSince time.Time, interval time.Duration, p clusterpolicy.Healing) (string, bool) {
 	if interval <= 0 || runningSince.IsZero() {
 		return "", false
 	}

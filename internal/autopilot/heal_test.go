@@ -10,10 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	clusterpolicy "github.com/datapilot/datapilot/internal/policy"
 )
 
 func TestRestartLoop(t *testing.T) {
-	p := HealPolicyFor(&v1.FlinkClusterSpec{})
+	p := clusterpolicy.For(&v1.FlinkClusterSpec{}).Healing
 	var h []Restarts
 	for i, n := range []int64{0, 1, 1, 3, 4, 5} {
 		h = AppendRestarts(h, Restarts{Time: t0.Add(time.Duration(i) * time.Minute), JobID: "j", Count: n}, p.LoopWindow)
@@ -33,7 +34,7 @@ func TestRestartLoop(t *testing.T) {
 }
 
 func TestCheckpointsStalled(t *testing.T) {
-	p := HealPolicyFor(&v1.FlinkClusterSpec{})
+	p := clusterpolicy.For(&v1.FlinkClusterSpec{}).Healing
 	started := t0
 	for _, tc := range []struct {
 		name string

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	clusterpolicy "github.com/datapilot/datapilot/internal/policy"
 )
 
 // Policy is spec.autoscaler resolved, with the API's defaults for objects
@@ -64,11 +65,11 @@ func PolicyFor(spec *v1.FlinkClusterSpec) (Policy, bool) {
 		MaxTMs:         orInt(a.MaxTaskManagers, DefaultMaxTMs),
 		Slots:          max(spec.TaskManager.Slots, 1),
 		FloorTMs:       spec.TaskManager.Replicas,
-		Interval:       orDuration(a.Interval, DefaultInterval),
-		Window:         orDuration(a.MetricWindow, DefaultWindow),
-		Stabilization:  orDuration(a.Stabilization, DefaultStabilization),
-		ScaleDownDelay: orDuration(a.ScaleDownDelay, DefaultScaleDownDelay),
-		CatchUp:        orDuration(a.CatchUpDuration, DefaultCatchUp),
+		Interval:       clusterpolicy.Duration(a.Interval, DefaultInterval),
+		Window:         clusterpolicy.Duration(a.MetricWindow, DefaultWindow),
+		Stabilization:  clusterpolicy.Duration(a.Stabilization, DefaultStabilization),
+		ScaleDownDelay: clusterpolicy.Duration(a.ScaleDownDelay, DefaultScaleDownDelay),
+		CatchUp:        clusterpolicy.Duration(a.CatchUpDuration, DefaultCatchUp),
 		MaxPerHour:     int(orInt(a.MaxRescalesPerHour, DefaultMaxPerHour)),
 	}
 	if p.Mode == "" {
@@ -111,12 +112,4 @@ func orInt(v, def int32) int32 {
 		return def
 	}
 	return v
-}
-
-func orDuration(v string, def time.Duration) time.Duration {
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return def
-	}
-	return d
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/datapilot/datapilot/internal/autopilot"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/lifecycle"
+	"github.com/datapilot/datapilot/internal/policy"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -111,43 +112,77 @@ func newAutopilotMetrics(reg prometheus.Registerer) *autopilotMetrics {
 	return m
 }
 
-// effectiveSpec is the spec with the autopilot's parallelism, and the
-// TaskManagers it needs over the spec's floor, in apply mode.
-func effectiveSpec(fc *v1.FlinkCluster) (*v1.FlinkClusterSpec, bool) {
-	p, ok := autopilot.PolicyFor(&fc.Spec)
-	st := fc.Status.Autoscaler
-	if !ok || p.Mode != v1.AutoscalerApply || st == nil || st.Parallelism == 0 {
-		return &fc.Spec, false
+// autoscalerOf is spec.autoscaler resolved; nil without it. The downtime
+// the last rescales recorded in st cost is what the next one is expected
+// to.
+func autoscalerOf(spec *v1.FlinkClusterSpec, st *v1.AutoscalerStatus) *autopilot.Policy {
+	if p, ok := autopilot.PolicyFor(spec); ok {
+		if st != nil {
+			p.RestartTime = autopilot.RestartEstimate(st.Decisions, p.DefaultRestartTime())
+		}
+		return &p
 	}
-	spec := fc.Spec.DeepCopy()
-	spec.Job.Parallelism = st.Parallelism
-	// Each vertex at its own (the run request's overrides, or its
-	// resource requirements in place); the job's parallelism, the
-	// highest, is what the TaskManagers' slots follow: one slot-sharing
-	// group holds a subtask of every vertex per slot.
-	spec.Job.VertexParallelism = nil
-	for _, v := range st.Vertices {
-		spec.Job.VertexParallelism = append(spec.Job.VertexParallelism, v1.VertexParallelism{ID: v.ID, Parallelism: v.Parallelism})
+	return nil
+}
+
+// proposal is the autopilot's rescale for the lifecycle, from its status:
+// its parallelism and TaskManagers in apply mode, and its rescale in
+// flight; nil without an autoscaler.
+func proposal(p *autopilot.Policy, st *v1.AutoscalerStatus) *lifecycle.Rescale {
+	if p == nil || st == nil {
+		return nil
 	}
-	spec.TaskManager.Replicas = p.TaskManagers(st.Parallelism)
-	return spec, true
+	r := &lifecycle.Rescale{}
+	if p.Mode == v1.AutoscalerApply && st.Parallelism > 0 {
+		r.Parallelism, r.TaskManagers = st.Parallelism, p.TaskManagers(st.Parallelism)
+		// Each vertex at its own (the run request's overrides, or its
+		// resource requirements in place); the job's parallelism, the
+		// highest, is what the TaskManagers' slots follow: one
+		// slot-sharing group holds a subtask of every vertex per slot.
+		for _, v := range st.Vertices {
+			r.Vertices = append(r.Vertices, v1.VertexParallelism{ID: v.ID, Parallelism: v.Parallelism})
+		}
+	}
+	if st.Pending != nil {
+		r.Pending = st.Pending.To
+	}
+	return r
 }
 
 // desiredTaskManagers is the TaskManager count the cluster should run.
-func desiredTaskManagers(fc *v1.FlinkCluster) int32 {
-	spec, _ := effectiveSpec(fc)
+func desiredTaskManagers(spec *v1.FlinkClusterSpec, st *v1.AutoscalerStatus) int32 {
+	if r := proposal(autoscalerOf(spec, st), st); r != nil && r.Parallelism > 0 {
+		return r.TaskManagers
+	}
 	return spec.TaskManager.Replicas
+}
+
+// autopilotSeen is what the autopilot observed this reconcile: the job's
+// restarts (sampled when due), the recommendation of its metric history,
+// and, before a scale-up that adds TaskManagers, the capacity for them.
+type autopilotSeen struct {
+	restarts []autopilot.Restarts
+	rec      autopilot.Recommendation
+	capacity *autopilot.Capacity
+	running  bool
+	requeue  time.Duration
 }
 
 // autopilotResult is what the autopilot decided this reconcile.
 type autopilotResult struct {
+	// scaler is spec.autoscaler resolved; nil without it.
+	scaler   *autopilot.Policy
 	status   *v1.AutoscalerStatus
 	verdicts autopilotVerdicts
 	events   []autopilot.Event
 	heal     string
 	requeue  time.Duration
-	// took is how many REST requests the sample cost.
-	took int
+	// decision is the one recorded in status.autoscaler.decisions, if any;
+	// detected the conditions that turned True.
+	decision *v1.AutoscalerDecision
+	detected []string
+	// parallelism is what the autopilot set or recommends, for its gauge.
+	parallelism int32
 }
 
 // autopilotVerdicts are the autopilot's verdicts on its conditions; a nil
@@ -156,88 +191,92 @@ type autopilotVerdicts struct {
 	autoscaling, restartLoop, checkpointsStalled *verdict
 }
 
-// runAutopilot samples the job's metrics when due (bounded), decides, and
-// returns the autopilot's status; it writes nothing itself.
-func (r *Reconciler) runAutopilot(ctx context.Context, fc *v1.FlinkCluster, obs lifecycle.Flink, now time.Time) autopilotResult {
-	policy, scaling := autopilot.PolicyFor(&fc.Spec)
-	res := autopilotResult{status: fc.Status.Autoscaler.DeepCopy()}
-	if !scaling {
-		res.status = nil
-	} else if res.status != nil {
-		// The downtime the last rescales cost is what the next one is
-		// expected to.
-		policy.RestartTime = autopilot.RestartEstimate(res.status.Decisions, policy.DefaultRestartTime())
-	}
-	healing := fc.Spec.Healing != nil || scaling
+// observeAutopilot samples the job's metrics when due (bounded) and reads
+// the capacity a scale-up would need.
+func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, hp policy.Healing, scaler *autopilot.Policy, obs lifecycle.Flink, now time.Time) autopilotSeen {
+	var seen autopilotSeen
 	job := fc.Status.Job
-	if fc.Spec.Job == nil || (!scaling && !healing) {
-		return res
+	if fc.Spec.Job == nil || (scaler == nil && fc.Spec.Healing == nil) {
+		return seen
 	}
 	interval := healInterval
-	if scaling {
-		interval = policy.Interval
+	if scaler != nil {
+		interval = scaler.Interval
 	}
-	key := client.ObjectKeyFromObject(fc)
-	mem := r.autopilot.get(key)
-	running := obs.JobFound && obs.JobState == flink.JobRunning && job != nil && job.ID != ""
-	if running && now.Sub(mem.last) >= interval {
+	mem := r.autopilot.get(client.ObjectKeyFromObject(fc))
+	seen.running = obs.JobFound && obs.JobState == flink.JobRunning && job != nil && job.ID != ""
+	if seen.running && now.Sub(mem.last) >= interval {
 		c := r.flinkClient(fc)
 		if mem.jobID != job.ID {
 			*mem = clusterMemory{jobID: job.ID}
 		}
 		mem.last = now
-		res.took += r.sampleRestarts(ctx, c, job.ID, mem, now, autopilot.HealPolicyFor(&fc.Spec))
-		if scaling {
+		took := r.sampleRestarts(ctx, c, job.ID, mem, now, hp.LoopWindow)
+		if scaler != nil {
 			s, n, err := mem.sampler.Sample(ctx, c, job.ID, obs.Vertices, now)
-			res.took += n
+			took += n
 			switch {
 			case err != nil:
 				log.FromContext(ctx).V(1).Info("Metrics unavailable", "flinkcluster", klog.KObj(fc), "error", err.Error())
 			case len(s.Vertices) > 0:
-				mem.samples = autopilot.Append(mem.samples, s, policy.Window+policy.Stabilization)
+				mem.samples = autopilot.Append(mem.samples, s, scaler.Window+scaler.Stabilization)
 			}
 		}
-		r.Metrics.Autopilot.RESTRequests.Add(float64(res.took))
+		r.Metrics.Autopilot.RESTRequests.Add(float64(took))
 	}
-	if running {
-		res.requeue = max(interval-now.Sub(mem.last), time.Second)
+	if seen.running {
+		seen.requeue = max(interval-now.Sub(mem.last), time.Second)
 	}
-	r.detect(fc, obs, mem, now, &res)
-	if !scaling {
+	seen.restarts = mem.restarts
+	if scaler == nil {
+		return seen
+	}
+	seen.rec = autopilot.Evaluate(mem.samples, *scaler, scaler.MetricsFrom(obs.RunningSince), now)
+	if !seen.running {
+		seen.rec = autopilot.Recommendation{Kind: autopilot.Collecting, Message: "The job is not running"}
+	}
+	rec := seen.rec
+	if rec.Kind == autopilot.Up && (fc.Status.Autoscaler == nil || fc.Status.Autoscaler.Pending == nil) && paused(fc, seen.running) == "" &&
+		scaler.TaskManagers(rec.To) > max(scaler.TaskManagers(rec.From), fc.Status.TaskManager.Replicas) {
+		capacity, err := r.taskManagerCapacity(ctx, fc)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "Capacity check failed", "flinkcluster", klog.KObj(fc))
+		} else {
+			seen.capacity = capacity
+		}
+	}
+	return seen
+}
+
+// decideAutopilot is the autopilot's decision on what it observed, and its
+// status; it performs nothing.
+func decideAutopilot(fc *v1.FlinkCluster, pol policy.Policy, scaler *autopilot.Policy, seen autopilotSeen, obs lifecycle.Flink, now time.Time) autopilotResult {
+	res := autopilotResult{requeue: seen.requeue, scaler: scaler}
+	if scaler != nil {
+		res.status = fc.Status.Autoscaler.DeepCopy()
+	}
+	if fc.Spec.Job == nil || (scaler == nil && fc.Spec.Healing == nil) {
+		return res
+	}
+	detect(fc, pol, obs, seen.restarts, now, &res)
+	if scaler == nil {
 		return res
 	}
 	if res.status == nil {
 		res.status = &v1.AutoscalerStatus{}
 	}
-	since := policy.MetricsFrom(obs.RunningSince)
-	rec := autopilot.Evaluate(mem.samples, policy, since, now)
-	if !running {
-		rec = autopilot.Recommendation{Kind: autopilot.Collecting, Message: "The job is not running"}
-	}
-	in := autopilot.Input{Policy: policy, Now: now, Rec: rec, Status: *res.status, Paused: paused(fc, running)}
-	if rec.Kind == autopilot.Up && res.status.Pending == nil && in.Paused == "" &&
-		policy.TaskManagers(rec.To) > max(policy.TaskManagers(rec.From), fc.Status.TaskManager.Replicas) {
-		capacity, err := r.taskManagerCapacity(ctx, fc)
-		if err != nil {
-			log.FromContext(ctx).Error(err, "Capacity check failed", "flinkcluster", klog.KObj(fc))
-		} else {
-			in.Capacity = capacity
-		}
-	}
-	out := autopilot.Decide(in)
+	out := autopilot.Decide(autopilot.Input{Policy: *scaler, Now: now, Rec: seen.rec, Status: *res.status, Paused: paused(fc, seen.running), Capacity: seen.capacity})
 	if out.Recorded {
-		d := out.Status.Decisions[0]
-		r.Metrics.Autopilot.Decisions.WithLabelValues(d.Reason, d.Result).Inc()
-		log.FromContext(ctx).Info("Autopilot decision", "flinkcluster", klog.KObj(fc), "reason", d.Reason, "result", d.Result, "from", d.From, "to", d.To, "message", d.Message)
+		res.decision = &out.Status.Decisions[0]
 	}
 	res.status = &out.Status
+	if p := out.Status.Parallelism; p > 0 {
+		res.parallelism = p
+	} else if len(out.Status.Decisions) > 0 && out.Status.Decisions[0].Result == autopilot.ResultRecommended {
+		res.parallelism = out.Status.Decisions[0].To
+	}
 	res.events = append(res.events, out.Events...)
 	res.verdicts.autoscaling = &verdict{out.Condition.Status, out.Condition.Reason, out.Condition.Message}
-	if p := out.Status.Parallelism; p > 0 {
-		r.Metrics.Autopilot.Parallelism.WithLabelValues(fc.Namespace, fc.Name).Set(float64(p))
-	} else if len(out.Status.Decisions) > 0 && out.Status.Decisions[0].Result == autopilot.ResultRecommended {
-		r.Metrics.Autopilot.Parallelism.WithLabelValues(fc.Namespace, fc.Name).Set(float64(out.Status.Decisions[0].To))
-	}
 	return res
 }
 
@@ -261,13 +300,9 @@ func paused(fc *v1.FlinkCluster, running bool) string {
 
 // detect gives the RestartLoop and CheckpointsStalled verdicts and asks
 // for a restore where the policy says so.
-func (r *Reconciler) detect(fc *v1.FlinkCluster, obs lifecycle.Flink, mem *clusterMemory, now time.Time, res *autopilotResult) {
-	hp := autopilot.HealPolicyFor(&fc.Spec)
-	loop, isLoop := autopilot.RestartLoop(mem.restarts, hp)
-	var interval time.Duration
-	if cp := fc.Spec.Checkpointing; cp != nil {
-		interval, _ = time.ParseDuration(cp.Interval)
-	}
+func detect(fc *v1.FlinkCluster, pol policy.Policy, obs lifecycle.Flink, restarts []autopilot.Restarts, now time.Time, res *autopilotResult) {
+	hp := pol.Healing
+	loop, isLoop := autopilot.RestartLoop(restarts, hp)
 	var last time.Time
 	if cp := obs.LatestCheckpoint; cp != nil {
 		last = cp.TriggeredAt
@@ -275,7 +310,7 @@ func (r *Reconciler) detect(fc *v1.FlinkCluster, obs lifecycle.Flink, mem *clust
 	running := obs.JobFound && obs.JobState == flink.JobRunning
 	stall, isStalled := "", false
 	if running {
-		stall, isStalled = autopilot.CheckpointsStalled(now, last, obs.RunningSince, interval, hp)
+		stall, isStalled = autopilot.CheckpointsStalled(now, last, obs.RunningSince, pol.CheckpointInterval, hp)
 	}
 	for _, d := range []struct {
 		cond   string
@@ -296,7 +331,7 @@ func (r *Reconciler) detect(fc *v1.FlinkCluster, obs lifecycle.Flink, mem *clust
 		}
 		*d.out = &verdict{metav1.ConditionTrue, d.cond, d.msg}
 		if !was {
-			r.Metrics.Autopilot.Detections.WithLabelValues(d.cond).Inc()
+			res.detected = append(res.detected, d.cond)
 			res.events = append(res.events, autopilot.Event{Warning: true, Reason: d.cond, Message: d.msg + "; policy: " + string(d.action)})
 		}
 		if d.action == v1.HealRestore && res.heal == "" {
@@ -306,14 +341,14 @@ func (r *Reconciler) detect(fc *v1.FlinkCluster, obs lifecycle.Flink, mem *clust
 }
 
 // sampleRestarts reads the job's numRestarts: one request.
-func (r *Reconciler) sampleRestarts(ctx context.Context, c *flink.Client, jobID string, mem *clusterMemory, now time.Time, hp autopilot.HealPolicy) int {
+func (r *Reconciler) sampleRestarts(ctx context.Context, c *flink.Client, jobID string, mem *clusterMemory, now time.Time, window time.Duration) int {
 	ms, err := c.JobMetrics(ctx, jobID, flink.MetricNumRestarts)
 	if err != nil {
 		return 1
 	}
 	for _, m := range ms {
 		if v, ok := m.Float(); ok && m.ID == flink.MetricNumRestarts {
-			mem.restarts = autopilot.AppendRestarts(mem.restarts, autopilot.Restarts{Time: now, JobID: jobID, Count: int64(v)}, hp.LoopWindow)
+			mem.restarts = autopilot.AppendRestarts(mem.restarts, autopilot.Restarts{Time: now, JobID: jobID, Count: int64(v)}, window)
 		}
 	}
 	return 1
@@ -369,33 +404,12 @@ func (r *Reconciler) taskManagerCapacity(ctx context.Context, fc *v1.FlinkCluste
 	return &c, nil
 }
 
-// settleAutopilot closes the autopilot's rescale from what the lifecycle
-// step did, and folds the autopilot's status into the step, so it is
-// written with it, once; it returns the autopilot's events and verdicts.
-func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.Step, obs lifecycle.Flink, stable *v1.FlinkClusterSpec, now time.Time) ([]autopilot.Event, autopilotVerdicts) {
-	events, verdicts := res.events, res.verdicts
-	if res.status != nil {
-		policy, _ := autopilot.PolicyFor(&fc.Spec)
-		failed, why := false, ""
-		if up := fc.Status.Upgrade; up != nil && lifecycle.IsRescale(up.Kind) {
-			for _, t := range step.Transitions {
-				switch t.Kind {
-				case lifecycle.RollbackSucceeded, lifecycle.RollbackFailed, lifecycle.UpgradeFailed:
-					failed = true
-				}
-			}
-			for _, e := range step.Events {
-				if e.Warning && why == "" {
-					why = e.Message
-				}
-			}
-		}
-		// A failed rescale is rolled back to the last stable spec: the
-		// autopilot's target returns to that spec's parallelism.
-		revert := int32(0)
-		if stable != nil && stable.Job != nil {
-			revert = stable.Job.Parallelism
-		}
+// settleAutopilot applies the step's settlement of the autopilot's rescale
+// to the autopilot's status, and folds that status into the step, so it is
+// written with it, once.
+func settleAutopilot(res *autopilotResult, step *lifecycle.Step, obs lifecycle.Flink, now time.Time) {
+	if st := res.status; st != nil {
+		set := step.Rescale
 		running := autopilot.Running{}
 		if obs.JobFound && obs.JobState == flink.JobRunning {
 			running = autopilot.Running{Parallelism: obs.Parallelism, Vertices: map[string]int32{}, Since: obs.RunningSince}
@@ -403,27 +417,37 @@ func settleAutopilot(fc *v1.FlinkCluster, res autopilotResult, step *lifecycle.S
 				running.Vertices[v.ID] = v.Parallelism
 			}
 		}
-		if e := autopilot.Settle(res.status, policy, now, running, step.Status.Upgrade != nil, failed, why, revert); e != nil {
-			events = append(events, *e)
+		if e := autopilot.Settle(st, *res.scaler, now, running, !set.Done, set.Failed, set.Why, set.RevertTo); e != nil {
+			res.events = append(res.events, *e)
 		}
 		// A rescale in flight is what Autoscaling says, whatever the
 		// decision before it settled.
-		if p := res.status.Pending; p != nil && (verdicts.autoscaling == nil || verdicts.autoscaling.status != metav1.ConditionTrue) {
-			verdicts.autoscaling = &verdict{metav1.ConditionTrue, autopilot.ReasonInFlight, fmt.Sprintf("Rescaling from %d to %d: %s", p.From, p.To, p.Message)}
+		if p := st.Pending; p != nil && (res.verdicts.autoscaling == nil || res.verdicts.autoscaling.status != metav1.ConditionTrue) {
+			res.verdicts.autoscaling = &verdict{metav1.ConditionTrue, autopilot.ReasonInFlight, fmt.Sprintf("Rescaling from %d to %d: %s", p.From, p.To, p.Message)}
 		}
 	}
 	step.Status.Autoscaler = res.status
-	return events, verdicts
 }
 
-// recordAutopilot emits the autopilot's events and counts its restores.
-func (r *Reconciler) recordAutopilot(fc *v1.FlinkCluster, events []autopilot.Event, step lifecycle.Step) {
-	for _, e := range events {
+// recordAutopilot emits the autopilot's events and metrics, and counts
+// the step's restores.
+func (r *Reconciler) recordAutopilot(ctx context.Context, fc *v1.FlinkCluster, res autopilotResult, step lifecycle.Step) {
+	for _, e := range res.events {
 		typ := corev1.EventTypeNormal
 		if e.Warning {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(fc, nil, typ, e.Reason, "Autopilot", "%s", e.Message)
+	}
+	for _, c := range res.detected {
+		r.Metrics.Autopilot.Detections.WithLabelValues(c).Inc()
+	}
+	if d := res.decision; d != nil {
+		r.Metrics.Autopilot.Decisions.WithLabelValues(d.Reason, d.Result).Inc()
+		log.FromContext(ctx).Info("Autopilot decision", "flinkcluster", klog.KObj(fc), "reason", d.Reason, "result", d.Result, "from", d.From, "to", d.To, "message", d.Message)
+	}
+	if res.parallelism > 0 {
+		r.Metrics.Autopilot.Parallelism.WithLabelValues(fc.Namespace, fc.Name).Set(float64(res.parallelism))
 	}
 	for _, t := range step.Transitions {
 		if t.Kind == lifecycle.JobRestored {

@@ -66,8 +66,15 @@ func setHealthConditions(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, 
 	}
 	for _, l := range health.Levels {
 		lv := h.LevelOf(l)
-		set(st, health.ConditionType(l), gen, now, verdict{lv.Status, lv.Reason, lv.Message})
+		set(st, healthConditionType[l], gen, now, verdict{lv.Status, lv.Reason, lv.Message})
 	}
+}
+
+// healthConditionType is the condition of each health level.
+var healthConditionType = map[health.Level]string{
+	health.LevelJobManager: v1.ConditionJobManagerReady,
+	health.LevelRest:       v1.ConditionRestAvailable,
+	health.LevelJobs:       v1.ConditionJobsRunning,
 }
 
 func setSharedStorageCondition(st *v1.FlinkClusterStatus, gen int64, now metav1.Time, v verdict) {

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/lifecycle"
+	"github.com/datapilot/datapilot/internal/policy"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -190,7 +191,7 @@ func (r *Reconciler) finalSavepoint(ctx context.Context, fc *v1.FlinkCluster) (d
 		stateless: fc.Spec.Job == nil || fc.Spec.Job.UpgradeMode == v1.UpgradeStateless,
 		job:       fc.Status.Job,
 		now:       time.Now(),
-		timeout:   savepointTimeout(&fc.Spec),
+		timeout:   policy.For(&fc.Spec).Upgrade.SavepointTimeout,
 	}
 	// Settled once: the steps after it delete the JobManagers, which
 	// would make Flink unreachable to a second decision.
@@ -228,23 +229,13 @@ func (r *Reconciler) finalSavepoint(ctx context.Context, fc *v1.FlinkCluster) (d
 		return true, 0, nil
 	}
 	if v.trigger != nil || v.resend {
-		if err := r.act(ctx, fc, nil, lifecycle.Action{Kind: lifecycle.ActTrigger}); err != nil {
+		if err := r.request(ctx, fc, fc.Status.Job, nil, lifecycle.Action{Kind: lifecycle.ActTrigger}); err != nil {
 			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Delete", "%v", err)
 			logger.Error(err, "Final savepoint request failed", "flinkcluster", klog.KObj(fc))
 		}
 	}
 	logger.Info("Deletion held for the final savepoint", "flinkcluster", klog.KObj(fc), "reason", v.reason)
 	return false, v.requeue, nil
-}
-
-// savepointTimeout is spec.upgradePolicy.savepointTimeout, 5m by default.
-func savepointTimeout(s *v1.FlinkClusterSpec) time.Duration {
-	if s.UpgradePolicy != nil {
-		if d, err := time.ParseDuration(s.UpgradePolicy.SavepointTimeout); err == nil && d > 0 {
-			return d
-		}
-	}
-	return 5 * time.Minute
 }
 
 // deleteHAConfigMaps deletes the ConfigMaps Flink's Kubernetes HA services

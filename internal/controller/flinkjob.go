@@ -246,11 +246,10 @@ func (r *Reconciler) observeOperation(ctx context.Context, c *flink.Client, sp *
 	return &lifecycle.Operation{Done: true, Path: op.Operation.Location}
 }
 
-// act performs the step's side effect. The step's status, which names the
-// trigger or job ID, is already written.
-func (r *Reconciler) act(ctx context.Context, fc *v1.FlinkCluster, deploy *v1.FlinkClusterSpec, a lifecycle.Action) error {
+// request sends the step's Flink request. The step's status, which names
+// the trigger or job ID in job, is already written.
+func (r *Reconciler) request(ctx context.Context, fc *v1.FlinkCluster, job *v1.JobStatus, deploy *v1.FlinkClusterSpec, a lifecycle.Action) error {
 	c := r.flinkClient(fc)
-	job := fc.Status.Job
 	if job == nil {
 		return nil
 	}

@@ -42,7 +42,7 @@ func TestHAPermissionsCondition(t *testing.T) {
 		{"not reviewed", cluster(v1.HighAvailabilityKubernetes, "flink"), nil, metav1.ConditionUnknown, "NotReviewed", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := computeStatus(tc.fc, observed{haPermissions: tc.review}, metav1.NewTime(time.Unix(1000, 0)))
+			st := computeStatus(tc.fc, &tc.fc.Status, observed{haPermissions: tc.review}, metav1.NewTime(time.Unix(1000, 0)))
 			c := meta.FindStatusCondition(st.Conditions, v1.ConditionHighAvailabilityPermissions)
 			if tc.want == "" {
 				if c != nil {
@@ -63,9 +63,9 @@ func TestHAPermissionsCondition(t *testing.T) {
 
 	// A cluster that leaves Kubernetes HA loses the condition.
 	fc := cluster(v1.HighAvailabilityKubernetes, "")
-	fc.Status = computeStatus(fc, observed{}, metav1.NewTime(time.Unix(1000, 0)))
+	fc.Status = computeStatus(fc, &fc.Status, observed{}, metav1.NewTime(time.Unix(1000, 0)))
 	fc.Spec.HighAvailability.Mode = v1.HighAvailabilityNone
-	if c := meta.FindStatusCondition(computeStatus(fc, observed{}, metav1.NewTime(time.Unix(2000, 0))).Conditions, v1.ConditionHighAvailabilityPermissions); c != nil {
+	if c := meta.FindStatusCondition(computeStatus(fc, &fc.Status, observed{}, metav1.NewTime(time.Unix(2000, 0))).Conditions, v1.ConditionHighAvailabilityPermissions); c != nil {
 		t.Errorf("condition after HA none = %+v, want none", c)
 	}
 }

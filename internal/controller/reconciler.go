@@ -1,6 +1,9 @@
-// Package controller reconciles FlinkClusters: the seven steps of the design
-// (get, finalize, build, observe, diff, apply, status) over a per-request
-// scope, with pure builders and decisions and the API calls kept here.
+// Package controller reconciles FlinkClusters. A reconcile gets the
+// cluster (a deleted one runs its finalizer instead), then runs its phases
+// over one scope: observe (every read, once), decide (pure: the autopilot,
+// the lifecycle step, conditions, the children's rendering), record (the
+// step's intent, before a side effect that needs it), act (apply the
+// children, send the step's Flink request), and one deferred status write.
 package controller
 
 import (
@@ -28,9 +31,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/autopilot"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/lifecycle"
+	"github.com/datapilot/datapilot/internal/policy"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -108,27 +113,47 @@ type Reconciler struct {
 	sqlPlans sqlPlanMemory
 }
 
-// scope is what one reconcile works on.
+// scope is what one reconcile works on, filled phase by phase: observe
+// reads the cluster's world once into obs; decide turns it into the step
+// and the status to record, with no I/O; record writes that intent before
+// the side effects that need it; act applies the children and sends the
+// step's Flink request; the deferred status write closes the reconcile.
 type scope struct {
-	fc *v1.FlinkCluster
+	fc  *v1.FlinkCluster
+	now time.Time
+	// policy is the cluster's upgrade and healing policy, resolved once:
+	// the lifecycle and the autopilot read it; scaler is spec.autoscaler
+	// resolved, nil without it.
+	policy policy.Policy
+	scaler *autopilot.Policy
+	obs    observed
+	// step is the lifecycle's decision (zero for a cluster without a job),
+	// auto the autopilot's that the step carried.
+	step lifecycle.Step
+	auto autopilotResult
+	// next is the status the step records; nil when there is no step.
+	next *v1.FlinkClusterStatus
 	// desired is built from desiredFor, the spec the children should run.
 	desired    *resources.Desired
 	desiredFor *v1.FlinkClusterSpec
-	obs        observed
-	// events to record after the reconcile, so one reconcile emits each once.
-	created []string
 	// hold keeps the running pods' rendering while the job's state is
 	// being saved: only missing children are created.
 	hold bool
-	// events of the lifecycle step, recorded after its status write.
-	events []lifecycle.Event
+	// created are the children act created, for one event.
+	created []string
 	// configDrift is how the live ConfigMap's data differs from the
 	// rendering, when its spec hash is current.
 	configDrift configDrift
+	// haReviewAfter is when the HA account's rights are reviewed again.
+	haReviewAfter time.Duration
+	// unrecorded: record's write failed; nothing more is written or
+	// done, and the next reconcile decides afresh.
+	unrecorded bool
 }
 
-// reconcile moves one FlinkCluster towards its spec (Reconcile).
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// reconcile moves one FlinkCluster towards its spec (Reconcile): observe,
+// decide, record, act, then one deferred status write.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	ctx, owned := r.shardContext(ctx, req.NamespacedName)
 	if ctx == nil {
 		return ctrl.Result{}, nil
@@ -140,7 +165,6 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		defer func() { r.Pacer.Observe(time.Since(start)) }()
 	}
 
-	// 1. Get the cluster.
 	fc := &v1.FlinkCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -161,7 +185,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		logger.V(1).Info("Cache behind our last status write; waiting for it", "flinkcluster", klog.KObj(fc), "resourceVersion", fc.ResourceVersion)
 		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
-	// 2. Deletion runs the finalizer's cleanup.
+	// Deletion runs the finalizer's cleanup.
 	if !fc.DeletionTimestamp.IsZero() {
 		requeue, err := r.finalize(ctx, fc)
 		return ctrl.Result{RequeueAfter: requeue}, err
@@ -170,54 +194,170 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
-	// State that must outlive a pod but would be on its disk: deploy
-	// nothing that would lose it (children already running stay as they
-	// are), and say why.
-	if storage := observeStorage(fc, r.Platform); storage.blocked() {
-		obs := r.observeWorkloads(ctx, fc)
-		obs.storage = storage
+	s := &scope{fc: fc, now: time.Now(), policy: policy.For(&fc.Spec), scaler: autoscalerOf(&fc.Spec, fc.Status.Autoscaler)}
+	defer func() { err = errors.Join(err, r.closeReconcile(ctx, s)) }()
+	r.observe(ctx, s)
+	switch {
+	case s.obs.storage.blocked():
+		// State that must outlive a pod but would be on its disk: deploy
+		// nothing that would lose it (children already running stay as
+		// they are), and say why.
 		if meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionSharedStorage) == nil ||
 			meta.IsStatusConditionTrue(fc.Status.Conditions, v1.ConditionSharedStorage) {
-			v := storage.blockedVerdict()
+			v := s.obs.storage.blockedVerdict()
 			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, v.reason, "Deploy", "%s", v.message)
 		}
-		return ctrl.Result{}, r.writeStatus(ctx, fc, obs)
-	}
-
-	// 3. Observe the workloads once; decide which spec the children
-	// should run: the user's, or, for a cluster with a job, whatever the
-	// state-safe upgrade path allows now.
-	s := &scope{fc: fc, obs: r.observeWorkloads(ctx, fc)}
-	s.obs.storage = observeStorage(fc, r.Platform)
-	deploy, step, err := r.lifecycle(ctx, s)
-	var unreadable *unreadableStatus
-	if errors.As(err, &unreadable) {
+		return ctrl.Result{}, nil
+	case s.obs.statusErr != nil:
 		// Fail closed: an upgrade decided from a status we cannot read
 		// could skip its savepoint. Nothing is applied until it is fixed.
-		s.obs.statusErr = unreadable
-		return ctrl.Result{}, r.writeStatus(ctx, fc, s.obs)
+		return ctrl.Result{}, nil
 	}
-	if err != nil {
+	if err := r.decide(s); err != nil {
+		// Admission validates the spec; an object that still fails to
+		// build bypassed it. Say so instead of retrying forever.
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "InvalidSpec", "Build", "Cannot build the cluster: %v", err)
+		s.obs.applyErr = err
+		return ctrl.Result{}, nil
+	}
+	if err := r.record(ctx, s); err != nil {
+		s.unrecorded = true
 		return ctrl.Result{}, err
 	}
+	r.act(ctx, s)
+	return ctrl.Result{RequeueAfter: soonest(s.step.RequeueAfter, s.haReviewAfter)}, s.obs.applyErr
+}
 
-	// Build the desired state (pure, no client), unless the lifecycle
+// observe reads, once, what the decisions depend on: the workloads from
+// the cache, where state lives, the specs recorded in status and whether
+// the deployed one is rolled out, Flink's REST API, the autopilot's
+// samples and capacity, and the rights of the HA account. The health
+// verdict is read in record, for the job the step records.
+func (r *Reconciler) observe(ctx context.Context, s *scope) {
+	fc := s.fc
+	s.obs = r.observeWorkloads(ctx, fc)
+	s.obs.storage = observeStorage(fc, r.Platform)
+	if s.obs.storage.blocked() {
+		return
+	}
+	var err error
+	if s.obs.deployed, err = decodeSpec(fc.Status.DeployedSpec, "status.deployedSpec"); err != nil {
+		s.obs.statusErr = err
+		return
+	}
+	deployed := s.obs.deployed
+	// A session cluster has no job of the operator's to protect. A
+	// removed spec.job goes through the lifecycle, which stops its job
+	// with a savepoint before the pods roll.
+	s.obs.job = fc.Spec.Job != nil || deployed != nil && deployed.Job != nil || fc.Status.Upgrade != nil
+	if s.obs.job {
+		if s.obs.stable, err = decodeSpec(fc.Status.LastStableSpec, "status.lastStableSpec"); err != nil {
+			s.obs.statusErr = err
+			return
+		}
+		if deployed != nil {
+			if s.desired, err = resources.Build(withSpec(fc, deployed), r.Platform); err == nil {
+				s.desiredFor = deployed
+				s.obs.rolledOut = rolledOutTo(s.desired, s.obs)
+				s.obs.drift = renderingDrift(s.desired, s.obs)
+				s.obs.retention = s.desired.Config.Settings[flink.LastStateRetentionKey]
+			}
+		}
+		s.obs.flink = r.observeFlink(ctx, fc, s.obs.jobManagerReady())
+		s.obs.sqlSpec, s.obs.sqlPlanned = r.sqlGate(ctx, fc, &fc.Spec, deployed)
+		s.obs.autopilot = r.observeAutopilot(ctx, fc, s.policy.Healing, s.scaler, s.obs.flink, s.now)
+	}
+	s.obs.haPermissions, s.haReviewAfter = r.checkHAPermissions(ctx, fc)
+}
+
+// decide makes the reconcile's decisions from the observation alone: the
+// autopilot's, the lifecycle's step, the step's conditions and the status
+// it records, and the children to apply. Its error is a spec that does not
+// build.
+func (r *Reconciler) decide(s *scope) error {
+	fc := s.fc
+	deploy := &fc.Spec
+	if s.obs.job {
+		// The autopilot proposes; the lifecycle rolls its rescale out,
+		// holds or settles it, and the autopilot's status is written with
+		// the step.
+		s.auto = decideAutopilot(fc, s.policy, s.scaler, s.obs.autopilot, s.obs.flink, s.now)
+		spec := s.obs.sqlSpec
+		step := lifecycle.Decide(lifecycle.Input{
+			Generation: fc.Generation,
+			UID:        string(fc.UID),
+			Spec:       spec,
+			Status:     &fc.Status,
+			Deployed:   s.obs.deployed,
+			LastStable: s.obs.stable,
+			RolledOut:  s.obs.rolledOut,
+			Drift:      s.obs.drift,
+			Flink:      s.obs.flink,
+			Now:        s.now,
+			Policy:     s.policy,
+			Autopilot:  proposal(s.scaler, s.auto.status),
+			InPlace:    inPlace(spec),
+			Heal:       s.auto.heal,
+			Retention:  s.obs.retention,
+		})
+		settleAutopilot(&s.auto, &step, s.obs.flink, s.now)
+		setStepConditions(&step.Status, fc.Generation, s.now, step.Facts, s.auto.verdicts)
+		setSQLScriptCondition(&step.Status, fc.Generation, s.now, s.obs.sqlPlanned)
+		step.RequeueAfter = soonest(step.RequeueAfter, s.auto.requeue)
+		next := step.Status
+		next.DeployedSpec = keepEncoding(fc.Status.DeployedSpec, step.Deploy)
+		if step.MarkStable {
+			next.LastStableSpec = keepEncoding(fc.Status.LastStableSpec, step.Deploy)
+		}
+		s.step, s.next, deploy = step, &next, step.Deploy
+		// While state is saved the pods keep what they run, even where
+		// this operator would render them differently (Input.Drift).
+		s.hold = step.Hold || next.Upgrade != nil && next.Upgrade.Phase == v1.UpgradeSavingState
+	}
+	// The children's desired state (pure, no client), unless observe
 	// already built it for the same spec.
 	if s.desired == nil || !equality.Semantic.DeepEqual(deploy, s.desiredFor) {
-		if s.desired, err = resources.Build(withSpec(fc, deploy), r.Platform); err != nil {
-			// Admission validates the spec; an object that still fails to
-			// build bypassed it. Say so instead of retrying forever.
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "InvalidSpec", "Build", "Cannot build the cluster: %v", err)
-			s.obs.applyErr = err
-			return ctrl.Result{}, r.writeStatus(ctx, fc, s.obs)
+		d, err := resources.Build(withSpec(fc, deploy), r.Platform)
+		if err != nil {
+			return err
 		}
+		s.desired, s.desiredFor = d, deploy
 	}
 	s.obs.configHash = s.desired.Config.Hash
+	return nil
+}
 
-	// 4–6. Observe each child in the cache, diff, apply what differs.
-	s.obs.applyErr = r.applyChildren(ctx, s)
-	if s.obs.applyErr != nil {
-		logger.Error(s.obs.applyErr, "Apply failed", "flinkcluster", klog.KObj(fc))
+// record writes the step's intent before the side effects that need it: a
+// step that sends Flink a request (naming its trigger or job ID) or rolls
+// the children to another spec is written first, so a restart between the
+// two repeats the same step instead of starting another. Any other rides
+// on the deferred write: one write, not two. The first deploy rides too: no
+// job runs before it is recorded, so a restart only deploys it again. The
+// health verdict is read here: it judges the job the step records.
+func (r *Reconciler) record(ctx context.Context, s *scope) error {
+	fc := s.fc
+	s.obs.health = r.healthVerdict(ctx, fc, s.base(), s.obs.jobManager)
+	if s.next == nil {
+		return nil
+	}
+	// fc.Status is still the status read: its upgrade times the one the step ends.
+	r.Metrics.count(fc.Status.Upgrade, s.step.Transitions, s.now)
+	newSpec := fc.Status.DeployedSpec != nil && s.next.DeployedSpec != fc.Status.DeployedSpec
+	if s.step.Action.Kind == lifecycle.ActNone && !newSpec {
+		return nil
+	}
+	if err := r.writeStatus(ctx, s); err != nil {
+		return fmt.Errorf("record lifecycle step of %s: %w", klog.KObj(fc), err)
+	}
+	return nil
+}
+
+// act performs the step's side effects, whose intent record wrote: the
+// children are applied, then the step's Flink request is sent.
+func (r *Reconciler) act(ctx context.Context, s *scope) {
+	fc := s.fc
+	if s.obs.applyErr = r.applyChildren(ctx, s); s.obs.applyErr != nil {
+		log.FromContext(ctx).Error(s.obs.applyErr, "Apply failed", "flinkcluster", klog.KObj(fc))
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "ApplyFailed", "Apply", "%v", s.obs.applyErr)
 	}
 	if len(s.created) > 0 && observedBefore(fc) {
@@ -225,157 +365,50 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// created again went missing, which the user should hear about.
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "Created", "Create", "Created %s", strings.Join(s.created, ", "))
 	}
-	s.obs.health = r.healthVerdict(ctx, fc, s.obs.jobManager)
-	var haReviewAfter time.Duration
-	s.obs.haPermissions, haReviewAfter = r.checkHAPermissions(ctx, fc)
-
-	// 7. Status from what was observed, with the lifecycle step; then the
-	// step's events and its Flink request, which the write recorded.
-	if err := r.writeStatus(ctx, fc, s.obs); err != nil {
-		return ctrl.Result{}, err
+	if s.next == nil {
+		return
 	}
-	r.recordEvents(fc, s.events)
-	r.actOnStep(ctx, fc, &step)
-	return ctrl.Result{RequeueAfter: soonest(step.RequeueAfter, haReviewAfter)}, s.obs.applyErr
-}
-
-// lifecycle runs the job's state machine for a cluster with spec.job and
-// returns the spec to deploy. The step's status is written before its side
-// effect (recordStep), so a restart between the two resumes the same step:
-// the recorded trigger and job IDs make the repeat harmless.
-func (r *Reconciler) lifecycle(ctx context.Context, s *scope) (*v1.FlinkClusterSpec, lifecycle.Step, error) {
-	fc := s.fc
-	deployed, err := decodeSpec(fc.Status.DeployedSpec, "status.deployedSpec")
-	if err != nil {
-		return nil, lifecycle.Step{}, err
-	}
-	if fc.Spec.Job == nil && (deployed == nil || deployed.Job == nil) && fc.Status.Upgrade == nil {
-		// A session cluster: no job of the operator's to protect. A
-		// removed spec.job goes through the lifecycle, which stops its job
-		// with a savepoint before the pods roll.
-		return &fc.Spec, lifecycle.Step{}, nil
-	}
-	stable, err := decodeSpec(fc.Status.LastStableSpec, "status.lastStableSpec")
-	if err != nil {
-		return nil, lifecycle.Step{}, err
-	}
-	rolledOut, drift, retention := false, false, ""
-	if deployed != nil {
-		if s.desired, err = resources.Build(withSpec(fc, deployed), r.Platform); err == nil {
-			s.desiredFor = deployed
-			rolledOut = rolledOutTo(s.desired, s.obs)
-			drift = renderingDrift(s.desired, s.obs)
-			retention = s.desired.Config.Settings[flink.LastStateRetentionKey]
-		}
-	}
-	now := time.Now()
-	obs := r.observeFlink(ctx, fc, s.obs.jobManagerReady())
-	// The autopilot decides first; its target enters the spec the
-	// lifecycle rolls out, and its status is written with the step.
-	auto := r.runAutopilot(ctx, fc, obs, now)
-	status := fc.Status.DeepCopy()
-	status.Autoscaler = auto.status
-	spec, rescale := effectiveSpec(&v1.FlinkCluster{Spec: fc.Spec, Status: *status})
-	spec, sqlPlanned := r.sqlGate(ctx, fc, spec, deployed)
-	step := lifecycle.Decide(lifecycle.Input{
-		Generation: fc.Generation,
-		UID:        string(fc.UID),
-		Spec:       spec,
-		Status:     status,
-		Deployed:   deployed,
-		LastStable: stable,
-		RolledOut:  rolledOut,
-		Drift:      drift,
-		Flink:      obs,
-		Now:        now,
-		Rescale:    rescale,
-		InPlace:    inPlace(spec),
-		Heal:       auto.heal,
-		Retention:  retention,
-	})
-	events, verdicts := settleAutopilot(fc, auto, &step, obs, stable, now)
-	setStepConditions(&step.Status, fc.Generation, now, step.Facts, verdicts)
-	setSQLScriptCondition(&step.Status, fc.Generation, now, sqlPlanned)
-	if auto.requeue > 0 && (step.RequeueAfter == 0 || auto.requeue < step.RequeueAfter) {
-		step.RequeueAfter = auto.requeue
-	}
-	if err := r.recordStep(ctx, s, step); err != nil {
-		return nil, step, err
-	}
-	r.recordAutopilot(fc, events, step)
-	// While state is saved the pods keep what they run, even where this
-	// operator would render them differently (Input.Drift).
-	s.hold = step.Hold || step.Status.Upgrade != nil && step.Status.Upgrade.Phase == v1.UpgradeSavingState
-	return step.Deploy, step, nil
-}
-
-// actOnStep performs the step's side effect, after the status write that
-// recorded it.
-func (r *Reconciler) actOnStep(ctx context.Context, fc *v1.FlinkCluster, step *lifecycle.Step) {
-	err := r.act(ctx, fc, step.Deploy, step.Action)
+	err := r.request(ctx, fc, s.next.Job, s.step.Deploy, s.step.Action)
 	if refused := (*JarRefusedError)(nil); errors.As(err, &refused) {
-		r.refuseJar(ctx, fc, refused)
+		// Said once, in the deferred status write (JobSubmitted=False,
+		// JarRefused) and an event; the jar is not fetched again for this
+		// generation.
+		log.FromContext(ctx).Info("Job jar refused", "flinkcluster", klog.KObj(fc), "reason", refused.Reason)
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, v1.ReasonJarRefused, "Submit", "%v", refused)
+		setJobSubmittedCondition(s.next, fc.Generation, s.now, refused)
 		return
 	}
 	if err != nil {
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Lifecycle", "%v", err)
 		// The step is recorded; the next reconcile repeats it.
 		log.FromContext(ctx).Error(err, "Flink request failed", "flinkcluster", klog.KObj(fc))
-		if step.RequeueAfter == 0 {
-			step.RequeueAfter = lifecycle.Poll
-		}
+		s.step.RequeueAfter = soonest(s.step.RequeueAfter, lifecycle.Poll)
 	}
 }
 
-// refuseJar records a refused jarURI in status (JobSubmitted=False,
-// JarRefused) and says so once in an event; act fetches it no more for this
-// generation. A failed write only means the next attempt refuses it again.
-func (r *Reconciler) refuseJar(ctx context.Context, fc *v1.FlinkCluster, refused *JarRefusedError) {
-	log.FromContext(ctx).Info("Job jar refused", "flinkcluster", klog.KObj(fc), "reason", refused.Reason)
-	r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, v1.ReasonJarRefused, "Submit", "%v", refused)
-	st := fc.Status.DeepCopy()
-	setJobSubmittedCondition(st, fc.Generation, time.Now(), refused)
-	if err := r.applyStatus(ctx, fc, *st); err != nil {
-		log.FromContext(ctx).Error(err, "Record the refused jar", "flinkcluster", klog.KObj(fc))
-		return
+// closeReconcile is the reconcile's deferred status write; then the events
+// of the step and the autopilot, once their status is written.
+func (r *Reconciler) closeReconcile(ctx context.Context, s *scope) error {
+	if s.unrecorded {
+		return nil
 	}
-	r.Metrics.StatusWrites.Inc()
-}
-
-// recordStep is the one place that records intent: the step's status
-// (with the spec to deploy), then its events and metrics. Nothing is
-// written when the status did not change. A step that changes the spec to
-// deploy is written here, before the children are applied. Any other rides
-// on the reconcile's status write, which comes before the step's Flink
-// request (actOnStep): one write instead of two, and still intent first.
-// The first deploy rides too: no job runs before it is recorded, so a
-// restart before the write only deploys the first spec again.
-func (r *Reconciler) recordStep(ctx context.Context, s *scope, step lifecycle.Step) error {
-	fc := s.fc
-	// The upgrade in flight before the step, which times the one it ends.
-	prevUpgrade := fc.Status.Upgrade.DeepCopy()
-	next := step.Status
-	next.DeployedSpec = keepEncoding(fc.Status.DeployedSpec, step.Deploy)
-	if step.MarkStable {
-		next.LastStableSpec = keepEncoding(fc.Status.LastStableSpec, step.Deploy)
+	if err := r.writeStatus(ctx, s); err != nil {
+		return err
 	}
-	if !equality.Semantic.DeepEqual(next, fc.Status) {
-		if next.DeployedSpec == fc.Status.DeployedSpec || fc.Status.DeployedSpec == nil {
-			served := fc.Status.DeepCopy()
-			s.obs.served = served
-			fc.Status = next
-			s.events = step.Events
-			r.Metrics.count(prevUpgrade, step.Transitions, time.Now())
-			return nil
-		}
-		if err := r.applyStatus(ctx, fc, next); err != nil {
-			return fmt.Errorf("record lifecycle step of %s: %w", klog.KObj(fc), err)
-		}
-		r.Metrics.StatusWrites.Inc()
+	if s.next != nil {
+		r.recordEvents(s.fc, s.step.Events)
+		r.recordAutopilot(ctx, s.fc, s.auto, s.step)
 	}
-	r.recordEvents(fc, step.Events)
-	r.Metrics.count(prevUpgrade, step.Transitions, time.Now())
 	return nil
+}
+
+// base is the status this reconcile starts the written one from: the
+// step's, or the one read.
+func (s *scope) base() *v1.FlinkClusterStatus {
+	if s.next != nil {
+		return s.next
+	}
+	return &s.fc.Status
 }
 
 // recordEvents emits a step's events.
@@ -393,20 +426,22 @@ func (r *Reconciler) recordEvents(fc *v1.FlinkCluster, events []lifecycle.Event)
 // behind what this reconcile saw: a JobManager that turned ready, a job
 // just recorded for submission, or a job the lifecycle just saw RUNNING
 // (after a submission or an upgrade).
-func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, jm *appsv1.Deployment) *health.Verdict {
+func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, st *v1.FlinkClusterStatus, jm *appsv1.Deployment) *health.Verdict {
 	if r.Health == nil {
 		return nil
 	}
 	v, ok := r.Health.Get(client.ObjectKeyFromObject(fc))
 	jmReady := resources.JobManagerReady(jm)
-	jobRunning := fc.Status.Job != nil && fc.Status.Job.State == "RUNNING" && fc.Status.Upgrade == nil
+	jobRunning := st.Job != nil && st.Job.State == "RUNNING" && st.Upgrade == nil
 	// A verdict from before this reconcile recorded the job's submission
 	// would be written now and corrected a poll later: two writes.
-	justSubmitted := fc.Status.Job != nil && fc.Status.Job.ID != "" && v.Levels[health.LevelJobs].Reason == health.ReasonJobNotSubmitted
+	justSubmitted := st.Job != nil && st.Job.ID != "" && v.Levels[health.LevelJobs].Reason == health.ReasonJobNotSubmitted
 	stale := !ok || v.Levels[health.LevelJobManager].Status != metav1.ConditionTrue ||
 		jobRunning && v.Levels[health.LevelJobs].Status != metav1.ConditionTrue || justSubmitted
 	if r.Prober != nil && jmReady && stale {
-		v, ok = r.Prober.ProbeOnce(ctx, fc), true
+		probed := fc.DeepCopy()
+		probed.Status = *st
+		v, ok = r.Prober.ProbeOnce(ctx, probed), true
 	}
 	if !ok {
 		return nil
@@ -613,26 +648,13 @@ func templateHash(annotations map[string]string) string {
 
 func replicasDiffer(actual *int32, want int32) bool { return actual == nil || *actual != want }
 
-// checkpointsRetained is how many completed checkpoints Flink keeps for
-// the cluster (spec.checkpointing.retention, default 1).
-func checkpointsRetained(fc *v1.FlinkCluster) int32 {
-	if cp := fc.Spec.Checkpointing; cp != nil {
-		return max(cp.Retention, 1)
-	}
-	return 1
-}
-
-// writeStatus patches the status when, and only when, it changed.
-func (r *Reconciler) writeStatus(ctx context.Context, fc *v1.FlinkCluster, obs observed) error {
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	st := computeStatus(fc, obs, now)
+// writeStatus writes the status computed from the scope when, and only
+// when, it differs from the one last read or written.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	fc := s.fc
+	st := computeStatus(fc, s.base(), s.obs, metav1.NewTime(s.now.Truncate(time.Second)))
 	r.Metrics.observe(fc, &st)
-	served := fc.Status
-	if obs.served != nil {
-		// A lifecycle step is held in fc.Status for this write.
-		served = *obs.served
-	}
-	if equality.Semantic.DeepEqual(st, served) || lifecycle.FlinkProgressOnly(&served, &st, checkpointsRetained(fc)) {
+	if equality.Semantic.DeepEqual(st, fc.Status) || lifecycle.FlinkProgressOnly(&fc.Status, &st, s.policy.CheckpointsRetained) {
 		return nil
 	}
 	if err := r.applyStatus(ctx, fc, st); err != nil {

@@ -9,13 +9,32 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/health"
+	"github.com/datapilot/datapilot/internal/lifecycle"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
-// observed is the actual state of one cluster's workloads, read from the cache.
+// observed is what one reconcile observed of the cluster: its workloads
+// in the cache, the specs recorded in status, Flink, the autopilot's
+// metrics, and what the status write adds after the decision (the health
+// verdict, the apply's error).
 type observed struct {
 	jobManager  *appsv1.Deployment
 	taskManager *appsv1.StatefulSet
+	// deployed and stable are status.deployedSpec and lastStableSpec.
+	deployed, stable *v1.FlinkClusterSpec
+	// job: the lifecycle runs (spec.job, a deployed job or an upgrade).
+	job bool
+	// rolledOut and drift compare the children with the deployed spec
+	// (lifecycle.Input); retention is the checkpoint retention it renders.
+	rolledOut, drift bool
+	retention        string
+	flink            lifecycle.Flink
+	autopilot        autopilotSeen
+	// sqlSpec is the spec a SQL job may move to: the user's once the SQL
+	// Gateway planned its script, else the deployed one; sqlPlanned is
+	// the gate's verdict (sqlGate). Nil for a jar job.
+	sqlSpec    *v1.FlinkClusterSpec
+	sqlPlanned *verdict
 	// applyErr is the error of the last apply, if any.
 	applyErr error
 	// configHash is the hash of the configuration the pods should run.
@@ -28,16 +47,14 @@ type observed struct {
 	statusErr error
 	// haPermissions is the review of the user's account for Kubernetes HA.
 	haPermissions *haPermissions
-	// served is the status as read, when a lifecycle step changed the
-	// in-memory one without writing it: the status write compares to it.
-	served *v1.FlinkClusterStatus
 }
 
 // computeStatus derives the status from what was observed. It starts from
-// the current status so condition transition times survive unchanged
-// conditions; the caller writes only when the result differs.
-func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkClusterStatus {
-	st := *fc.Status.DeepCopy()
+// base, the status read or the one the lifecycle step records, so condition
+// transition times survive unchanged conditions; the caller writes only
+// when the result differs.
+func computeStatus(fc *v1.FlinkCluster, base *v1.FlinkClusterStatus, obs observed, now metav1.Time) v1.FlinkClusterStatus {
+	st := *base.DeepCopy()
 	st.ObservedGeneration = fc.Generation
 	st.Selector = labels.SelectorFromSet(resources.SelectorLabels(fc.Name, resources.ComponentTaskManager)).String()
 	st.ConfigHash = obs.configHash
@@ -47,7 +64,7 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 	st.HighAvailability = &id
 
 	jmDesired := max(fc.Spec.JobManager.Replicas, 1)
-	tmDesired := desiredTaskManagers(fc)
+	tmDesired := desiredTaskManagers(&fc.Spec, base.Autoscaler)
 	st.JobManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", jmDesired)}
 	st.TaskManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", tmDesired)}
 	if d := obs.jobManager; d != nil {
@@ -61,8 +78,8 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 		st.TaskManager.Ready = fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, tmDesired)
 	}
 
-	avail, prog, deg := availability(fc, obs), progress(fc, obs), degradation(obs)
-	if h := fc.Status.Healing; h != nil && h.Exhausted != "" && obs.statusErr == nil && obs.applyErr == nil {
+	avail, prog, deg := availability(tmDesired, obs), progress(tmDesired, obs), degradation(obs)
+	if h := base.Healing; h != nil && h.Exhausted != "" && obs.statusErr == nil && obs.applyErr == nil {
 		// The reason the job is not running, before the health check's
 		// "not RUNNING".
 		deg = verdict{metav1.ConditionTrue, "HealingExhausted", h.Exhausted}
@@ -78,7 +95,7 @@ func computeStatus(fc *v1.FlinkCluster, obs observed, now metav1.Time) v1.FlinkC
 		v.haPermissions = &ha
 	}
 	setConditions(&st, fc.Generation, now, v)
-	st.Phase = phaseOf(fc, avail, prog, deg)
+	st.Phase = phaseOf(fc, base, avail, prog, deg)
 	return st
 }
 
@@ -88,8 +105,7 @@ type verdict struct {
 	message string
 }
 
-func availability(fc *v1.FlinkCluster, obs observed) verdict {
-	tmDesired := desiredTaskManagers(fc)
+func availability(tmDesired int32, obs observed) verdict {
 	switch {
 	case !resources.JobManagerReady(obs.jobManager):
 		return verdict{metav1.ConditionFalse, "JobManagerNotReady", "No JobManager pod is ready"}
@@ -112,20 +128,20 @@ func availability(fc *v1.FlinkCluster, obs observed) verdict {
 	return verdict{metav1.ConditionTrue, "AllReady", fmt.Sprintf("JobManager and %d TaskManagers are ready", tmDesired)}
 }
 
-func progress(fc *v1.FlinkCluster, obs observed) verdict {
+func progress(tmDesired int32, obs observed) verdict {
 	d, s := obs.jobManager, obs.taskManager
 	switch {
 	case d == nil || s == nil:
 		return verdict{metav1.ConditionTrue, "Creating", "Creating the JobManager and TaskManagers"}
 	case s.Status.UpdateRevision != "" && s.Status.CurrentRevision != s.Status.UpdateRevision:
-		return verdict{metav1.ConditionTrue, "RollingUpdate", fmt.Sprintf("%d of %d TaskManagers run the new revision", s.Status.UpdatedReplicas, desiredTaskManagers(fc))}
+		return verdict{metav1.ConditionTrue, "RollingUpdate", fmt.Sprintf("%d of %d TaskManagers run the new revision", s.Status.UpdatedReplicas, tmDesired)}
 	case d.Status.UpdatedReplicas < d.Status.Replicas:
 		return verdict{metav1.ConditionTrue, "RollingUpdate", "Replacing the JobManager"}
-	case s.Status.Replicas != desiredTaskManagers(fc):
-		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", s.Status.Replicas, desiredTaskManagers(fc))}
+	case s.Status.Replicas != tmDesired:
+		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", s.Status.Replicas, tmDesired)}
 	case d.Status.ObservedGeneration < d.Generation || s.Status.ObservedGeneration < s.Generation:
 		return verdict{metav1.ConditionTrue, "Applying", "Waiting for the workload controllers to observe the change"}
-	case !resources.JobManagerReady(d) || s.Status.ReadyReplicas < desiredTaskManagers(fc):
+	case !resources.JobManagerReady(d) || s.Status.ReadyReplicas < tmDesired:
 		return verdict{metav1.ConditionTrue, "WaitingForPods", "Waiting for pods to become ready"}
 	}
 	return verdict{metav1.ConditionFalse, "AllTaskManagersRegistered", "The cluster matches its spec"}
@@ -152,13 +168,13 @@ func degradation(obs observed) verdict {
 }
 
 // phaseOf summarises the conditions in one word.
-func phaseOf(fc *v1.FlinkCluster, avail, prog, deg verdict) v1.Phase {
+func phaseOf(fc *v1.FlinkCluster, st *v1.FlinkClusterStatus, avail, prog, deg verdict) v1.Phase {
 	switch {
 	case !fc.DeletionTimestamp.IsZero():
 		return v1.PhaseTerminating
 	case deg.status == metav1.ConditionTrue:
 		return v1.PhaseDegraded
-	case fc.Status.Upgrade != nil:
+	case st.Upgrade != nil:
 		return v1.PhaseUpdating
 	case prog.reason == "Scaling":
 		return v1.PhaseScaling

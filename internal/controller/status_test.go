@@ -43,7 +43,7 @@ func TestComputeStatus(t *testing.T) {
 		{"REST failing", observed{jobManager: jm(1), taskManager: tm(3, 3, "a", "a"), health: restDown}, v1.PhaseDegraded, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, "RestUnavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := computeStatus(fc, tc.obs, metav1.NewTime(time.Unix(1000, 0)))
+			st := computeStatus(fc, &fc.Status, tc.obs, metav1.NewTime(time.Unix(1000, 0)))
 			if st.Phase != tc.phase {
 				t.Errorf("phase = %s, want %s", st.Phase, tc.phase)
 			}
@@ -72,8 +72,8 @@ func TestComputeStatusIsStable(t *testing.T) {
 	fc.Spec.TaskManager.Replicas = 1
 	obs := observed{jobManager: &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1}},
 		taskManager: &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1}}}
-	fc.Status = computeStatus(fc, obs, metav1.NewTime(time.Unix(1000, 0)))
-	again := computeStatus(fc, obs, metav1.NewTime(time.Unix(2000, 0)))
+	fc.Status = computeStatus(fc, &fc.Status, obs, metav1.NewTime(time.Unix(1000, 0)))
+	again := computeStatus(fc, &fc.Status, obs, metav1.NewTime(time.Unix(2000, 0)))
 	if !equality.Semantic.DeepEqual(fc.Status, again) {
 		t.Errorf("status changed on recompute:\n%+v\n%+v", fc.Status, again)
 	}

@@ -29,19 +29,6 @@ var Levels = []Level{LevelJobManager, LevelRest, LevelJobs}
 // DefaultFailureThreshold is spec.health.failureThreshold's default.
 const DefaultFailureThreshold = 3
 
-// ConditionType is the FlinkCluster condition type of a level.
-func ConditionType(l Level) string {
-	switch l {
-	case LevelJobManager:
-		return v1.ConditionJobManagerReady
-	case LevelRest:
-		return v1.ConditionRestAvailable
-	case LevelJobs:
-		return v1.ConditionJobsRunning
-	}
-	return string(l)
-}
-
 // Probe is the outcome of checking one level once.
 type Probe struct {
 	Level Level

@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,13 +16,64 @@ import (
 // forward (supersede, steady, a start, deploying is the longest chain), so
 // the bound only guards the loop.
 func Decide(in Input) Step {
+	in.Spec = target(in)
 	s := newStep(in)
 	for range maxChain {
 		if !phaseOf(s)(s) {
 			break
 		}
 	}
+	settle(s)
 	return *s
+}
+
+// target is the spec to run: the user's, with the autopilot's parallelism
+// and TaskManagers when it sets them.
+func target(in Input) *v1.FlinkClusterSpec {
+	r := in.Autopilot
+	if r == nil || r.Parallelism == 0 || in.Spec.Job == nil {
+		return in.Spec
+	}
+	spec := in.Spec.DeepCopy()
+	spec.Job.Parallelism, spec.TaskManager.Replicas = r.Parallelism, r.TaskManagers
+	spec.Job.VertexParallelism = r.Vertices
+	return spec
+}
+
+// rescaling: the spec carries the autopilot's parallelism, so a difference
+// in parallelism alone is its rescale.
+func rescaling(in Input) bool { return in.Autopilot != nil && in.Autopilot.Parallelism > 0 }
+
+// settle concludes the autopilot's rescale in flight from what the step
+// did: failed when the rescale upgrade the step started from was rolled
+// back or gave up, done when no upgrade is left and the job runs at the
+// rescale's parallelism.
+func settle(s *Step) {
+	in := s.in
+	if in.Autopilot == nil || in.Autopilot.Pending == 0 {
+		return
+	}
+	if up := in.Status.Upgrade; up != nil && IsRescale(up.Kind) {
+		for _, t := range s.Transitions {
+			switch t.Kind {
+			case RollbackSucceeded, RollbackFailed, UpgradeFailed:
+				s.Rescale.Failed = true
+			}
+		}
+	}
+	if s.Rescale.Failed {
+		for _, e := range s.Events {
+			if e.Warning {
+				s.Rescale.Why = e.Message
+				break
+			}
+		}
+		if in.LastStable != nil && in.LastStable.Job != nil {
+			s.Rescale.RevertTo = in.LastStable.Job.Parallelism
+		}
+		return
+	}
+	s.Rescale.Done = s.upgrade() == nil && in.Flink.JobFound && in.Flink.JobState == flink.JobRunning && in.Flink.Parallelism == in.Autopilot.Pending
 }
 
 const maxChain = 6
@@ -93,9 +143,9 @@ func steady(s *Step) bool {
 		// Scaling changes the replica count only; Flink reschedules from
 		// its latest checkpoint by itself.
 		s.Deploy = in.Spec
-	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec) && in.InPlace && alive(in):
+	case change == ChangeJob && rescaling(in) && parallelismOnly(in.Deployed, in.Spec) && in.InPlace && alive(in):
 		return startInPlace(s)
-	case change == ChangeJob && in.Rescale && parallelismOnly(in.Deployed, in.Spec):
+	case change == ChangeJob && rescaling(in) && parallelismOnly(in.Deployed, in.Spec):
 		return startUpgrade(s, ChangeRescale)
 	case in.Status.LastFailedGeneration == in.Generation:
 		// This generation failed and was rolled back or abandoned:
@@ -167,7 +217,7 @@ func runJob(s *Step) {
 		job.State = "SUSPENDED"
 	case spec.SavepointTriggerNonce != job.LastSavepointNonce:
 		s.trigger(v1.SavepointManual, false, false)
-	case spec.SavepointInterval != "" && in.Flink.JobState == flink.JobRunning:
+	case in.Policy.SavepointInterval > 0 && in.Flink.JobState == flink.JobRunning:
 		if periodicSavepointDue(s) {
 			s.trigger(v1.SavepointPeriodic, false, false)
 		}
@@ -180,10 +230,6 @@ func runJob(s *Step) {
 // for when it will have.
 func periodicSavepointDue(s *Step) bool {
 	in, job := s.in, s.job()
-	interval, err := time.ParseDuration(in.Spec.Job.SavepointInterval)
-	if err != nil {
-		return false
-	}
 	since := job.SubmittedAt
 	if sp := job.LastSavepoint; sp != nil && sp.CompletedAt != nil && (since == nil || sp.CompletedAt.After(since.Time)) {
 		since = sp.CompletedAt
@@ -191,7 +237,7 @@ func periodicSavepointDue(s *Step) bool {
 	if since == nil {
 		return false
 	}
-	if wait := since.Add(interval).Sub(in.Now); wait > 0 {
+	if wait := since.Add(in.Policy.SavepointInterval).Sub(in.Now); wait > 0 {
 		s.requeue(wait)
 		return false
 	}
@@ -211,7 +257,7 @@ func markStable(s *Step) {
 	if in.Flink.JobState != flink.JobRunning || job.ID == "" || s.Action.Kind != ActNone {
 		return
 	}
-	if job.CheckpointsCompleted < int64(stableCheckpoints(in.Spec)) {
+	if job.CheckpointsCompleted < int64(in.Policy.Upgrade.StableCheckpoints) {
 		s.requeue(Poll * 2)
 		return
 	}
@@ -376,7 +422,7 @@ func deploying(s *Step) bool {
 			if in.Flink.JobState != flink.JobCancelling {
 				s.act(ActCancel, "")
 			}
-			if limit := savepointTimeout(in.Spec); timedOut(up.PhaseStartedAt, limit, in.Now) {
+			if limit := in.Policy.Upgrade.SavepointTimeout; timedOut(up.PhaseStartedAt, limit, in.Now) {
 				// A cancel always ends in Flink; giving up here would leave
 				// a job stopped with nothing to restore it.
 				s.hold(Verdict{Do: Hold, Reason: "StopInProgress", Message: fmt.Sprintf(
@@ -441,7 +487,7 @@ func verifying(s *Step) bool {
 		s.resubmit()
 	}
 	s.observe()
-	need := int64(stableCheckpoints(in.Spec))
+	need, limit := int64(in.Policy.Upgrade.StableCheckpoints), in.Policy.Upgrade.StabilityTimeout
 	// A rescale is done when the job runs at the new parallelism, too (the
 	// adaptive scheduler runs each vertex at min(upper bound, slots)).
 	atParallelism := !IsRescale(up.Kind) || in.Spec.Job.Parallelism == 0 || runsAt(in.Flink, in.Spec.Job)
@@ -458,17 +504,17 @@ func verifying(s *Step) bool {
 		return false
 	}
 	jobFailed := in.Flink.JobFound && in.Flink.JobState == flink.JobFailed
-	if !jobFailed && !timedOut(up.PhaseStartedAt, stabilityTimeout(in.Spec), in.Now) {
+	if !jobFailed && !timedOut(up.PhaseStartedAt, limit, in.Now) {
 		s.requeue(Poll)
 		return false
 	}
 	why := fmt.Sprintf("the job did not run with %d checkpoints within %s (state %s, %d checkpoints)",
-		need, stabilityTimeout(in.Spec), orUnknown(string(in.Flink.JobState)), in.Flink.CheckpointsCompleted-up.CheckpointsAtRestore)
+		need, limit, orUnknown(string(in.Flink.JobState)), in.Flink.CheckpointsCompleted-up.CheckpointsAtRestore)
 	if jobFailed {
 		why = "the job failed: " + orUnknown(in.Flink.FailureCause)
 	}
 	s.transition(Transition{Kind: UpgradeFailed})
-	if !autoRollback(in.Spec) || in.LastStable == nil {
+	if !in.Policy.Upgrade.AutoRollback || in.LastStable == nil {
 		s.endUpgrade(true)
 		s.setUpgrading(metav1.ConditionFalse, "UpgradeFailed", fmt.Sprintf("Generation %d failed its gate: %s; no rollback (disabled or no stable spec)", in.Generation, why))
 		s.event(true, "UpgradeFailed", "Generation %d failed its gate: %s", in.Generation, why)
@@ -489,8 +535,8 @@ func verifying(s *Step) bool {
 // HA metadata needed). It ends within the stability timeout either way.
 func rollingBack(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
-	if timedOut(up.PhaseStartedAt, stabilityTimeout(in.Spec), in.Now) {
-		rollbackFailed(s, fmt.Sprintf("it did not finish within %s (job state %s)", stabilityTimeout(in.Spec), orUnknown(string(in.Flink.JobState))))
+	if limit := in.Policy.Upgrade.StabilityTimeout; timedOut(up.PhaseStartedAt, limit, in.Now) {
+		rollbackFailed(s, fmt.Sprintf("it did not finish within %s (job state %s)", limit, orUnknown(string(in.Flink.JobState))))
 		return false
 	}
 	if job.SubmittedAt == nil {

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/policy"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -59,7 +60,7 @@ type world struct {
 	rolled   bool
 	drift    bool
 	now      time.Time
-	rescale  bool
+	rescale  *Rescale
 	heal     string
 	// retention is Input.Retention; empty stands for RETAIN_ON_CANCELLATION,
 	// which the operator renders for every job, and "-" for unset.
@@ -76,7 +77,7 @@ func (w *world) decide() Step {
 	}
 	before := w.status.DeepCopy().Conditions
 	p := Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
-		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Rescale: w.rescale, Heal: w.heal,
+		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Autopilot: w.rescale, Heal: w.heal, Policy: policy.For(w.spec),
 		Retention: retention})
 	if !equality.Semantic.DeepEqual(p.Status.Conditions, before) {
 		// The controller's conditions.go alone writes conditions; a step

@@ -2,26 +2,10 @@ package lifecycle
 
 import (
 	"fmt"
-	"time"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 )
-
-// Defaults of spec.healing, for a cluster without it.
-const (
-	defaultRestoreAttempts = 3
-	defaultHealBackoff     = 30 * time.Second
-	defaultHealWindow      = 10 * time.Minute
-)
-
-func healingPolicy(spec *v1.FlinkClusterSpec) (attempts int32, backoff time.Duration) {
-	h := spec.Healing
-	if h == nil {
-		return defaultRestoreAttempts, defaultHealBackoff
-	}
-	return h.RestoreAttempts, parseOr(h.Backoff, defaultHealBackoff)
-}
 
 func (s *Step) healing() *v1.HealingStatus {
 	if s.Status.Healing == nil {
@@ -36,7 +20,7 @@ func (s *Step) healing() *v1.HealingStatus {
 // stays failed, with the reason, and the cluster is Degraded.
 func heal(s *Step) {
 	in, job := s.in, s.job()
-	attempts, backoff := healingPolicy(in.Spec)
+	attempts, backoff := in.Policy.Healing.RestoreAttempts, in.Policy.Healing.Backoff
 	if attempts == 0 {
 		return
 	}
@@ -86,7 +70,7 @@ func heal(s *Step) {
 // the cancel is for what it does not reset (the job's restart budget).
 func healRunning(s *Step) {
 	in, job := s.in, s.job()
-	attempts, backoff := healingPolicy(in.Spec)
+	attempts, backoff := in.Policy.Healing.RestoreAttempts, in.Policy.Healing.Backoff
 	h := s.healing()
 	if attempts == 0 || h.Restores >= attempts || !alive(in) {
 		return
@@ -122,11 +106,7 @@ func healed(s *Step) {
 	if h == nil || (h.Restores == 0 && h.Exhausted == "") {
 		return
 	}
-	window := defaultHealWindow
-	if hs := s.in.Spec.Healing; hs != nil {
-		window = parseOr(hs.RestartLoopWindow, defaultHealWindow)
-	}
-	settled := h.LastRestore == nil || !s.in.Now.Before(h.LastRestore.Add(window))
+	settled := h.LastRestore == nil || !s.in.Now.Before(h.LastRestore.Add(s.in.Policy.Healing.LoopWindow))
 	if s.in.Flink.JobState == flink.JobRunning && job.CheckpointsCompleted > 0 && job.ID != h.FailedJob && settled {
 		h.Restores, h.Exhausted = 0, ""
 	}

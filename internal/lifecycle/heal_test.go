@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/policy"
 )
 
 // steadyWorld is a job that ran and checkpointed, now in the given state.
@@ -174,7 +175,7 @@ func TestRescaleTakesTheUpgradePath(t *testing.T) {
 	w := steadyWorld(flink.JobRunning)
 	next := w.spec.DeepCopy()
 	next.Job.Parallelism, next.TaskManager.Replicas = 4, 2
-	w.spec, w.rescale = next, true
+	w.rescale = &Rescale{Parallelism: 4, TaskManagers: 2, Pending: 4}
 	p := w.decide()
 	if p.Status.Upgrade == nil || p.Status.Upgrade.Kind != string(ChangeRescale) || p.Status.Upgrade.Phase != v1.UpgradeSavingState || p.Action.Kind != ActTrigger {
 		t.Fatalf("%+v %+v", p.Status.Upgrade, p.Action)
@@ -182,7 +183,7 @@ func TestRescaleTakesTheUpgradePath(t *testing.T) {
 	w.commit(p)
 	w.status.Upgrade.Phase = v1.UpgradeVerifying
 	w.status.Upgrade.TargetGeneration = 1
-	s := newStep(Input{Generation: 1, Spec: w.spec, Status: &w.status, Deployed: w.spec, Now: w.now})
+	s := newStep(Input{Generation: 1, Spec: w.spec, Status: &w.status, Deployed: w.spec, Now: w.now, Policy: policy.For(w.spec)})
 	s.endUpgrade(true)
 	if s.Status.LastFailedGeneration != 0 {
 		t.Fatalf("a failed rescale marked generation %d failed", s.Status.LastFailedGeneration)
@@ -202,4 +203,34 @@ func hasEvent(p Step, reason, text string) bool {
 		}
 	}
 	return false
+}
+
+// The step settles the autopilot's rescale in flight: done when the job
+// runs at its parallelism with the upgrade over, failed (with why and the
+// parallelism to revert to) when its gate fails, neither while it verifies.
+func TestTheStepSettlesTheAutopilotsRescale(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		flink   Flink
+		pending int32
+		want    Settlement
+	}{
+		{"at the new parallelism, gate passed", Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, CheckpointsCompleted: 5, Parallelism: 4}, 4, Settlement{Done: true}},
+		{"still at the old parallelism", Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, CheckpointsCompleted: 5, Parallelism: 2}, 4, Settlement{}},
+		{"job failed: rolled back", Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, FailureCause: "boom", Parallelism: 4}, 4,
+			Settlement{Failed: true, RevertTo: 2, Why: "Generation 1 failed its gate (the job failed: boom); rolling back to the last stable spec"}},
+		{"nothing in flight", Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, CheckpointsCompleted: 5, Parallelism: 4}, 0, Settlement{}},
+	} {
+		w := stableWorld()
+		w.stable.Job.Parallelism = 2
+		w.deployed = w.spec.DeepCopy()
+		w.deployed.Job.Parallelism, w.deployed.TaskManager.Replicas = 4, 2
+		w.rescale = &Rescale{Parallelism: 4, TaskManagers: 2, Pending: tc.pending}
+		w.status.Upgrade = &v1.UpgradeStatus{Kind: string(ChangeRescale), Phase: v1.UpgradeVerifying, TargetGeneration: 1,
+			StartedAt: metav1.NewTime(t0), PhaseStartedAt: metav1.NewTime(t0), RollbackPath: "s3://sp/1"}
+		w.flink = tc.flink
+		if got := w.decide().Rescale; got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/policy"
 )
 
 // savingWorld is an upgrade to 1.18.1 waiting for its stop-with-savepoint.
@@ -233,7 +234,7 @@ func TestUpgradeWaitsForFlinksAnswer(t *testing.T) {
 		w.status.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 9, Path: "s3://cp/chk-9", JobID: "job-1"}
 		w.status.Job.EndedAt = &metav1.Time{Time: t0.Add(-time.Minute)}
 		w.flink = tc.flink
-		_, v := RestorePoint(Input{Spec: w.spec, Status: &w.status, Deployed: w.deployed, Flink: w.flink, Now: w.now, Retention: "RETAIN_ON_CANCELLATION"}, w.status.Job, ForVersion)
+		_, v := RestorePoint(Input{Spec: w.spec, Policy: policy.For(w.spec), Status: &w.status, Deployed: w.deployed, Flink: w.flink, Now: w.now, Retention: "RETAIN_ON_CANCELLATION"}, w.status.Job, ForVersion)
 		if v.Do != tc.do || v.Reason != tc.reason {
 			t.Errorf("%s: %+v, want %s %s", tc.name, v, tc.do, tc.reason)
 		}

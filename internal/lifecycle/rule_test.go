@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/policy"
 )
 
 // TestRestorePoint walks the state rule's every branch: what it allows
@@ -86,7 +87,7 @@ func TestRestorePoint(t *testing.T) {
 			spec := baseSpec()
 			spec.Job.InitialSavepointPath = "s3://sp/initial"
 			status := &v1.FlinkClusterStatus{Job: &tc.job, Upgrade: &v1.UpgradeStatus{RollbackPath: "s3://sp/pre-upgrade"}}
-			in := Input{Spec: spec, Status: status, Deployed: spec.DeepCopy(), Flink: tc.flink, Now: t0, Retention: tc.retention}
+			in := Input{Spec: spec, Policy: policy.For(spec), Status: status, Deployed: spec.DeepCopy(), Flink: tc.flink, Now: t0, Retention: tc.retention}
 			snap, v := RestorePoint(in, &tc.job, tc.why)
 			if v.Do != tc.do || snap.Path != tc.path || v.Reason != tc.reason {
 				t.Errorf("RestorePoint = %+v, %+v; want %s %q reason %q", snap, v, tc.do, tc.path, tc.reason)

@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/policy"
 )
 
 // Flink is what the controller read from the Flink REST API this reconcile.
@@ -84,12 +85,16 @@ type Input struct {
 	Drift bool
 	Flink Flink
 	Now   time.Time
-	// Rescale: Spec carries the autopilot's parallelism, so a difference
-	// in parallelism alone is the autopilot's rescale.
-	Rescale bool
+	// Policy is the cluster's upgrade and healing policy, resolved once
+	// for the reconcile (the autopilot reads the same).
+	Policy policy.Policy
+	// Autopilot is the autopilot's rescale, nil without an autoscaler: the
+	// step rolls it out, holds it while the state rule does, and settles
+	// it (Step.Rescale).
+	Autopilot *Rescale
 	// InPlace: the running Flink rescales a job in place (1.18+ with
-	// jobmanager.scheduler: adaptive), so a Rescale sets the job's
-	// resource requirements instead of resubmitting it.
+	// jobmanager.scheduler: adaptive), so the autopilot's rescale sets the
+	// job's resource requirements instead of resubmitting it.
 	InPlace bool
 	// Heal asks to restart the running job from its latest state, for the
 	// reason given (a restart loop, stalled checkpoints), within the
@@ -100,6 +105,29 @@ type Input struct {
 	// NO_EXTERNALIZED_CHECKPOINTS). It says whether the job's checkpoints
 	// survive a cancel (CheckpointProperties).
 	Retention string
+}
+
+// Rescale is what the autopilot proposes: the job at Parallelism on
+// TaskManagers (apply mode; zero: it sets none), and the rescale it waits
+// to see settled.
+type Rescale struct {
+	Parallelism, TaskManagers int32
+	// Vertices are each vertex's own parallelism, at most Parallelism.
+	Vertices []v1.VertexParallelism
+	// Pending is the parallelism of the autopilot's rescale in flight;
+	// zero for none.
+	Pending int32
+}
+
+// Settlement is what became of the autopilot's rescale in flight: Done
+// when the job runs at its parallelism with no upgrade left, Failed (for
+// Why) when the rescale was rolled back or gave up; the autopilot's target
+// then returns to RevertTo, the parallelism of the spec rolled back to.
+// Neither: it is still in flight, or held.
+type Settlement struct {
+	Done, Failed bool
+	Why          string
+	RevertTo     int32
 }
 
 // ActionKind is a side effect for the controller to perform.
@@ -181,6 +209,8 @@ type Step struct {
 	// Facts are the step's verdicts on its conditions; the controller
 	// turns them into conditions (internal/controller/conditions.go).
 	Facts Facts
+	// Rescale settles the autopilot's rescale in flight.
+	Rescale Settlement
 
 	in Input
 }

@@ -77,7 +77,7 @@ func (s *Step) follow() (outcome, *v1.SavepointInfo) {
 	} else if op != nil {
 		sp.ForgottenAt = nil
 	}
-	if limit := savepointTimeout(in.Spec); timedOut(sp.TriggeredAt, limit, in.Now) {
+	if limit := in.Policy.Upgrade.SavepointTimeout; timedOut(sp.TriggeredAt, limit, in.Now) {
 		if !sp.Stop || !stopMayComplete(in, op) {
 			return s.triggerFailed(sp, fmt.Sprintf("it did not complete within %s", limit))
 		}
@@ -171,7 +171,7 @@ func (s *Step) triggerDone(sp *v1.SavepointInfo, path string) (outcome, *v1.Save
 	if !done.Checkpoint {
 		job.LastSavepoint = &done
 		job.SavepointHistory = append([]v1.SavepointInfo{done}, job.SavepointHistory...)
-		if keep := retention(in.Spec); len(job.SavepointHistory) > keep {
+		if keep := in.Policy.Upgrade.SavepointRetention; len(job.SavepointHistory) > keep {
 			job.SavepointHistory = job.SavepointHistory[:keep]
 		}
 	}
