@@ -22,7 +22,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;watch;create;patch
 
 // sqlChildren is the NetworkPolicy in front of the JobManager pods' SQL
 // Gateway, for a cluster with a SQL job.
