@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/datapilot/datapilot/internal/testwait"
 )
 
 func TestKillLeftoversStopsOnlyOurProcesses(t *testing.T) {
@@ -24,6 +27,20 @@ func TestKillLeftoversStopsOnlyOurProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	}
+	// Between fork and exec a child's /proc cmdline is still this test
+	// binary's, and killLeftovers rightly takes it for no leftover of ours:
+	// wait until both run the shell (on a loaded machine that takes a
+	// while; killed [] was this test's flake).
+	for _, c := range []*exec.Cmd{ours, other} {
+		want := c.Args[len(c.Args)-1]
+		testwait.Until(t, 10*time.Second, func() error {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c.Process.Pid))
+			if err != nil || !strings.Contains(string(b), want) {
+				return fmt.Errorf("process %d has not exec'd the shell yet: %q", c.Process.Pid, b)
+			}
+			return nil
+		})
 	}
 	reaped := make(chan struct{})
 	go func() { _ = ours.Wait(); close(reaped) }()
