@@ -190,20 +190,23 @@ func TestRollbackWhoseJobFails(t *testing.T) {
 	// nor the rollback's can pass its gate before the test fails it.
 	sim.Engine.SetCheckpointFault(key, flinksim.FaultStall)
 	patchSpec(t, ns, "rbfail", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
-	failWhenRunning := func(phase v1.UpgradePhase) string {
+	// The phase turns RollingBack a step before the rollback's job is
+	// recorded: until then status.job is still the failed upgrade's, and
+	// failing it again would leave the rollback's own job to pass.
+	failWhenRunning := func(phase v1.UpgradePhase, not string) string {
 		var id string
 		eventually(t, 2*time.Minute, "a running job in phase "+string(phase), func() error {
 			got := getFC(t, ns, "rbfail")
-			if got.Status.Upgrade == nil || got.Status.Upgrade.Phase != phase || got.Status.Job.SubmittedAt == nil {
-				return fmt.Errorf("upgrade %+v", got.Status.Upgrade)
+			if got.Status.Upgrade == nil || got.Status.Upgrade.Phase != phase || got.Status.Job.SubmittedAt == nil || got.Status.Job.ID == not {
+				return fmt.Errorf("upgrade %+v, job %+v", got.Status.Upgrade, got.Status.Job)
 			}
 			id = got.Status.Job.ID
 			return sim.Engine.FailJob(key, id, "java.lang.IllegalStateException: injected")
 		})
 		return id
 	}
-	failWhenRunning(v1.UpgradeVerifying)
-	rollbackJob := failWhenRunning(v1.UpgradeRollingBack)
+	upgradeJob := failWhenRunning(v1.UpgradeVerifying, "")
+	rollbackJob := failWhenRunning(v1.UpgradeRollingBack, upgradeJob)
 	var got *v1.FlinkCluster
 	eventually(t, time.Minute, "RollbackFailed", func() error {
 		got = getFC(t, ns, "rbfail")
