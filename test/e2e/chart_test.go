@@ -215,6 +215,19 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	// validating webhook's bundles; this one on an API server client
 	// without streaming lists (client-go before 1.35, or a server that
 	// refuses them), so its caches list, then watch.
+	// The running operator may have been restarted a moment ago: its CA
+	// must be in the bundle before it stops, or the next one finds no
+	// configuration and creates it with its CA alone.
+	testwait.Until(t, time.Minute, func() error {
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: operator.ValidatingWebhookName}, vwc); err != nil {
+			return err
+		}
+		if len(vwc.Webhooks) == 0 || !bytes.Contains(vwc.Webhooks[0].ClientConfig.CABundle, []byte("BEGIN CERTIFICATE")) {
+			return fmt.Errorf("the validating webhook trusts no CA yet")
+		}
+		return nil
+	})
 	stopOperator(op)
 	op = startOperator("KUBE_FEATURE_WatchListClient=false")
 	testwait.Until(t, time.Minute, func() error {
