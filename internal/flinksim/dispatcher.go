@@ -351,8 +351,10 @@ const parallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
 // (1.17+), run by Dispatcher#internalSubmitJob before the job graph is
 // persisted and its JobMaster built: the overrides of the Dispatcher's
 // configuration, then of the job's (a JarRunHandler request's
-// flinkConfiguration is in the job's configuration, so the request's
-// win), set the parallelism of each vertex they name by its ID; an ID the
+// flinkConfiguration, JarRunRequestBody from 1.17, is taken to reach the
+// job's configuration, so the request's win — as the Apache operator's
+// session-job rescaling relies on; not yet read in JarHandlerUtils, so
+// unverified against Flink's source), set the parallelism of each vertex they name by its ID; an ID the
 // graph does not have is ignored. The vertex's parallelism is also the
 // AdaptiveScheduler's upper bound (JobResourceRequirements), and a max
 // parallelism the program did not set is derived from it later
