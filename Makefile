@@ -74,9 +74,19 @@ test-unit:
 
 ## test-e2e: the local platform, the Flink REST simulator and the operator binary. Its tests
 ## mostly wait on scaled Flink and Kubernetes timers, so more of them run at once than CPUs.
+## One test binary, two processes side by side, each on a platform of its own: the tests that
+## kill or restart the operator or count pods per node (alone(t), one at a time) and the rest
+## (parallel(t)). E2E_FLAGS passes more flags to both (E2E_FLAGS=-test.v).
 E2E_PARALLEL ?= 8
-test-e2e: build
-	$(GOTEST) -count=1 -timeout 20m -parallel $(E2E_PARALLEL) ./test/e2e/...
+E2E_FLAGS ?=
+E2E_BIN := $(BIN)/e2e.test
+E2E_ALONE = cd test/e2e && $(E2E_BIN) -test.timeout 20m -e2e.group=alone $(E2E_FLAGS)
+E2E_REST = cd test/e2e && $(E2E_BIN) -test.timeout 20m -test.parallel $(E2E_PARALLEL) -e2e.group=parallel $(E2E_FLAGS)
+.PHONY: e2e-bin
+e2e-bin: build
+	$(GO) test -c -o $(E2E_BIN) ./test/e2e
+test-e2e: e2e-bin
+	@hack/side-by-side.sh "e2e, alone group" "$(E2E_ALONE)" "e2e, parallel group" "$(E2E_REST)"
 
 ## test-chaos: the control plane failing under load, on a platform of its own (small N)
 CHAOS_N ?= 6
@@ -140,10 +150,13 @@ flink-charts-check:
 	$(GO) run ./hack/flinkcharts check
 
 ## test: every tier. The image test (a module of its own) and the static checks (the build,
-## the charts, the kustomizations) run beside the unit and integration tier, each printing its
-## output whole when it ends; so do the chaos tier and the fault schedules (three seeds at once),
-## each on a platform of its own.
+## the charts, the kustomizations) run beside the unit and integration tier. Then the
+## end-to-end tier's parallel group runs beside its alone group, which the chaos tier and the
+## fault schedules (three seeds at once) follow, each on a platform of its own: the parallel
+## group mostly waits on timers. Each prints its output whole when it ends.
 test: tools verify-generated
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-unit test-image test-static
-	@$(MAKE) --no-print-directory test-e2e
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-chaos test-faults FAULTS_PARALLEL=3
+	@$(MAKE) --no-print-directory e2e-bin
+	@hack/side-by-side.sh "e2e, parallel group" "$(E2E_REST)" \
+		"e2e, alone group, then the chaos tier and the fault schedules" \
+		"($(E2E_ALONE)) && $(MAKE) --no-print-directory -j2 --output-sync=target test-chaos test-faults FAULTS_PARALLEL=3"

@@ -91,7 +91,7 @@ func backlog(t *testing.T, key flinksim.ClusterKey) float64 {
 // scales up through savepoints and resubmissions, and the backlog drains
 // within three applied decisions.
 func TestAutopilotRampScalesUpAndDrainsTheLag(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	w := chain(flinksim.RateShape{Kind: "ramp", Base: 120, Peak: 500, After: flinksim.Duration{Duration: 20 * time.Second}, Ramp: flinksim.Duration{Duration: 20 * time.Second}})
 	ns, key := startAutopilot(t, "ramp", 2, w, fastAutoscaler(v1.AutoscalerApply))
 
@@ -146,7 +146,7 @@ func TestAutopilotRampScalesUpAndDrainsTheLag(t *testing.T) {
 // TestAutopilotScalesDownOnlyAfterTheDelay: 500 records/s on 8 subtasks of
 // each vertex (62%), then 80: the scale-down waits out its 30 s delay.
 func TestAutopilotScalesDownOnlyAfterTheDelay(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	w := chain(flinksim.RateShape{Kind: "drop", Base: 500, Peak: 80, After: flinksim.Duration{Duration: 50 * time.Second}, Ramp: flinksim.Duration{Duration: time.Second}})
 	// Every vertex at 62% before the drop: none is sized down on its own
 	// before it.
@@ -194,7 +194,7 @@ func TestAutopilotScalesDownOnlyAfterTheDelay(t *testing.T) {
 // handles 100 records/s per subtask, so none is outside the band (an idle
 // source or sink would be sized down on its own).
 func TestAutopilotOscillationInsideTheBandChangesNothing(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	w := chain(flinksim.RateShape{Kind: "oscillate", Base: 480, Peak: 640, Period: flinksim.Duration{Duration: 20 * time.Second}})
 	w.Vertices[0].CapacityPerSubtask, w.Vertices[2].CapacityPerSubtask = 100, 100
 	ns, key := startAutopilot(t, "oscillate", 8, w, fastAutoscaler(v1.AutoscalerApply))
@@ -225,7 +225,7 @@ func TestAutopilotOscillationInsideTheBandChangesNothing(t *testing.T) {
 // TestAutopilotRecommendModeChangesOnlyStatus: the same ramp in recommend
 // mode: a decision in status and an event, and nothing else.
 func TestAutopilotRecommendModeChangesOnlyStatus(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	w := chain(flinksim.RateShape{Kind: "constant", Base: 400})
 	ns, key := startAutopilot(t, "recommend", 2, w, fastAutoscaler(v1.AutoscalerRecommend))
 	first := getFC(t, ns, "recommend")
@@ -258,7 +258,7 @@ func TestAutopilotRecommendModeChangesOnlyStatus(t *testing.T) {
 // during the gate; the rollback restores the pre-rescale savepoint at the
 // old parallelism, and the autopilot reverts, blocks and says so.
 func TestAutopilotRescaleWhoseJobFailsIsRolledBack(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	w := chain(flinksim.RateShape{Kind: "constant", Base: 400})
 	ns, key := startAutopilot(t, "rescalefail", 2, w, fastAutoscaler(v1.AutoscalerApply))
 	var newJob string
@@ -307,7 +307,7 @@ func TestAutopilotRescaleWhoseJobFailsIsRolledBack(t *testing.T) {
 // its latest completed checkpoint after the backoff, twice, then leaves
 // it failed and the cluster Degraded.
 func TestJobPastItsRestartStrategyIsRestoredFromItsLatestCheckpoint(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	fc := jobClusterAt(ns, "heal", "1.20.1")
 	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"restart-strategy.type": "none"}
@@ -385,7 +385,7 @@ func hasEvent(t *testing.T, ns, reason string) error {
 // requirements: the same job restarts from its checkpoint at the new
 // parallelism, without a savepoint or a resubmission.
 func TestAutopilotRescalesInPlaceWithTheAdaptiveScheduler(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	key := simKey(ns, "inplace")
 	if err := sim.Engine.SetWorkload(key, chain(flinksim.RateShape{Kind: "constant", Base: 400})); err != nil {

@@ -21,13 +21,13 @@ import (
 // request with pipeline.jobvertex-parallelism-overrides; on 2.0 with the
 // AdaptiveScheduler it is in place, per-vertex resource requirements.
 func TestAutopilotSizesEachVertex(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tc := range []struct {
 		name, version string
 		adaptive      bool
 	}{{"vertex-savepoint", "1.19.3", false}, {"vertex-inplace", "2.0.1", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			sizesEachVertex(t, tc.name, tc.version, tc.adaptive)
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -37,6 +38,16 @@ import (
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
+// parallel is the e2e package's parallel(t) for this external test
+// package, which cannot see it: skipped in the alone group (-e2e.group).
+func parallel(t *testing.T) {
+	t.Helper()
+	if f := flag.Lookup("e2e.group"); f != nil && f.Value.String() == "alone" {
+		t.Skip("runs in the parallel group (-e2e.group)")
+	}
+	t.Parallel()
+}
+
 // TestChartInstallRunsOperator installs the Helm chart into the local
 // platform, then runs the operator binary with exactly the chart's
 // permissions (its kubeconfig impersonates the chart's ServiceAccount; leader
@@ -47,7 +58,7 @@ import (
 // starts a platform of its own: the shared one runs an operator with admin
 // rights, which would reconcile the example whatever the chart grants.
 func TestChartInstallRunsOperator(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	bin := filepath.Join(root, "bin")

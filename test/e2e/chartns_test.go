@@ -38,7 +38,7 @@ import (
 // namespace is ignored: not one request of the operator's touches that
 // namespace (the audit log), and no request is forbidden.
 func TestChartWatchNamespaceIsNamespaced(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	bin := filepath.Join(root, "bin")

@@ -42,7 +42,7 @@ func revisions(t *testing.T, ns string) int {
 // example, wait for Available, scale it with kubectl scale, change its
 // configuration, then delete it.
 func TestReferenceExampleLifecycle(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	kubectl(t, "apply", "-n", ns, "-f", filepath.Join(root, "examples", "realtime-warehouse.yaml"))
@@ -159,6 +159,7 @@ func toAny[T any](items []T) []any {
 // created and checks that the restarted one converges to the same state
 // without duplicate children.
 func TestOperatorRestartConverges(t *testing.T) {
+	alone(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	const n = 5

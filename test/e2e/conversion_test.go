@@ -23,7 +23,7 @@ import (
 // with kubectl, reads back as v1 with spec.kafka.bootstrap.servers, and the
 // operator runs it to Available with the bootstrap servers in its pods.
 func TestLegacyV1alpha1Manifest(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	manifest := filepath.Join(root, "examples", "v1alpha1-legacy.yaml")

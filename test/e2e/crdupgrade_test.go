@@ -31,7 +31,7 @@ import (
 // afterwards the new field is accepted and existing objects survive. Helm
 // alone would leave the old schema in place.
 func TestChartCRDUpgradePath(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	p := platformtest.StartWith(t, platform.Options{BinDir: filepath.Join(root, "bin"), Nodes: 1})
 	ctx := context.Background()
 	c, err := client.New(p.RESTConfig(), client.Options{Scheme: k8s.Scheme()})

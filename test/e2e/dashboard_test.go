@@ -26,7 +26,7 @@ import (
 // panel whose query matches nothing (a renamed metric, a label the operator
 // does not export) fails the test.
 func TestDashboardQueriesReturnSeries(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	if prom == nil {
 		t.Fatal("bin/prometheus is missing: run 'make tools' (make test does it for you)")
 	}

@@ -54,18 +54,43 @@ func helmTry(t *testing.T, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-var externalSecretsCRD sync.Once
+var (
+	externalSecretsCRD   sync.Once
+	externalSecretsCRDOK bool
+)
 
 // installExternalSecretsCRD installs the External Secrets Operator's
 // ExternalSecret CRD from the project's copy (testdata/external-secrets), so
 // the API server validates the ExternalSecret the charts render. No ESO
-// runs: the tests create the Secret it would sync.
+// runs: the tests create the Secret it would sync. It waits by reading the
+// CRD, not with kubectl wait: right after the apply the CRD's
+// status.conditions can still be null, and kubectl wait then fails at once
+// ("accessor error: <nil> is of the type <nil>") instead of waiting.
 func installExternalSecretsCRD(t *testing.T) {
 	t.Helper()
 	externalSecretsCRD.Do(func() {
 		kubectl(t, "apply", "--server-side", "-f", filepath.Join(root, "test", "e2e", "testdata", "external-secrets", "externalsecrets.yaml"))
-		kubectl(t, "wait", "--for=condition=Established", "crd/externalsecrets.external-secrets.io", "--timeout=60s")
+		eventually(t, time.Minute, "the ExternalSecret CRD Established", func() error {
+			crd := &unstructured.Unstructured{}
+			crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+			if err := k8s.Get(context.Background(), client.ObjectKey{Name: "externalsecrets.external-secrets.io"}, crd); err != nil {
+				return err
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+					return nil
+				}
+			}
+			return fmt.Errorf("conditions %v", conds)
+		})
+		externalSecretsCRDOK = true
 	})
+	// A test after the one whose install failed fails too, not on a
+	// missing CRD further on.
+	if !externalSecretsCRDOK {
+		t.Fatal("the ExternalSecret CRD was not installed (see the first test that tried)")
+	}
 }
 
 // syncExternalSecret does what the External Secrets Operator does for an
@@ -157,7 +182,7 @@ func uninstallLeavesNothing(t *testing.T, ns, release string) {
 // install as written (section 2.2; only the namespace is added), waits for
 // the FlinkCluster to be Available, and uninstalls it.
 func TestFlinkChartDesignCommand(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	helmRun(t, "install", "flink-prod", "./charts/flink-jobmanager",
 		"--set", "jobmanager.replicas=3", "--set", "taskmanager.replicas=12",
@@ -178,7 +203,7 @@ func TestFlinkChartDesignCommand(t *testing.T) {
 // cluster Flink cannot run safely (three JobManagers without high
 // availability) are refused by the API server, and helm says why.
 func TestFlinkChartRefusedAtAdmission(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	out, err := helmTry(t, "install", "flink-bad", "./charts/flink-jobmanager", "--namespace", ns,
 		"--set", "jobmanager.replicas=3", "--set", "highAvailability.mode=none")
@@ -197,7 +222,7 @@ func TestFlinkChartRefusedAtAdmission(t *testing.T) {
 // the TaskManagers from 12 to 15 and the operator scales without a new
 // StatefulSet revision; helm uninstall leaves nothing behind.
 func TestFlinkChartProd(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	installExternalSecretsCRD(t)
 	ns := newNamespace(t)
 	const release = "flink-prod"
@@ -260,7 +285,7 @@ func TestFlinkChartProd(t *testing.T) {
 // count below minReplicas without metrics, which this platform lacks), and
 // helm upgrade leaves the count the HPA chose.
 func TestFlinkChartAutoscaler(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	const release = "flink-hpa"
 	explainOnFailure(t, ns, release)
@@ -293,7 +318,7 @@ func TestFlinkChartAutoscaler(t *testing.T) {
 // TestFlinkChartEnvironments installs dev and staging from their values
 // files, waits for each FlinkCluster to be Available, and uninstalls them.
 func TestFlinkChartEnvironments(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	installExternalSecretsCRD(t)
 	for _, env := range []string{"dev", "staging"} {
 		t.Run(env, func(t *testing.T) {

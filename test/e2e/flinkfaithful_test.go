@@ -28,6 +28,7 @@ import (
 // own stop-with-savepoint and no result: the upgrade must still restore
 // from that savepoint, and take no second one.
 func TestStopResultExpiredWhileOperatorDown(t *testing.T) {
+	alone(t)
 	ns := newNamespace(t)
 	fc := jobCluster(ns, "expired")
 	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"rest.async.store-duration": "2s"}
@@ -88,7 +89,7 @@ func TestStopResultExpiredWhileOperatorDown(t *testing.T) {
 // NewestStateUnknown instead of restoring one that may be gone, and restores
 // from the checkpoint the user names.
 func TestJobManagerPodDeletedWithoutHA(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns, key := startJobCluster(t, "jmcrash")
 	jobID := getFC(t, ns, "jmcrash").Status.Job.ID
 	before := simJob(t, key, jobID)

@@ -49,7 +49,7 @@ func deleteAndWait(t *testing.T, ns, name string) {
 // identity (team-a-prod) in a shared ZooKeeper; with the UID in it each
 // cluster runs its own job under its own leader.
 func TestZooKeeperNamesakesDoNotShareHA(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx := context.Background()
 	base := newNamespace(t)
 	nsA, nsB := base+"-a", base
@@ -80,7 +80,7 @@ func TestZooKeeperNamesakesDoNotShareHA(t *testing.T) {
 // job's HA data; the cluster created again under the same name has another
 // identity, so its JobManager recovers nothing and runs exactly its own job.
 func TestRecreatedClusterDoesNotRecoverTheOldJob(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	newCluster := func() *v1.FlinkCluster {
 		fc := jobClusterAt(ns, "again", "1.20.1")
@@ -138,7 +138,7 @@ func stoppedSavepoint(t *testing.T, ns, name string) string {
 // restores it. The run request sends NO_CLAIM, so the new job's
 // checkpoints never delete it: a third cluster restores from it again.
 func TestDeletionStopsTheJobWithASavepoint(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	newCluster := func() *v1.FlinkCluster {
 		fc := jobClusterAt(ns, "final", "2.0.1")
@@ -186,7 +186,7 @@ func TestDeletionStopsTheJobWithASavepoint(t *testing.T) {
 // the savepoint the operator recorded; the API server refuses it and says
 // why.
 func TestClaimModeIsRefusedAtAdmission(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	fc := jobClusterAt(ns, "claim", "1.19.3")
 	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"execution.savepoint-restore-mode": "CLAIM"}

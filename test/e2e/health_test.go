@@ -36,7 +36,7 @@ func warningEvents(t *testing.T, ns, name, reason string) int32 {
 // simulator: one 503 is a Warning event and nothing else; failures in a row
 // make the cluster Degraded; recovery clears it.
 func TestHealthToleratesJitterAndDegradesOnRepeatedFailure(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: "jitter", Namespace: ns}}
 	fc.Spec = v1.FlinkClusterSpec{Version: "1.18.1", JobManager: v1.JobManagerSpec{Replicas: 1},

@@ -49,7 +49,7 @@ func countingServer(t *testing.T, addr string, h http.HandlerFunc) (*httptest.Se
 // polls Flink for the job meanwhile), and tries a changed jarURI, which
 // runs and clears the condition.
 func TestRefusedJarURIs(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	// The e2e operator allows 127.0.0.1 (the jar server); 127.0.0.2 is
 	// loopback too, and not allowed.
 	loopback, loopbackHits := countingServer(t, "127.0.0.2:0", func(w http.ResponseWriter, _ *http.Request) {
@@ -91,7 +91,7 @@ func TestRefusedJarURIs(t *testing.T) {
 		{"streamed", endless.URL + "/fat.jar", "larger than 128 MiB", endlessHits, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			ns := newNamespace(t)
 			fc := jobCluster(ns, tc.name)
 			fc.Spec.Job.JarURI = tc.uri

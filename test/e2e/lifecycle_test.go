@@ -34,10 +34,10 @@ var upgradePaths = []upgradePath{
 
 // eachPath runs a scenario on every upgrade path, in parallel.
 func eachPath(t *testing.T, scenario func(t *testing.T, p upgradePath)) {
-	t.Parallel()
+	parallel(t)
 	for _, p := range upgradePaths {
 		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			scenario(t, p)
 		})
 	}
@@ -260,6 +260,7 @@ func jobFailingAfterUpgradeIsRolledBack(t *testing.T, path upgradePath) {
 // phase of an upgrade and restarts it; each upgrade must end with exactly one
 // savepoint taken and the job restored from it.
 func TestOperatorKilledDuringUpgrade(t *testing.T) {
+	alone(t)
 	ns, key := startJobCluster(t, "killed")
 	for i, step := range []struct {
 		version string
@@ -345,7 +346,7 @@ func suspendAndResume(t *testing.T, path upgradePath) {
 // cannot be fetched: the operator says so in a Warning event and retries
 // with backoff, without rewriting the FlinkCluster on every attempt.
 func TestUnreachableJarIsReportedWithoutWriteLoop(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	fc := jobCluster(ns, "badjar")
 	fc.Spec.Job.JarURI = jarServer.URL + "/artifacts/missing.jar" // answered 404

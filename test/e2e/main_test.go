@@ -3,14 +3,18 @@
 // kubelets), the Flink REST simulator, and the operator binary itself as a
 // separate process, so a test can kill it with SIGKILL mid-flight.
 //
-// Tests that kill or restart the operator, or count pods per node, are not
-// parallel: Go runs them first, one at a time. Every other test is
-// parallel and runs after them (make test-e2e raises -parallel, as the
+// Tests that kill or restart the operator, or count pods per node, call
+// alone(t): Go runs them first, one at a time. Every other test calls
+// parallel(t) and runs after them (make test-e2e raises -parallel, as the
 // tests mostly wait on Flink's and Kubernetes' timers, not the CPU).
+// make test-e2e runs the two kinds in two processes side by side
+// (-e2e.group), each with a platform, simulator and operator of its own, so
+// the alone tests' minute and a half no longer comes before the rest.
 package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,12 +26,15 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/operator"
@@ -53,7 +60,47 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
+// group is which tests this process runs: "alone" (those that kill or
+// restart the operator, or count pods per node), "parallel" (the rest), or
+// "all" (both, the alone ones first: what `go test ./test/e2e/ -run X` does).
+var group = flag.String("e2e.group", "all", "the tests to run: all, alone or parallel")
+
+// aloneRunning is set while an alone test runs: the operator may be killed
+// or stopped only then, so a test that forgets alone(t) fails at once
+// instead of killing the operator under the parallel tests.
+var aloneRunning atomic.Bool
+
+// parallel marks a test that shares the platform and the operator with
+// others; in the alone group it is skipped (a subtest is not: its parent
+// decided).
+func parallel(t *testing.T) {
+	t.Helper()
+	if *group == "alone" && !strings.Contains(t.Name(), "/") {
+		t.Skip("runs in the parallel group (-e2e.group)")
+	}
+	t.Parallel()
+}
+
+// alone marks a test that kills or restarts the operator, or counts pods
+// per node: it runs before every parallel test, one at a time.
+func alone(t *testing.T) {
+	t.Helper()
+	if *group == "parallel" {
+		t.Skip("runs in the alone group (-e2e.group)")
+	}
+	aloneRunning.Store(true)
+	t.Cleanup(func() { aloneRunning.Store(false) })
+}
+
 func run(m *testing.M) int {
+	flag.Parse()
+	// The tests' clients log nothing worth reading; without a logger,
+	// controller-runtime prints a stack trace saying so.
+	ctrllog.SetLogger(logr.Discard())
+	if g := *group; g != "all" && g != "alone" && g != "parallel" {
+		fmt.Fprintf(os.Stderr, "-e2e.group=%s: want all, alone or parallel\n", g)
+		return 2
+	}
 	_, file, _, _ := runtime.Caller(0)
 	root = filepath.Join(filepath.Dir(file), "..", "..")
 	bin := filepath.Join(root, "bin")
@@ -147,7 +194,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "start operator:", err)
 		return 1
 	}
-	defer op.stop()
+	defer op.shutdown()
 
 	if _, err := os.Stat(filepath.Join(bin, "prometheus")); err == nil {
 		token, err := plat.MetricsToken(ctx)
@@ -224,6 +271,7 @@ func (o *operatorProcess) start() error {
 // kill ends the operator without any chance to clean up, as a node failure
 // or an OOM kill would.
 func (o *operatorProcess) kill() {
+	mustBeAlone()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cmd != nil {
@@ -233,7 +281,21 @@ func (o *operatorProcess) kill() {
 	}
 }
 
+// stop ends the operator as Kubernetes would (SIGTERM, then SIGKILL).
 func (o *operatorProcess) stop() {
+	mustBeAlone()
+	o.shutdown()
+}
+
+// mustBeAlone panics unless an alone test runs: killing the operator under
+// parallel tests would fail them at random.
+func mustBeAlone() {
+	if !aloneRunning.Load() {
+		panic("the operator is stopped only by a test that called alone(t)")
+	}
+}
+
+func (o *operatorProcess) shutdown() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cmd != nil {

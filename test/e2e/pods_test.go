@@ -122,6 +122,7 @@ func restrictedNamespace(t *testing.T) string {
 // node, evenly, in a namespace that enforces the restricted Pod Security
 // Standard (which would refuse every pod of a cluster that did not meet it).
 func TestReferenceExampleSpreadsAcrossNodes(t *testing.T) {
+	alone(t)
 	ns := restrictedNamespace(t)
 	const name = "realtime-warehouse"
 	kubectl(t, "apply", "-n", ns, "-f", filepath.Join(root, "examples", "realtime-warehouse.yaml"))
@@ -213,6 +214,7 @@ func poolNodes(t *testing.T, n int) []string {
 // toleration and node selector and runs on the pool, the JobManagers on
 // different pool nodes, and each TaskManager has the template's sidecar.
 func TestPodTemplateOnDedicatedPool(t *testing.T) {
+	alone(t)
 	pool := poolNodes(t, 2)
 	ns := restrictedNamespace(t)
 	const name = "dedicated-pool"

@@ -21,7 +21,7 @@ import (
 // the pods as they are until the savepoint is done, then applies its own
 // rendering and restores the job from that savepoint.
 func TestRenderingChangeSavesStateFirst(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns, key := startJobCluster(t, "rerender")
 	ctx := context.Background()
 	oldJob := getFC(t, ns, "rerender").Status.Job.ID

@@ -61,7 +61,7 @@ func runningFrom(t *testing.T, ns, name string, key flinksim.ClusterKey, not str
 // REST API answers 503 starts nothing until it answers, then takes its
 // savepoint; it never restores the last recorded checkpoint.
 func TestUpgradeDuringRestOutage(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns, key := startJobCluster(t, "outage")
 	oldJob := getFC(t, ns, "outage").Status.Job.ID
 	sim.Engine.InjectUnavailable(key, -1)
@@ -111,7 +111,7 @@ func TestLastStateUpgradeWithDefaultRetention(t *testing.T) {
 // slower than savepointTimeout is followed to its end, not abandoned with
 // the job stopped; the new job restores from the savepoint it produced.
 func TestSlowStopWithSavepointIsFollowed(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns, key := startJobCluster(t, "slowstop")
 	oldJob := getFC(t, ns, "slowstop").Status.Job.ID
 	sim.Engine.SetSavepointFault(key, flinksim.FaultStall)
@@ -132,7 +132,7 @@ func TestSlowStopWithSavepointIsFollowed(t *testing.T) {
 // TestRemovingTheJobKeepsItsState (path 5): removing spec.job stops the
 // job with a savepoint before the pods roll; adding it back restores it.
 func TestRemovingTheJobKeepsItsState(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns, key := startJobCluster(t, "removal")
 	before := getFC(t, ns, "removal")
 	oldJob := before.Status.Job.ID
@@ -154,7 +154,7 @@ func TestRemovingTheJobKeepsItsState(t *testing.T) {
 // job is being verified starts from a savepoint of that job, not from the
 // pre-upgrade savepoint, which a rollback still returns to.
 func TestNewSpecDuringVerification(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns, key := startJobCluster(t, "verifying")
 	patchSpec(t, ns, "verifying", func(fc *v1.FlinkCluster) {
 		fc.Spec.Version = "1.18.1"
@@ -196,7 +196,7 @@ func TestNewSpecDuringVerification(t *testing.T) {
 // (RETAIN_ON_CANCELLATION) and restored from the newest one Flink retains,
 // with Flink's default retention of one.
 func TestHealRestoresTheCheckpointTheCancelKept(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	fc := jobClusterAt(ns, "heal", "1.19.3")
 	fc.Spec.Checkpointing.Retention = 0

@@ -66,6 +66,7 @@ func startReplica(t *testing.T, ns, name string) *exec.Cmd {
 // clusters to the other within 20 s (lease duration 12 s, then its next
 // retry), judged from the API server's audit log.
 func TestShardedReplicas(t *testing.T) {
+	alone(t)
 	op.stop()
 	t.Cleanup(func() {
 		if err := op.start(); err != nil {

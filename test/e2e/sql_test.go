@@ -89,10 +89,10 @@ func vertexNames(j flinksim.JobView) string {
 // aggregation's state rolled back, rescaled; no secret in any ConfigMap or
 // event.
 func TestSQLJobLifecycle(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, c := range []struct{ name, version string }{{"v1-19", "1.19.3"}, {"v2-0", "2.0.1"}} {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			sqlJobLifecycle(t, c.version)
 		})
 	}

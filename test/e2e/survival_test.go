@@ -74,7 +74,7 @@ func hasWarning(t *testing.T, ns, reason string) error {
 // old job beside the new. Afterwards exactly one job runs, the new one,
 // restored from the checkpoint.
 func TestSlowCancelDuringUpgradeWithHA(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	fc := jobClusterAt(ns, "slowcancel", "2.0.1")
 	fc.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
@@ -122,6 +122,7 @@ func TestSlowCancelDuringUpgradeWithHA(t *testing.T) {
 // restores from the same path and fails too. Both are reported, and the
 // operator stops in a condition instead of retrying.
 func TestRestoreFromLostSavepointIsReported(t *testing.T) {
+	alone(t)
 	ns := newNamespace(t)
 	fc := jobClusterAt(ns, "lostsp", "1.19.3")
 	key := startCluster(t, fc)
@@ -181,7 +182,7 @@ func TestRestoreFromLostSavepointIsReported(t *testing.T) {
 // the rollback restores; with no restarts configured Flink marks each
 // FAILED. The rollback ends in RollbackFailed, never in a wait.
 func TestRollbackWhoseJobFails(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	fc := jobClusterAt(ns, "rbfail", "1.17.2")
 	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"restart-strategy.type": "none"}

@@ -26,7 +26,7 @@ var releases = map[string]string{
 // from the minimal spec plus a checkpoint interval, and waits for it to be
 // Available with Flink REST answering in that version.
 func TestEverySupportedMinorRuns(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	for _, m := range flink.SupportedMinors {
 		version, ok := releases[m.String()]
@@ -34,7 +34,7 @@ func TestEverySupportedMinorRuns(t *testing.T) {
 			t.Fatalf("no release listed for supported minor %s", m)
 		}
 		t.Run(m.String(), func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			name := "flink-" + strings.ReplaceAll(m.String(), ".", "-")
 			fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.FlinkClusterSpec{
 				Version:       version,

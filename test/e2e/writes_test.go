@@ -26,6 +26,7 @@ import (
 // one Flink still retains (here 100 checkpoints; with fewer, a checkpoint
 // that would subsume it is written: lifecycle.FlinkProgressOnly).
 func TestJobClusterWrites(t *testing.T) {
+	alone(t)
 	start := time.Now()
 	ns := newNamespace(t)
 	fc := jobCluster(ns, "writes")
