@@ -32,5 +32,6 @@ CREATE TABLE revenue (
   'value.format' = 'json'
 );
 
+-- Refunds (negative amounts) are not revenue.
 INSERT INTO revenue
-SELECT shop, SUM(amount) FROM orders GROUP BY shop;
+SELECT shop, SUM(amount) FROM orders WHERE amount > 0 GROUP BY shop;

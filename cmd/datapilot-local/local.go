@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -237,10 +238,8 @@ func startFlinkSimulator(ctx context.Context, p *platform.Platform, addr string,
 }
 
 func printNextSteps(w io.Writer, p *platform.Platform, flinkREST, webhookURL string) {
-	kubectl := relPath(filepath.Join(p.BinDir(), "kubectl"))
-	kc := fmt.Sprintf("%s --kubeconfig %s", kubectl, relPath(p.KubeconfigPath()))
-	example := relPath(filepath.Join(platform.ProjectRoot(), "examples", "realtime-warehouse.yaml"))
-	jobExample := relPath(filepath.Join(platform.ProjectRoot(), "examples", "streaming-job.yaml"))
+	root := platform.ProjectRoot()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	fmt.Fprintf(w, `
 Datapilot is running on a local control plane (started in %s).
   kubeconfig:  %s
@@ -248,23 +247,44 @@ Datapilot is running on a local control plane (started in %s).
   Flink REST:  %s
   conversion:  %s (data.example.com/v1alpha1 <-> v1)
 
-Next steps, in another terminal:
-  %s apply -f %s
-  %s get fc
-  %s wait --for=condition=Available fc/realtime-warehouse --timeout=120s
-  %s get pods -o wide
+`, p.StartupDuration().Round(time.Millisecond), p.KubeconfigPath(), relPath(filepath.Join(p.StateDir(), "logs")), flinkREST, webhookURL)
+	var steps []platform.TourStep
+	if err == nil {
+		steps = platform.Tour(string(readme))
+	}
+	printTour(w, steps, relPath(root), p.KubeconfigPath(), !strings.Contains(flinkREST, "//"+defaultSimAddr+"/"))
+	fmt.Fprintln(w, "\nPress Ctrl-C to stop everything.")
+}
 
-A cluster with a job, upgraded with a savepoint (the simulator serves the jar
-at /artifacts/; edit the example's jarURI if Flink REST is not on %s):
-  %s apply -f %s
-  %s wait --for=jsonpath='{.status.job.state}'=RUNNING fc/streaming --timeout=120s
-  %s patch fc/streaming --type merge -p '{"spec":{"version":"1.18.1"}}'
-  %s wait --for=condition=Upgrading=false fc/streaming --timeout=4m
-  %s get fc/streaming -o jsonpath='{.status.job.lastSavepoint}'
-
-Press Ctrl-C to stop everything.
-`, p.StartupDuration().Round(time.Millisecond), p.KubeconfigPath(), relPath(filepath.Join(p.StateDir(), "logs")), flinkREST, webhookURL,
-		kc, example, kc, kc, kc, defaultSimAddr, kc, jobExample, kc, kc, kc, kc)
+// printTour prints the README tour's commands, read from the README so
+// that they are the ones it explains. Its commands name bin/ and
+// examples/ from the project root, and the kubeconfig of the default
+// state directory: the export printed is this platform's.
+func printTour(w io.Writer, steps []platform.TourStep, root, kubeconfig string, otherSimAddr bool) {
+	where := ""
+	if root != "." {
+		where = ", in " + root
+	}
+	if len(steps) == 0 {
+		fmt.Fprintf(w, "The tour: README.md, %q (in another terminal%s, export KUBECONFIG=%s).\n", strings.TrimPrefix(platform.TourHeading, "## "), where, kubeconfig)
+		return
+	}
+	fmt.Fprintf(w, "The tour (README.md, %q), in another terminal%s:\n", strings.TrimPrefix(platform.TourHeading, "## "), where)
+	for _, s := range steps {
+		fmt.Fprintln(w)
+		if s.Title != "" {
+			fmt.Fprintf(w, "  # %s\n", s.Title)
+		}
+		for _, l := range s.Lines {
+			if strings.HasPrefix(l, "export KUBECONFIG=") {
+				l = "export KUBECONFIG=" + kubeconfig
+			}
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	if otherSimAddr {
+		fmt.Fprintf(w, "\nFlink REST is not on %s: use its address above in these commands and in the examples' jarURI.\n", defaultSimAddr)
+	}
 }
 
 // logFile creates <dir>/<name>.log for one process's logs.

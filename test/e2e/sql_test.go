@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/platform"
 )
 
 // The secret a SQL job's Kafka tables need; it must never be written
@@ -165,18 +172,8 @@ func sqlJobLifecycle(t *testing.T, version string) {
 	if c.Reason != "ScriptRefused" || !strings.Contains(c.Message, "SQL parse failed.") {
 		t.Fatalf("SQLScriptPlanned = %+v", c)
 	}
-	// Wake the operator (a label) and wait until it has looked at the job
-	// again: the refusal holds on every reconcile, not only the first.
-	// The count is read before the wake: the reconcile it brings may
-	// answer before waitRequests would read its baseline.
-	before := jobRequests(t, key)
-	patchSpec(t, ns, name, func(fc *v1.FlinkCluster) { fc.Labels = map[string]string{"woken": "yes"} })
-	eventually(t, time.Minute, "the operator looked at the job again", func() error {
-		if n := jobRequests(t, key); n <= before {
-			return fmt.Errorf("%d GET /jobs/{jobid}, %d before the wake", n, before)
-		}
-		return nil
-	})
+	// The refusal holds on every reconcile, not only the first.
+	wakeAndWaitForJobPoll(t, ns, name)
 	if j := simJob(t, key, upgraded); j.State != flink.JobRunning || j.StopsTriggered != 0 || j.SavepointsTriggered != 0 {
 		t.Fatalf("the running job after a refused script: %s, %d stops, %d savepoints", j.State, j.StopsTriggered, j.SavepointsTriggered)
 	}
@@ -240,11 +237,153 @@ func sqlJobLifecycle(t *testing.T, version string) {
 	}
 }
 
-func jobRequests(t *testing.T, key flinksim.ClusterKey) int {
+// wakeAndWaitForJobPoll wakes the operator (a label) and waits until it
+// has looked at the cluster's job again. The count is read before the
+// wake: the reconcile it brings may answer before waitRequests would read
+// its baseline.
+func wakeAndWaitForJobPoll(t *testing.T, ns, name string) {
 	t.Helper()
-	view, err := sim.Engine.View(key)
+	key := simKey(ns, name)
+	before := requests(t, key, "GET /jobs/{jobid}")
+	patchSpec(t, ns, name, func(fc *v1.FlinkCluster) { fc.Labels = map[string]string{"woken": "yes"} })
+	waitRequestsSince(t, key, "GET /jobs/{jobid}", before, 1)
+}
+
+// TestSQLTour runs the README tour's SQL step as written, on the
+// example's own files: each command of its shell block, from the project
+// root, in a namespace of the test's own (the kubeconfig's context), the
+// example's timers scaled down. Applied, running; a changed query upgraded
+// through a savepoint it restores from; a script that does not parse
+// refused while the job runs on.
+func TestSQLTour(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	const name = "revenue"
+	key := simKey(ns, name)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	raw, err := os.ReadFile(plat.KubeconfigPath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return view.Requests["GET /jobs/{jobid}"]
+	if err := os.WriteFile(kubeconfig, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tourShell(t, kubeconfig, "bin/kubectl config set-context --current --namespace="+ns)
+	manifest := scaledSQLExample(t)
+
+	var first, upgraded, last string
+	for _, cmd := range tourStep(t, "A SQL job").Commands() {
+		const apply = "bin/kubectl apply -f examples/sql-job.yaml"
+		if strings.Contains(cmd, apply) {
+			cmd = strings.Replace(cmd, apply, "bin/kubectl apply -f "+manifest, 1)
+		}
+		last = tourShell(t, kubeconfig, cmd)
+		switch {
+		case strings.Contains(cmd, "=RUNNING fc/revenue"):
+			first = getFC(t, ns, name).Status.Job.ID
+			if j := simJob(t, key, first); j.Name != "revenue-per-shop" || j.State != flink.JobRunning {
+				t.Fatalf("the example's job %s %q: %s", j.ID, j.Name, j.State)
+			}
+		case strings.Contains(cmd, "--for=condition=Upgrading=false"):
+			fc := getFC(t, ns, name)
+			if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionUpgrading); c == nil || c.Reason != "UpgradeSucceeded" {
+				t.Fatalf("the changed query's upgrade: %+v", c)
+			}
+			deployed := &v1.FlinkClusterSpec{}
+			if err := json.Unmarshal(fc.Status.DeployedSpec.Raw, deployed); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(deployed.Job.SQL.Script, "amount > 0 AND shop <> 'demo'") {
+				t.Fatalf("deployed script:\n%s", deployed.Job.SQL.Script)
+			}
+			if old := simJob(t, key, first); old.StopsTriggered != 1 || old.State != flink.JobFinished {
+				t.Errorf("the example's first job: %d stops, %s", old.StopsTriggered, old.State)
+			}
+			upgraded = fc.Status.Job.ID
+			nw := simJob(t, key, upgraded)
+			if sp := fc.Status.Job.LastSavepoint; upgraded == first || sp == nil || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != sp.Path {
+				t.Fatalf("upgraded job %s restored from %+v, last savepoint %+v", upgraded, nw.RestoredFrom, sp)
+			}
+		case strings.Contains(cmd, "{.status.job.restoredFrom}"):
+			if sp := getFC(t, ns, name).Status.Job.LastSavepoint; last != sp.Path {
+				t.Errorf("the tour prints restoredFrom %q, the savepoint is %s", last, sp.Path)
+			}
+		}
+	}
+	if first == "" || upgraded == "" {
+		t.Fatalf("the tour's SQL step no longer waits for the job (%q) or its upgrade (%q)", first, upgraded)
+	}
+
+	// The broken script: what the tour prints last, the condition, the
+	// event, and the running job untouched on later reconciles too.
+	if !strings.HasPrefix(last, "RUNNING: Flink refused the new SQL script; the running job keeps running: ") || !strings.Contains(last, "SQL parse failed.") {
+		t.Fatalf("the tour's last command printed %q", last)
+	}
+	fc := getFC(t, ns, name)
+	if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionSQLScriptPlanned); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ScriptRefused" {
+		t.Fatalf("SQLScriptPlanned = %+v", c)
+	}
+	eventually(t, 30*time.Second, "a SQLScriptRefused event", func() error { return hasEvent(t, ns, "SQLScriptRefused") })
+	wakeAndWaitForJobPoll(t, ns, name)
+	if j := simJob(t, key, upgraded); j.State != flink.JobRunning || j.StopsTriggered != 0 || j.SavepointsTriggered != 0 {
+		t.Fatalf("the running job after the broken script: %s, %d stops, %d savepoints", j.State, j.StopsTriggered, j.SavepointsTriggered)
+	}
+	if fc := getFC(t, ns, name); fc.Status.Job.ID != upgraded || fc.Status.Upgrade != nil {
+		t.Fatalf("the broken script started an upgrade: job %s, upgrade %+v", fc.Status.Job.ID, fc.Status.Upgrade)
+	}
+}
+
+// tourStep is the step of the README's tour whose title starts so.
+func tourStep(t *testing.T, title string) platform.TourStep {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range platform.Tour(string(raw)) {
+		if strings.HasPrefix(s.Title, title) {
+			return s
+		}
+	}
+	t.Fatalf("the README's tour has no step %q", title)
+	return platform.TourStep{}
+}
+
+// tourShell runs one of the tour's commands as a reader would: sh, in
+// the project root, with KUBECONFIG set; it returns what it printed.
+func tourShell(t *testing.T, kubeconfig, cmd string) string {
+	t.Helper()
+	c := exec.Command("sh", "-c", cmd)
+	c.Dir, c.Env = root, append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	if err := c.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s%s", cmd, err, out.String(), errOut.String())
+	}
+	return out.String()
+}
+
+// scaledSQLExample is examples/sql-job.yaml with its timers scaled down
+// (checkpoints each second, shorter upgrade timeouts), in a file.
+func scaledSQLExample(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "examples", "sql-job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &v1.FlinkCluster{}
+	if err := yaml.UnmarshalStrict(raw, fc); err != nil {
+		t.Fatal(err)
+	}
+	fc.Spec.Checkpointing.Interval = "1s"
+	fc.Spec.UpgradePolicy.StabilityTimeout, fc.Spec.UpgradePolicy.SavepointTimeout = "30s", "20s"
+	out, err := yaml.Marshal(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sql-job.yaml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
