@@ -256,7 +256,7 @@ func wakeAndWaitForJobPoll(t *testing.T, ns, name string) {
 // through a savepoint it restores from; a script that does not parse
 // refused while the job runs on.
 func TestSQLTour(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ns := newNamespace(t)
 	const name = "revenue"
 	key := simKey(ns, name)
