@@ -25,6 +25,7 @@ func main() {
 	out := flag.String("out", "bench/AUTOPILOT.md", "results file to write")
 	flag.StringVar(&trace, "trace", "", "print the rescales of the policies whose name contains this")
 	b := flag.Int("boundary", 0, "Datapilot's spec.autoscaler.utilizationBoundaryPercent (0: the default, 20)")
+	flag.StringVar(&climbHorizon, "climb-horizon", "", "Datapilot's spec.autoscaler.climbHorizon (empty: the default, 1h)")
 	flag.Parse()
 	boundary = int32(*b)
 	start := time.Now()
@@ -158,6 +159,9 @@ var trace string
 
 // boundary is Datapilot's utilization boundary, in percent (0: default).
 var boundary int32
+
+// climbHorizon is Datapilot's climb horizon ("": default).
+var climbHorizon string
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
