@@ -270,6 +270,12 @@ type AutoscalerStatus struct {
 type PendingScaleDown struct {
 	Since       metav1.Time `json:"since"`
 	Parallelism int32       `json:"parallelism"`
+	// MergedFrom is when the merge began: the first recommendation a
+	// metric window after Since (the ones before it still averaged
+	// samples from before the scale-down was first recommended, and only
+	// the first of them is held until then).
+	// +optional
+	MergedFrom *metav1.Time `json:"mergedFrom,omitempty"`
 	// Vertices are the highest recommended for each vertex meanwhile.
 	// +optional
 	// +listType=map

@@ -671,6 +671,10 @@ func (in *KafkaTLS) DeepCopy() *KafkaTLS {
 func (in *PendingScaleDown) DeepCopyInto(out *PendingScaleDown) {
 	*out = *in
 	in.Since.DeepCopyInto(&out.Since)
+	if in.MergedFrom != nil {
+		in, out := &in.MergedFrom, &out.MergedFrom
+		*out = (*in).DeepCopy()
+	}
 	if in.Vertices != nil {
 		in, out := &in.Vertices, &out.Vertices
 		*out = make([]VertexParallelism, len(*in))

@@ -180,15 +180,18 @@ func Decide(in Input) Outcome {
 			return o
 		}
 		// Merged: the least reduction recommended during the delay wins,
-		// vertex by vertex; but during its first metric window a
-		// recommendation still averages samples from before the delay
-		// (a spike that has passed, the higher rate of a load that has
-		// since fallen), and only the latest of them counts.
-		if in.Now.Sub(ps.Since.Time) < p.Window {
-			ps.Parallelism, ps.Vertices = rec.To, Parallelisms(rec.PerVertex)
-		} else {
+		// vertex by vertex. A recommendation within a metric window of
+		// the first still averages samples from before the delay (a
+		// spike that has passed, the higher rate of a load that has
+		// since fallen): the merge starts from the first one past it
+		// (until then the first is held, and the status does not move).
+		switch {
+		case ps.MergedFrom != nil:
 			ps.Parallelism = max(ps.Parallelism, rec.To)
 			ps.Vertices = mergeHighest(ps.Vertices, rec.PerVertex)
+		case in.Now.Sub(ps.Since.Time) >= p.Window || in.Now.Sub(ps.Since.Time) >= p.ScaleDownDelay:
+			from := metav1.NewTime(in.Now.Truncate(time.Second))
+			ps.Parallelism, ps.Vertices, ps.MergedFrom = rec.To, Parallelisms(rec.PerVertex), &from
 		}
 		if in.Now.Sub(ps.Since.Time) < p.ScaleDownDelay {
 			o.cond(metav1.ConditionFalse, ReasonPending, fmt.Sprintf("Scale-down to %d (the highest recommended since %s) waits until %s: %s",

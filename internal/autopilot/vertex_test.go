@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -204,18 +205,23 @@ func TestScaleDownPerVertexMerged(t *testing.T) {
 }
 
 // During the delay's first metric window a recommendation still
-// averages samples from before it (here, a spike that has passed): only
-// the latest of them is merged.
+// averages samples from before it (here, a spike that has passed): the
+// merge starts a window after the first recommendation, which is held
+// until then without a change to the status.
 func TestScaleDownMergesFromTheDelaysFirstFullWindow(t *testing.T) {
 	p := policy()
 	o := decide(p, v1.AutoscalerStatus{}, recOf("", needs(20, 15, 20, 15)), t0)
+	first := o.Status.DeepCopy()
 	o = decide(p, o.Status, recOf("", needs(20, 12, 20, 12)), t0.Add(p.Window/2))
 	o = decide(p, o.Status, recOf("", needs(20, 8, 20, 8)), t0.Add(p.Window-time.Second))
-	if ps := o.Status.PendingScaleDown; ps == nil || ps.Parallelism != 8 || !ps.Since.Equal(&metav1.Time{Time: t0}) {
+	if !equality.Semantic.DeepEqual(o.Status, *first) {
+		t.Fatalf("the status moved within the first window: %+v", o.Status.PendingScaleDown)
+	}
+	// From a window after the first on, the highest wins.
+	o = decide(p, o.Status, recOf("", needs(20, 10, 20, 10)), t0.Add(p.Window))
+	if ps := o.Status.PendingScaleDown; ps == nil || ps.Parallelism != 10 || ps.MergedFrom == nil || !ps.Since.Equal(&metav1.Time{Time: t0}) {
 		t.Fatalf("pending %+v", ps)
 	}
-	// From the first full window on, the highest wins.
-	o = decide(p, o.Status, recOf("", needs(20, 10, 20, 10)), t0.Add(p.Window))
 	o = decide(p, o.Status, recOf("", needs(20, 6, 20, 6)), t0.Add(2*p.Window))
 	o = decide(p, o.Status, recOf("", needs(20, 6, 20, 6)), t0.Add(p.ScaleDownDelay))
 	if o.Apply != 10 {
