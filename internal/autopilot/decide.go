@@ -458,8 +458,9 @@ func appliedSince(ds []v1.AutoscalerDecision, t time.Time) int {
 // yet the rate rose by less than ineffectiveGain of what the added
 // parallelism should have given (capped by the demand it was sized for).
 // With the vertices recorded, each vertex scaled up is judged by its own
-// records in, and the ones that did not help are returned, each at the
-// parallelism it runs at (the block's limit).
+// processing rate (see ineffectiveVertices), and the ones that did not
+// help are returned, each at the parallelism it runs at (the block's
+// limit) with the processing rate it has there.
 func ineffective(st *v1.AutoscalerStatus, rec Recommendation) (string, []v1.BlockedVertex, bool) {
 	if len(st.Decisions) == 0 {
 		return "", nil, false
