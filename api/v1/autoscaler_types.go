@@ -123,6 +123,18 @@ type AutoscalerSpec struct {
 	// +kubebuilder:default="15m"
 	CatchUpDuration string `json:"catchUpDuration,omitempty"`
 
+	// ClimbHorizon is how far ahead a scale-up is sized while the arrival
+	// rate climbs: when it rose through the whole metric window, the
+	// vertices are sized for the rate the climb (at its slowest pace in
+	// the window) reaches within the horizon, so the next scale-up comes
+	// later. Whether to scale up is still judged on the rate now; "0s"
+	// sizes for the rate now.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:default="1h"
+	ClimbHorizon string `json:"climbHorizon,omitempty"`
+
 	// MaxRescalesPerHour caps the rescales applied in any hour.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
@@ -258,6 +270,12 @@ type AutoscalerStatus struct {
 type PendingScaleDown struct {
 	Since       metav1.Time `json:"since"`
 	Parallelism int32       `json:"parallelism"`
+	// MergedFrom is when the merge began: the first recommendation a
+	// metric window after Since (the ones before it still averaged
+	// samples from before the scale-down was first recommended, and only
+	// the first of them is held until then).
+	// +optional
+	MergedFrom *metav1.Time `json:"mergedFrom,omitempty"`
 	// Vertices are the highest recommended for each vertex meanwhile.
 	// +optional
 	// +listType=map
@@ -302,7 +320,18 @@ type AutoscalerBlock struct {
 	// +listType=map
 	// +listMapKey=id
 	// +kubebuilder:validation:MaxItems=256
-	Vertices []VertexParallelism `json:"vertices,omitempty"`
+	Vertices []BlockedVertex `json:"vertices,omitempty"`
+}
+
+// BlockedVertex is one vertex a block holds.
+type BlockedVertex struct {
+	VertexParallelism `json:",inline"`
+	// ProcessingRate is, for a vertex whose scale-up did not help, the
+	// records per second all its subtasks processed at full busy time
+	// when it was blocked: one 50% higher (what held it back was
+	// relieved) lifts the block.
+	// +optional
+	ProcessingRate int64 `json:"processingRate,omitempty"`
 }
 
 // AutoscalerDecision is one decision with the numbers behind it.
@@ -388,6 +417,15 @@ type DecisionInputs struct {
 	// meanwhile is added to the backlog the target rate drains.
 	// +optional
 	RestartSeconds int64 `json:"restartSeconds,omitempty"`
+	// ArrivalClimb is how fast the arrival rate climbed, in records/s per
+	// hour, when it rose through the whole window (zero otherwise).
+	// +optional
+	ArrivalClimb int64 `json:"arrivalClimb,omitempty"`
+	// AheadRate is, on such a climb, the target rate the vertices were
+	// sized for: the target rate where the climb takes it within
+	// spec.autoscaler.climbHorizon.
+	// +optional
+	AheadRate int64 `json:"aheadRate,omitempty"`
 }
 
 // HealingStatus is what the operator did to heal the job.

@@ -16,12 +16,16 @@ import (
 //     interval 5 min: after a rescale, 5 minutes of no metrics, then a full
 //     window before the next evaluation; the operator evaluates once a
 //     reconcile, every minute;
-//   - job.autoscaler.catch-up.duration 30 min: a source's target rate is
-//     its input rate plus its lag over the catch-up duration;
+//   - job.autoscaler.catch-up.duration 30 min and job.autoscaler.restart.
+//     time 5 min: a vertex is sized for its catch-up rate (a source's lag
+//     over the catch-up duration), plus what arrives during the restart
+//     over the catch-up duration, plus its input rate over the target
+//     utilization (AutoScalerUtils#getTargetProcessingCapacity);
 //   - job.autoscaler.scale-down.interval 1 h: a vertex's scale-down waits
 //     an hour from its first recommendation, then goes to the highest
-//     recommended meanwhile; job.autoscaler.scale-down.max-factor 0.6: no
-//     vertex loses more than 60% of its subtasks at once;
+//     recommended meanwhile, and a rescale clears every delayed one;
+//     job.autoscaler.scale-down.max-factor 0.6: no vertex loses more
+//     than 60% of its subtasks at once;
 //   - job.autoscaler.metrics.busy-time.aggregator MAX: a vertex's true
 //     processing rate is its records in over its busiest subtask's busy
 //     time;
@@ -31,8 +35,10 @@ import (
 //     partitions (a source) or of the max parallelism (the others).
 //
 // Not modelled: the effectiveness detection (off by default), the memory
-// tuning, the scale-up max factor (unbounded by default) and the
-// observed restart time (off by default).
+// tuning, the scale-up max factor (unbounded by default), the restart
+// time observed from the history (off by default: the configured 5 min
+// is used) and the wider band of later releases while a backlog is
+// processed.
 type apache struct {
 	// down is each vertex's pending scale-down: first seen, and the
 	// highest recommended since.
@@ -52,6 +58,7 @@ const (
 	apacheDownInterval  = 3600
 	apacheCatchUp       = 30 * 60
 	apacheDownFactor    = 0.6
+	apacheRestart       = 5 * 60
 )
 
 func newApache() *apache { return &apache{down: map[int]pendingDown{}} }
@@ -118,12 +125,28 @@ func (a *apache) decide(j *jobState) []int {
 	if !ok {
 		return nil
 	}
-	target := make([]float64, len(j.models))
-	target[0] = math.Max(w.read+w.growth, 0) + w.lag/apacheCatchUp
-	for i := 1; i < len(target); i++ {
+	// Each vertex's target data rate (the source's: its input rate plus
+	// its lag's growth) and catch-up rate (the source's: its lag over the
+	// catch-up duration), through each edge's output ratio.
+	input, catchUp := make([]float64, len(j.models)), make([]float64, len(j.models))
+	input[0], catchUp[0] = math.Max(w.read+w.growth, 0), w.lag/apacheCatchUp
+	for i := 1; i < len(input); i++ {
 		if w.in[i-1] > 0 {
-			target[i] = target[i-1] * w.out[i-1] / w.in[i-1]
+			ratio := w.out[i-1] / w.in[i-1]
+			input[i], catchUp[i] = input[i-1]*ratio, catchUp[i-1]*ratio
 		}
+	}
+	// The capacity a vertex needs at a utilization
+	// (AutoScalerUtils#getTargetProcessingCapacity): the catch-up rate,
+	// plus, with the restart, what arrives during job.autoscaler.
+	// restart.time over the catch-up duration, plus the input rate over
+	// the utilization.
+	capacity := func(i int, util float64, restart bool) float64 {
+		c := catchUp[i] + input[i]/util
+		if restart {
+			c += input[i] * apacheRestart / apacheCatchUp
+		}
+		return c
 	}
 	outside := false
 	need := make([]int, len(j.par))
@@ -133,17 +156,26 @@ func (a *apache) decide(j *jobState) []int {
 		if w.in[i] <= 0 || busy <= 0 {
 			continue
 		}
-		rate := w.in[i] / (float64(p) * busy)
-		util := target[i] / (rate * float64(p))
-		outside = outside || util < apacheTarget-apacheBoundary || util > apacheTarget+apacheBoundary
-		n := int(math.Ceil(target[i] / (rate * apacheTarget)))
-		n = max(n, int(math.Ceil(float64(p)*(1-apacheDownFactor))), 1)
-		n = min(n, maxParallelism)
+		// The true processing rate of all its subtasks; outside the band
+		// when below the capacity needed at the upper utilization (no
+		// restart) or above the one at the lower (with it)
+		// (ScalingMetricEvaluator#computeProcessingRateThresholds).
+		tpr := w.in[i] / busy
+		outside = outside || tpr < capacity(i, apacheTarget+apacheBoundary, false) || tpr > capacity(i, apacheTarget-apacheBoundary, true)
+		factor := math.Max(capacity(i, apacheTarget, true)/tpr, 1-apacheDownFactor)
+		n := int(math.Ceil(factor * float64(p)))
+		n = min(max(n, 1), maxParallelism)
 		keys := maxKeys
 		if i == 0 {
 			keys = partitions
 		}
-		for q := n; q <= maxParallelism; q++ {
+		// Up to a divisor, a scale-down no further than what it runs
+		// (JobVertexScaler#scale).
+		upper := maxParallelism
+		if n < p {
+			upper = p
+		}
+		for q := n; q <= upper; q++ {
 			if keys%q == 0 {
 				n = q
 				break
@@ -180,5 +212,8 @@ func (a *apache) decide(j *jobState) []int {
 	if !change {
 		return nil
 	}
+	// A rescale clears every delayed scale-down (ScalingExecutor: "clear
+	// all delayed scale down requests after scaling").
+	a.down = map[int]pendingDown{}
 	return next
 }

@@ -12,9 +12,9 @@ import (
 
 // datapilot is the operator's policy with the API's defaults (a 10 min
 // window, 5 min of stabilization, a 1 h scale-down delay, 15 min of
-// catch-up, 70% ± 20%, at most 3 rescales an hour), called as the
-// controller calls it: Evaluate, Decide, and Settle once the job runs at
-// the new parallelism.
+// catch-up, a 1 h climb horizon, 70% ± 20%, at most 3 rescales an hour),
+// called as the controller calls it: Evaluate, Decide, and Settle once
+// the job runs at the new parallelism.
 type datapilot struct {
 	p       autopilot.Policy
 	st      v1.AutoscalerStatus
@@ -23,7 +23,7 @@ type datapilot struct {
 
 func newDatapilot() *datapilot {
 	p, _ := autopilot.PolicyFor(&v1.FlinkClusterSpec{TaskManager: v1.TaskManagerSpec{Replicas: 1, Slots: slots}, Job: &v1.JobSpec{},
-		Autoscaler: &v1.AutoscalerSpec{MaxParallelism: maxParallelism, MaxTaskManagers: maxTMs, UtilizationBoundaryPercent: boundary}})
+		Autoscaler: &v1.AutoscalerSpec{MaxParallelism: maxParallelism, MaxTaskManagers: maxTMs, UtilizationBoundaryPercent: boundary, ClimbHorizon: climbHorizon}})
 	return &datapilot{p: p}
 }
 

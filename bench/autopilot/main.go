@@ -25,6 +25,7 @@ func main() {
 	out := flag.String("out", "bench/AUTOPILOT.md", "results file to write")
 	flag.StringVar(&trace, "trace", "", "print the rescales of the policies whose name contains this")
 	b := flag.Int("boundary", 0, "Datapilot's spec.autoscaler.utilizationBoundaryPercent (0: the default, 20)")
+	flag.StringVar(&climbHorizon, "climb-horizon", "", "Datapilot's spec.autoscaler.climbHorizon (empty: the default, 1h)")
 	flag.Parse()
 	boundary = int32(*b)
 	start := time.Now()
@@ -158,6 +159,9 @@ var trace string
 
 // boundary is Datapilot's utilization boundary, in percent (0: default).
 var boundary int32
+
+// climbHorizon is Datapilot's climb horizon ("": default).
+var climbHorizon string
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -307,9 +311,19 @@ func shrinks(from, to []int) bool {
 
 // sizeFor is each vertex's parallelism for a steady rate at 70% busy,
 // rounded up as the autopilot rounds (partitions for the source, key
-// groups for the others): what the oracle and the fixed policy run.
+// groups for the others): what the oracle and the fixed policy run. A
+// vertex that more subtasks do not relieve (a total capacity) bounds
+// what flows through every vertex, upstream of it too (backpressure), so
+// each is sized for no more than that.
 func sizeFor(models []flinksim.VertexModel, rate float64) []int {
 	out := make([]int, len(models))
+	gain := 1.0
+	for _, m := range models {
+		if m.TotalCapacity > 0 {
+			rate = math.Min(rate, m.TotalCapacity/gain)
+		}
+		gain *= selectivity(m)
+	}
 	in := rate
 	for i, m := range models {
 		p := 1
@@ -327,13 +341,16 @@ func sizeFor(models []flinksim.VertexModel, rate float64) []int {
 			}
 		}
 		out[i] = p
-		sel := m.Selectivity
-		if sel == 0 {
-			sel = 1
-		}
-		in *= sel
+		in *= selectivity(m)
 	}
 	return out
+}
+
+func selectivity(m flinksim.VertexModel) float64 {
+	if m.Selectivity == 0 {
+		return 1
+	}
+	return m.Selectivity
 }
 
 // fits says p subtasks take in at 70% busy, the hottest one included,

@@ -2,6 +2,7 @@ package autopilot
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -136,8 +137,12 @@ func Decide(in Input) Outcome {
 	case Up:
 		st.PendingScaleDown = nil
 		if why, vertices, ok := ineffective(st, rec); ok {
+			until := p.blockFor()
+			if len(vertices) > 0 {
+				until = p.ineffectiveFor()
+			}
 			st.Blocked = &v1.AutoscalerBlock{Reason: ReasonIneffective, Message: why, Parallelism: current,
-				ArrivalRate: rec.Inputs.ArrivalRate, Until: metav1.NewTime(in.Now.Add(p.blockFor())), Vertices: vertices}
+				ArrivalRate: rec.Inputs.ArrivalRate, Until: metav1.NewTime(in.Now.Add(until)), Vertices: vertices}
 			o.record(in, rec, ReasonIneffective, ResultRefused, rec.From, why)
 			o.event(true, ReasonIneffective, "%s", why)
 			o.cond(metav1.ConditionFalse, ReasonIneffective, why)
@@ -175,9 +180,19 @@ func Decide(in Input) Outcome {
 			return o
 		}
 		// Merged: the least reduction recommended during the delay wins,
-		// vertex by vertex.
-		ps.Parallelism = max(ps.Parallelism, rec.To)
-		ps.Vertices = mergeHighest(ps.Vertices, rec.PerVertex)
+		// vertex by vertex. A recommendation within a metric window of
+		// the first still averages samples from before the delay (a
+		// spike that has passed, the higher rate of a load that has
+		// since fallen): the merge starts from the first one past it
+		// (until then the first is held, and the status does not move).
+		switch {
+		case ps.MergedFrom != nil:
+			ps.Parallelism = max(ps.Parallelism, rec.To)
+			ps.Vertices = mergeHighest(ps.Vertices, rec.PerVertex)
+		case in.Now.Sub(ps.Since.Time) >= p.Window || in.Now.Sub(ps.Since.Time) >= p.ScaleDownDelay:
+			from := metav1.NewTime(in.Now.Truncate(time.Second))
+			ps.Parallelism, ps.Vertices, ps.MergedFrom = rec.To, Parallelisms(rec.PerVertex), &from
+		}
 		if in.Now.Sub(ps.Since.Time) < p.ScaleDownDelay {
 			o.cond(metav1.ConditionFalse, ReasonPending, fmt.Sprintf("Scale-down to %d (the highest recommended since %s) waits until %s: %s",
 				ps.Parallelism, ps.Since.UTC().Format(time.RFC3339), ps.Since.Add(p.ScaleDownDelay).UTC().Format(time.RFC3339), summary))
@@ -247,21 +262,31 @@ func (o *Outcome) rescale(in Input, rec Recommendation, to int32) {
 	o.cond(metav1.ConditionTrue, ReasonInFlight, fmt.Sprintf("Rescaling from %d to %d: %s", rec.From, to, rec.Message))
 }
 
-// worthIt says a scale-down is worth a restart: it frees a TaskManager,
-// or a quarter of the job's subtasks (which share the slots, but not the
-// CPU, memory and network buffers).
+// worthIt says a scale-down is worth a restart: it frees as large a
+// share of the TaskManagers as a vertex leaving the band below frees at
+// least, going from the band's lower edge to the target:
+// boundary/target, 2/7 with the defaults (at most a half). A smaller one
+// is left to grow: on a load still falling the next one frees more in
+// one restart, and on a load that stopped the saving is small. A job at
+// its floor of TaskManagers can free none: for it the share is of its
+// subtasks (which share the slots, but not the CPU, memory and network
+// buffers).
 func worthIt(p Policy, rec Recommendation, to int32) (string, bool) {
-	if p.TaskManagers(to) < p.TaskManagers(rec.From) {
+	share := min(p.Boundary/p.Target, 0.5)
+	enough := func(from, left int32) bool { return from > left && float64(from-left) >= share*float64(from)-1e-9 }
+	fromTMs, toTMs := p.TaskManagers(rec.From), p.TaskManagers(to)
+	if enough(fromTMs, toTMs) {
 		return "", true
 	}
 	var from, left int32
 	for _, n := range rec.PerVertex {
 		from, left = from+n.From, left+n.To
 	}
-	if len(rec.PerVertex) > 0 && 4*left <= 3*from {
+	if fromTMs <= p.FloorTMs && len(rec.PerVertex) > 0 && enough(from, left) {
 		return "", true
 	}
-	return fmt.Sprintf("The scale-down from %d to %d frees no TaskManager and less than a quarter of the subtasks: not worth a restart", rec.From, to), false
+	return fmt.Sprintf("The scale-down from %d to %d frees %d of %d TaskManagers and %d of %d subtasks, less than %.0f%%: not worth a restart",
+		rec.From, to, fromTMs-toTMs, fromTMs, from-left, from, share*100), false
 }
 
 // lastRecommended is the newest decision, when it is a recommendation.
@@ -433,9 +458,10 @@ func appliedSince(ds []v1.AutoscalerDecision, t time.Time) int {
 // yet the rate rose by less than ineffectiveGain of what the added
 // parallelism should have given (capped by the demand it was sized for).
 // With the vertices recorded, each vertex scaled up is judged by its own
-// records in, and the ones that did not help are returned, each at the
-// parallelism it runs at (the block's limit).
-func ineffective(st *v1.AutoscalerStatus, rec Recommendation) (string, []v1.VertexParallelism, bool) {
+// processing rate (see ineffectiveVertices), and the ones that did not
+// help are returned, each at the parallelism it runs at (the block's
+// limit) with the processing rate it has there.
+func ineffective(st *v1.AutoscalerStatus, rec Recommendation) (string, []v1.BlockedVertex, bool) {
 	if len(st.Decisions) == 0 {
 		return "", nil, false
 	}
@@ -466,22 +492,31 @@ func gainOf(before, now, from, to, target float64) (gain, expected float64, ok b
 	return gain, expected, gain < ineffectiveGain
 }
 
-func ineffectiveVertices(last v1.AutoscalerDecision, rec Recommendation) (string, []v1.VertexParallelism, bool) {
-	var out []v1.VertexParallelism
+// ineffectiveVertices judges each vertex scaled up by its processing
+// rate (what all its subtasks process at full busy time, its records in
+// over its busy time), as the Apache autoscaler does
+// (JobVertexScaler#detectIneffectiveScaleUp compares true processing
+// rates): what it takes in follows the demand, which after a step
+// change says nothing of what the subtasks added, while a processing
+// rate that stays where it was says they add nothing (a bottleneck
+// downstream, an external system that more writers do not relieve).
+func ineffectiveVertices(last v1.AutoscalerDecision, rec Recommendation) (string, []v1.BlockedVertex, bool) {
+	var out []v1.BlockedVertex
 	var why []string
 	for _, d := range last.Vertices {
-		if d.To <= d.From {
+		if d.To <= d.From || d.ProcessingRate <= 0 {
 			continue
 		}
 		for _, n := range rec.PerVertex {
-			if n.ID != d.ID || n.From != d.To || n.To <= n.From {
+			if n.ID != d.ID || n.From != d.To || n.To <= n.From || math.IsInf(n.ProcessingRate, 1) {
 				continue
 			}
-			before := float64(d.ProcessingRate) * float64(d.From) * float64(d.BusyMsPerSecond) / 1000
-			if gain, expected, ok := gainOf(before, n.In, float64(d.From), float64(d.To), float64(d.TargetRate)); ok {
-				out = append(out, v1.VertexParallelism{ID: n.ID, Name: n.Name, Parallelism: n.From})
-				why = append(why, fmt.Sprintf("%s %d→%d takes in %.0f records/s, against %.0f before and %.0f expected (%.0f%% of the expected gain)",
-					n.Name, d.From, d.To, n.In, before, expected, gain*100))
+			before, now := float64(d.ProcessingRate)*float64(d.From), n.ProcessingRate*float64(n.From)
+			expected := before * float64(d.To) / float64(d.From)
+			if gain := (now - before) / (expected - before); gain < ineffectiveGain {
+				out = append(out, v1.BlockedVertex{VertexParallelism: v1.VertexParallelism{ID: n.ID, Name: n.Name, Parallelism: n.From}, ProcessingRate: round(now)})
+				why = append(why, fmt.Sprintf("%s %d→%d processes %.0f records/s at full busy time, against %.0f before and %.0f expected (%.0f%% of the expected gain)",
+					n.Name, d.From, d.To, now, before, expected, gain*100))
 			}
 		}
 	}
@@ -491,7 +526,9 @@ func ineffectiveVertices(last v1.AutoscalerDecision, rec Recommendation) (string
 	return "The scale-up did not help: " + strings.Join(why, "; ") + "; not scaling them up again", out, true
 }
 
-// liftBlock drops a block whose time is up or whose load moved on.
+// liftBlock drops a block whose time is up or whose load moved on, or
+// one on vertices of which one now processes 50% more than when it was
+// blocked (what held it back was relieved).
 func liftBlock(st *v1.AutoscalerStatus, rec Recommendation, now time.Time) {
 	b := st.Blocked
 	if b == nil {
@@ -499,6 +536,13 @@ func liftBlock(st *v1.AutoscalerStatus, rec Recommendation, now time.Time) {
 	}
 	moved := rec.Kind != Collecting && b.ArrivalRate > 0 &&
 		(float64(rec.Inputs.ArrivalRate) > 1.5*float64(b.ArrivalRate) || float64(rec.Inputs.ArrivalRate) < 0.5*float64(b.ArrivalRate))
+	for _, q := range b.Vertices {
+		for _, n := range rec.PerVertex {
+			if q.ID == n.ID && q.ProcessingRate > 0 && !math.IsInf(n.ProcessingRate, 1) && n.ProcessingRate*float64(n.From) >= 1.5*float64(q.ProcessingRate) {
+				moved = true
+			}
+		}
+	}
 	if !now.Before(b.Until.Time) || moved {
 		st.Blocked = nil
 	}
@@ -581,11 +625,11 @@ func Settle(st *v1.AutoscalerStatus, p Policy, now time.Time, running Running, u
 }
 
 // grown are the vertices a decision scaled up, each at its new target.
-func grown(ds []v1.VertexDecision) []v1.VertexParallelism {
-	var out []v1.VertexParallelism
+func grown(ds []v1.VertexDecision) []v1.BlockedVertex {
+	var out []v1.BlockedVertex
 	for _, d := range ds {
 		if d.To > d.From {
-			out = append(out, v1.VertexParallelism{ID: d.ID, Name: d.Name, Parallelism: d.To})
+			out = append(out, v1.BlockedVertex{VertexParallelism: v1.VertexParallelism{ID: d.ID, Name: d.Name, Parallelism: d.To}})
 		}
 	}
 	return out

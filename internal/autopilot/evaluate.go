@@ -134,26 +134,37 @@ func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag
 	// A source's arrival rate is the window's, or the last minute's when
 	// that is higher: a scale-up follows a step at once, a scale-down
 	// waits for the window (and the scale-down delay).
-	sources := map[string]float64{}
-	arrival := 0.0
+	//
+	// On a sustained climb each source is also sized ahead: for the rate
+	// the climb reaches within the climb horizon (see sizeVertex).
+	sources, ahead := map[string]float64{}, map[string]float64{}
+	arrival, climb, gained := 0.0, 0.0, 0.0
 	for _, v := range vs {
 		if v.Source {
 			a := math.Max(math.Max(v.Read+v.growth(), v.arrivalNow()), 0)
+			// A climb seen through one window is taken to half again the
+			// rate now at most: it says little of the hours after.
+			c := v.climb()
+			gain := math.Min(c*p.ClimbHorizon.Seconds(), a*maxClimb)
 			sources[v.ID] = sourceTarget(a, v.lastLag, p)
-			arrival += a
+			ahead[v.ID] = sourceTarget(a+gain, v.lastLag, p)
+			arrival, climb, gained = arrival+a, climb+c, gained+gain
 		}
 	}
 	target := sourceTarget(arrival, lag, p)
 	in.ArrivalRate, in.TargetRate = round(arrival), round(target)
 	in.RestartSeconds = int64(p.RestartTime.Seconds())
+	if gained > 0 {
+		in.ArrivalClimb, in.AheadRate = round(climb*3600), round(sourceTarget(arrival+gained, lag, p))
+	}
 	if sourceRate < 0.5 && target >= 0.5 {
 		return Recommendation{Kind: NoThroughput, From: current, To: current, Inputs: in,
 			Message: fmt.Sprintf("The sources emit nothing while %d records wait: no rate to size the job from (is it stuck? see JobsRunning)", in.Lag)}
 	}
-	targets := targetRates(vs, sources)
+	targets, aheads := targetRates(vs, sources), targetRates(vs, ahead)
 	needs := make([]VertexNeed, len(vs))
 	for i, v := range vs {
-		needs[i] = sizeVertex(v, targets[i], p)
+		needs[i] = sizeVertex(v, targets[i], aheads[i], p)
 	}
 	alongside(needs)
 	if backlogHigh(lag, arrival, p) {
@@ -177,6 +188,9 @@ func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag
 	in.Bottleneck, in.BusyMsPerSecond = bottleneck.Name, round(bottleneck.Busy)
 	in.MaxSubtaskBusyMsPerSecond = round(vs[indexOf(needs, bottleneck.ID)].BusyMax)
 	rates := fmt.Sprintf("target rate %d records/s (arrival %d, plus a backlog of %d and %s of downtime's arrivals over %s)", in.TargetRate, in.ArrivalRate, in.Lag, p.RestartTime, p.CatchUp)
+	if in.AheadRate > 0 {
+		rates += fmt.Sprintf(", climbing %d records/s an hour (sized for %d, where the climb takes it in %s, at most half again the rate now)", in.ArrivalClimb, in.AheadRate, p.ClimbHorizon)
+	}
 	band := fmt.Sprintf("the band %.0f–%.0f%%", (p.Target-p.Boundary)*100, (p.Target+p.Boundary)*100)
 	rec := Recommendation{Kind: kind, From: from, To: to, PerVertex: needs, Inputs: in}
 	switch kind {
@@ -246,6 +260,56 @@ func (v vertexWindow) arrivalNow() float64 {
 	if n := len(known); n >= 2 {
 		if d := known[n-1].at.Sub(known[n-2].at).Seconds(); d > 0 {
 			a += (known[n-1].lag - known[n-2].lag) / d
+		}
+	}
+	return a
+}
+
+// maxClimb bounds what a climb adds to the rate a scale-up is sized
+// for, as a share of the arrival rate now.
+const maxClimb = 0.5
+
+// climb is how fast a source's arrival rate climbs, in records/s per
+// second, when it rose through the whole window: the window's samples in
+// quarters, each quarter's mean arrival above the one before, and the
+// climb is the slowest of the three steps (a step change rises in one
+// quarter only and is no climb; a climb that slows is taken at its
+// slowest). Zero otherwise.
+func (v vertexWindow) climb() float64 {
+	const parts = 4
+	n := len(v.points)
+	if n < 2*parts {
+		return 0
+	}
+	var mean [parts]float64
+	var mid [parts]time.Time
+	for k := range parts {
+		lo, hi := k*n/parts, (k+1)*n/parts
+		for i := lo; i < hi; i++ {
+			mean[k] += v.arrivalAt(i)
+		}
+		mean[k] /= float64(hi - lo)
+		mid[k] = v.points[lo].at.Add(v.points[hi-1].at.Sub(v.points[lo].at) / 2)
+	}
+	slowest := math.Inf(1)
+	for k := 1; k < parts; k++ {
+		d := mid[k].Sub(mid[k-1]).Seconds()
+		if d <= 0 || mean[k] <= mean[k-1] {
+			return 0
+		}
+		slowest = math.Min(slowest, (mean[k]-mean[k-1])/d)
+	}
+	return slowest
+}
+
+// arrivalAt is what arrived at the source at its i-th point: what it
+// read, plus its backlog's growth since the point before.
+func (v vertexWindow) arrivalAt(i int) float64 {
+	q := v.points[i]
+	a := q.read
+	if i > 0 && q.lagKnown && v.points[i-1].lagKnown {
+		if d := q.at.Sub(v.points[i-1].at).Seconds(); d > 0 {
+			a += (q.lag - v.points[i-1].lag) / d
 		}
 	}
 	return a

@@ -34,6 +34,9 @@ type Policy struct {
 	// RestartTime is the downtime a rescale is expected to cost (see
 	// RestartEstimate); the backlog it builds is in the target rate.
 	RestartTime time.Duration
+	// ClimbHorizon is how far ahead a scale-up on a sustained climb is
+	// sized; zero for the rate now.
+	ClimbHorizon time.Duration
 }
 
 // Defaults of spec.autoscaler (see its field documentation).
@@ -48,6 +51,7 @@ const (
 	DefaultScaleDownDelay = time.Hour
 	DefaultCatchUp        = 15 * time.Minute
 	DefaultMaxPerHour     = 3
+	DefaultClimbHorizon   = time.Hour
 )
 
 // PolicyFor resolves spec.autoscaler; ok is false when it is absent.
@@ -71,6 +75,7 @@ func PolicyFor(spec *v1.FlinkClusterSpec) (Policy, bool) {
 		ScaleDownDelay: clusterpolicy.Duration(a.ScaleDownDelay, DefaultScaleDownDelay),
 		CatchUp:        clusterpolicy.Duration(a.CatchUpDuration, DefaultCatchUp),
 		MaxPerHour:     int(orInt(a.MaxRescalesPerHour, DefaultMaxPerHour)),
+		ClimbHorizon:   horizon(a.ClimbHorizon),
 	}
 	if p.Mode == "" {
 		p.Mode = v1.AutoscalerApply
@@ -102,10 +107,31 @@ func (p Policy) MetricsFrom(since time.Time) time.Time {
 	return since.Add(max(p.Stabilization, meterSpan))
 }
 
-// blockFor is how long a block on a rescale that failed or did not help
-// lasts when the load does not move: six metric windows (an hour with the
-// default window).
+// blockFor is how long a block on a rescale that failed lasts when the
+// load does not move: six metric windows (an hour with the default
+// window).
 func (p Policy) blockFor() time.Duration { return 6 * p.Window }
+
+// ineffectiveFor is how long a block on vertices whose scale-up did not
+// help lasts when neither the load nor their processing rate moves: a
+// day with the default window. Trying again sooner costs a restart and
+// the same answer (the Apache autoscaler's block lasts as long as the
+// scaling history that shows it, job.autoscaler.history.max.age: a day);
+// what would change the answer lifts it at once.
+func (p Policy) ineffectiveFor() time.Duration { return 144 * p.Window }
+
+// horizon is spec.autoscaler.climbHorizon: its default when unset or
+// invalid, and zero when set to zero.
+func horizon(v string) time.Duration {
+	if v == "" {
+		return DefaultClimbHorizon
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return DefaultClimbHorizon
+	}
+	return d
+}
 
 func orInt(v, def int32) int32 {
 	if v <= 0 {

@@ -26,8 +26,9 @@ type VertexNeed struct {
 	// full busy time; +Inf when it is never busy.
 	ProcessingRate float64
 	// TargetRate is the records per second it must take in at the job's
-	// target rate.
-	TargetRate float64
+	// target rate; AheadRate at the target rate a climb reaches within
+	// the climb horizon (TargetRate when the rate does not climb).
+	TargetRate, AheadRate float64
 	// Util and HotUtil are the share of time its average and hottest
 	// subtask would be busy at the target rate at From.
 	Util, HotUtil float64
@@ -59,6 +60,7 @@ const (
 	BoundBlocked    = "blocked"
 	BoundBacklog    = "no scale-down while the backlog drains"
 	BoundAlongside  = "within the band, resized with the rescale"
+	BoundHot        = "its hottest subtask at the target utilization"
 )
 
 // sourceTarget is the rate a source must read at: what arrives, plus
@@ -133,22 +135,45 @@ func targetRates(vs []vertexWindow, sources map[string]float64) []float64 {
 // up to a divisor of its Kafka partitions (a source) or of its max
 // parallelism (so key groups, or partitions, spread evenly), where one
 // lies within the bounds.
-func sizeVertex(v vertexWindow, target float64, p Policy) VertexNeed {
+//
+// Whether it leaves the band is judged at the target rate now; a need
+// above what it runs is sized at the rate a climb reaches (ahead), so
+// a scale-up on a climb lasts. A scale-down keeps its hottest subtask
+// at the target utilization (see hotFloor).
+func sizeVertex(v vertexWindow, target, ahead float64, p Policy) VertexNeed {
 	n := VertexNeed{ID: v.ID, Name: v.Name, Source: v.Source, From: v.Parallelism, To: v.Parallelism,
-		In: inRate(v), Busy: v.BusyAvg, TargetRate: target, ProcessingRate: math.Inf(1)}
+		In: inRate(v), Busy: v.BusyAvg, TargetRate: target, AheadRate: max(ahead, target), ProcessingRate: math.Inf(1)}
 	busy := v.BusyAvg / 1000
 	if n.In > 0 && busy > 0 {
 		n.ProcessingRate = n.In / (float64(v.Parallelism) * busy)
 		n.Util = target / (n.ProcessingRate * float64(v.Parallelism))
 		n.HotUtil = n.Util * v.BusyMax / v.BusyAvg
 	}
-	need := int32(1)
+	lower, upper := p.Target-p.Boundary, p.Target+p.Boundary
+	rate := n.AheadRate
+	if n.Util < lower {
+		// A climb ahead does not turn a scale-down into a scale-up.
+		rate = target
+	}
+	need, hot := int32(1), int32(0)
 	if !math.IsInf(n.ProcessingRate, 1) {
-		need = int32(min(math.Ceil(target/(n.ProcessingRate*p.Target)-1e-9), math.MaxInt32/2))
+		need = int32(min(math.Ceil(rate/(n.ProcessingRate*p.Target)-1e-9), math.MaxInt32/2))
+		if need < n.From {
+			hot = hotFloor(n, p.Target)
+		}
 	}
 	n.Need, n.NeedBound, n.Capped = bound(need, p, v.MaxParallelism)
+	if hot > n.Need {
+		n.Need, n.NeedBound, n.Capped = hot, BoundHot, false
+	}
 	n.Need, n.NeedBound = roundUp(n.Need, n.NeedBound, p, v)
-	lower, upper := p.Target-p.Boundary, p.Target+p.Boundary
+	if hot > need {
+		n.NeedBound = BoundHot
+	}
+	if need < n.From && n.Need > n.From {
+		// Rounding never turns a scale-down into a scale-up.
+		n.Need = n.From
+	}
 	switch {
 	case n.Util >= lower && n.Util <= upper && n.HotUtil > upper:
 		n.Skewed, n.Bound, n.Capped = true, BoundSkewed, false
@@ -158,6 +183,27 @@ func sizeVertex(v vertexWindow, target float64, p Policy) VertexNeed {
 		n.To, n.Bound = n.Need, n.NeedBound
 	}
 	return n
+}
+
+// hotFloor is the fewest subtasks, at most what the vertex runs, at
+// which its hottest subtask stays within target at the target rate. A
+// hot key's records all go to one subtask whatever the parallelism,
+// while the rest spread evenly: the hottest subtask's load is the key's
+// share k plus an even share of the rest, k + (L−k)/p, so the key's
+// share is what the hottest subtask has beyond an even share (measured
+// at the parallelism it runs), and fewer subtasks only make it hotter.
+// Zero when the subtasks are even.
+func hotFloor(n VertexNeed, target float64) int32 {
+	p := float64(n.From)
+	if n.From < 2 || n.HotUtil <= n.Util {
+		return 0
+	}
+	total := n.Util * p // in subtasks busy at full time
+	key := (n.HotUtil - n.Util) * p / (p - 1)
+	if key >= target {
+		return n.From
+	}
+	return min(int32(math.Ceil((total-key)/(target-key)-1e-9)), n.From)
 }
 
 // alongside resizes the vertices within the band when another one

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -45,7 +46,7 @@ func TestSizeVertex(t *testing.T) {
 		{"capped by its max parallelism", func() vertexWindow { v := win("a", false, 4, 1000, 1000, 500); v.MaxParallelism = 16; return v }(), 100000, 16, BoundKeyGroups, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := sizeVertex(tc.v, tc.target, p)
+			n := sizeVertex(tc.v, tc.target, tc.target, p)
 			if n.To != tc.to || n.Bound != tc.bound || n.Capped != tc.capped {
 				t.Fatalf("to %d (%q, capped %v), want %d (%q, capped %v): %+v", n.To, n.Bound, n.Capped, tc.to, tc.bound, tc.capped, n)
 			}
@@ -56,7 +57,7 @@ func TestSizeVertex(t *testing.T) {
 func TestSizeVertexSkewedKeepsItsParallelism(t *testing.T) {
 	v := win("a", false, 4, 1000, 1000, 500)
 	v.BusyMax = 1000
-	n := sizeVertex(v, 1400, policy())
+	n := sizeVertex(v, 1400, 1400, policy())
 	if !n.Skewed || n.To != 4 || n.Bound != BoundSkewed {
 		t.Fatalf("%+v", n)
 	}
@@ -192,14 +193,39 @@ func TestApplyPerVertex(t *testing.T) {
 // scale-down, delayed and merged vertex by vertex.
 func TestScaleDownPerVertexMerged(t *testing.T) {
 	p := policy()
-	o := decide(p, v1.AutoscalerStatus{}, recOf("", needs(12, 2, 12, 12)), t0)
+	o := decide(p, v1.AutoscalerStatus{}, recOf("", needs(12, 2, 12, 6)), t0)
 	if o.Apply != 0 || o.Status.PendingScaleDown == nil {
 		t.Fatalf("%+v", o.Condition)
 	}
-	o = decide(p, o.Status, recOf("", needs(12, 4, 12, 12)), t0.Add(30*time.Minute))
-	o = decide(p, o.Status, recOf("", needs(12, 1, 12, 12)), t0.Add(p.ScaleDownDelay))
-	if o.Apply != 12 || o.Status.Vertices[0].Parallelism != 4 || o.Status.Decisions[0].Reason != string(Down) {
+	o = decide(p, o.Status, recOf("", needs(12, 4, 12, 8)), t0.Add(30*time.Minute))
+	o = decide(p, o.Status, recOf("", needs(12, 1, 12, 4)), t0.Add(p.ScaleDownDelay))
+	if o.Apply != 8 || o.Status.Vertices[0].Parallelism != 4 || o.Status.Vertices[1].Parallelism != 8 || o.Status.Decisions[0].Reason != string(Down) {
 		t.Fatalf("apply %d %+v %+v", o.Apply, o.Status.Vertices, o.Condition)
+	}
+}
+
+// During the delay's first metric window a recommendation still
+// averages samples from before it (here, a spike that has passed): the
+// merge starts a window after the first recommendation, which is held
+// until then without a change to the status.
+func TestScaleDownMergesFromTheDelaysFirstFullWindow(t *testing.T) {
+	p := policy()
+	o := decide(p, v1.AutoscalerStatus{}, recOf("", needs(20, 15, 20, 15)), t0)
+	first := o.Status.DeepCopy()
+	o = decide(p, o.Status, recOf("", needs(20, 12, 20, 12)), t0.Add(p.Window/2))
+	o = decide(p, o.Status, recOf("", needs(20, 8, 20, 8)), t0.Add(p.Window-time.Second))
+	if !equality.Semantic.DeepEqual(o.Status, *first) {
+		t.Fatalf("the status moved within the first window: %+v", o.Status.PendingScaleDown)
+	}
+	// From a window after the first on, the highest wins.
+	o = decide(p, o.Status, recOf("", needs(20, 10, 20, 10)), t0.Add(p.Window))
+	if ps := o.Status.PendingScaleDown; ps == nil || ps.Parallelism != 10 || ps.MergedFrom == nil || !ps.Since.Equal(&metav1.Time{Time: t0}) {
+		t.Fatalf("pending %+v", ps)
+	}
+	o = decide(p, o.Status, recOf("", needs(20, 6, 20, 6)), t0.Add(2*p.Window))
+	o = decide(p, o.Status, recOf("", needs(20, 6, 20, 6)), t0.Add(p.ScaleDownDelay))
+	if o.Apply != 10 {
+		t.Fatalf("apply %d %+v", o.Apply, o.Condition)
 	}
 }
 
@@ -288,20 +314,28 @@ func TestKafkaPartitionsFromTheListing(t *testing.T) {
 	}
 }
 
-// A scale-down that frees no TaskManager and less than a quarter of the
-// subtasks is not worth its restart; one that frees either is.
+// A scale-down is worth its restart when it frees at least
+// boundary/target (2/7) of the TaskManagers; a job at its floor of
+// TaskManagers, which can free none, when it frees that share of its
+// subtasks.
 func TestScaleDownWorthARestart(t *testing.T) {
-	p := policy() // two slots per TaskManager
 	for _, tc := range []struct {
-		name string
-		ns   []VertexNeed
-		want bool
+		name  string
+		floor int32
+		ns    []VertexNeed
+		want  bool
 	}{
-		{"one subtask of sixteen, same TaskManagers", needs(16, 15, 5, 5), false},
-		{"frees a TaskManager", needs(16, 14, 5, 5), true},
-		{"a quarter of the subtasks", needs(16, 16, 8, 2), true},
+		{"one subtask of sixteen, same TaskManagers", 1, needs(16, 15, 5, 5), false},
+		{"one TaskManager of eight", 1, needs(16, 14, 5, 5), false},
+		{"three TaskManagers of eight", 1, needs(16, 10, 5, 5), true},
+		{"two TaskManagers of seven", 1, needs(14, 10, 5, 5), true},
+		{"subtasks only, above the floor", 1, needs(16, 16, 8, 1), false},
+		{"at the floor, 7 of 24 subtasks", 8, needs(16, 16, 8, 1), true},
+		{"at the floor, 6 of 24 subtasks", 8, needs(16, 16, 8, 2), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			p := policy() // two slots per TaskManager
+			p.FloorTMs = tc.floor
 			rec := recOf("", tc.ns)
 			if _, ok := worthIt(p, rec, rec.To); ok != tc.want {
 				t.Errorf("worth it %v, want %v", ok, tc.want)
