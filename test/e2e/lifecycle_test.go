@@ -272,10 +272,19 @@ func TestOperatorKilledDuringUpgrade(t *testing.T) {
 	} {
 		t.Run(string(step.phase), func(t *testing.T) {
 			oldJob := getFC(t, ns, "killed").Status.Job.ID
-			if step.phase == v1.UpgradeSavingState {
+			switch step.phase {
+			case v1.UpgradeSavingState:
 				// Hold the savepoint in flight so the kill lands while
 				// it is pending.
 				sim.Engine.SetSavepointFault(key, flinksim.FaultStall)
+			case v1.UpgradeVerifying:
+				// Hold the new job's checkpoints so Verifying lasts
+				// until the kill: in a loaded run the operator could
+				// reach Verifying with the stable checkpoints already
+				// complete and end it at its next reconcile, before the
+				// test saw the phase (it then waited a minute for a
+				// phase that had come and gone).
+				sim.Engine.SetCheckpointFault(key, flinksim.FaultStall)
 			}
 			patchSpec(t, ns, "killed", func(fc *v1.FlinkCluster) { fc.Spec.Version = step.version })
 			eventually(t, time.Minute, "phase "+string(step.phase), func() error {
