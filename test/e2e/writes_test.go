@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,9 +20,12 @@ import (
 
 // TestJobClusterWrites pins what a job cluster costs from creation to its
 // recorded stable spec: its six children, the finalizer that stops the job
-// with a savepoint when the cluster is deleted, at most four status writes
-// (Creating; Available with the job's ID, before it is submitted; the job
-// RUNNING; the spec stable) and no event. An operator started afresh, as a
+// with a savepoint when the cluster is deleted, two or three status writes
+// and no event. The pods are ready within a second here, so no status says
+// only Creating: the first is Available with the job's ID, before the job
+// is submitted; then the job RUNNING; then its first checkpoint with the
+// spec recorded stable (two checkpoints here; the two ride together when
+// the job is first seen RUNNING with both). An operator started afresh, as a
 // new leader is, writes nothing for it while the recorded restore point is
 // one Flink still retains (here 100 checkpoints; with fewer, a checkpoint
 // that would subsume it is written: lifecycle.FlinkProgressOnly).
@@ -31,16 +35,17 @@ func TestJobClusterWrites(t *testing.T) {
 	fc := jobCluster(ns, "writes")
 	fc.Spec.Checkpointing.Retention = 100
 	key := startCluster(t, fc)
-	converged := time.Now()
+	converged := auditFence(t, ns)
 	// A converged cluster's children and status are final: the writes so
 	// far are the whole bill.
 	got := operatorWrites(t, ns, start, converged)
+	t.Logf("writes until converged: %v", got)
 	for _, tc := range []struct {
 		resource string
 		min, max int
 	}{
 		{"configmaps", 1, 1}, {"deployments", 1, 1}, {"statefulsets", 1, 1}, {"services", 2, 2}, {"poddisruptionbudgets", 1, 1},
-		{"flinkclusters", 1, 1}, {"flinkclusters/status", 3, 4},
+		{"flinkclusters", 1, 1}, {"flinkclusters/status", 2, 3},
 		{"events", 0, 0},
 	} {
 		if n := got["patch "+tc.resource] + got["create "+tc.resource] + got["update "+tc.resource]; n < tc.min || n > tc.max {
@@ -84,12 +89,41 @@ func TestJobClusterWrites(t *testing.T) {
 	if j := simJob(t, key, jobID); j.State != flink.JobRunning || j.CheckpointsCompleted <= int(fc.Status.Job.CheckpointsCompleted) {
 		t.Fatalf("the fence needs a job that checkpointed since the last write: %+v, recorded %d", j, fc.Status.Job.CheckpointsCompleted)
 	}
-	if got := operatorWrites(t, ns, restarted, time.Now()); len(got) != 0 {
+	if got := operatorWrites(t, ns, restarted, auditFence(t, ns)); len(got) != 0 {
 		t.Errorf("the restarted operator wrote %v for a converged job cluster, want nothing", got)
 	}
 	if c := getFC(t, ns, "writes"); c.Status.Job.State != string(flink.JobRunning) || c.Status.LastStableSpec == nil ||
 		!condition(c, v1.ConditionAvailable, metav1.ConditionTrue) {
 		t.Errorf("status after the restart: job %+v, conditions %+v", c.Status.Job, c.Status.Conditions)
+	}
+}
+
+// TestSessionClusterWrites pins what a session cluster costs until it is
+// Available: its six children and one status write, no finalizer (it has
+// nothing for one to clean up) and no event. Its pods are ready within a
+// second, so its first status says Available (no Creating before it).
+func TestSessionClusterWrites(t *testing.T) {
+	start := time.Now()
+	ns := newNamespace(t)
+	fc := jobCluster(ns, "session")
+	fc.Spec.Job, fc.Spec.UpgradePolicy = nil, nil
+	if err := k8s.Create(context.Background(), fc); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, ns, "session", v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
+	got := operatorWrites(t, ns, start, auditFence(t, ns))
+	t.Logf("writes until Available: %v", got)
+	for _, tc := range []struct {
+		resource string
+		min, max int
+	}{
+		{"configmaps", 1, 1}, {"deployments", 1, 1}, {"statefulsets", 1, 1}, {"services", 2, 2}, {"poddisruptionbudgets", 1, 1},
+		{"flinkclusters", 0, 0}, {"flinkclusters/status", 1, 1},
+		{"events", 0, 0},
+	} {
+		if n := got["patch "+tc.resource] + got["create "+tc.resource] + got["update "+tc.resource]; n < tc.min || n > tc.max {
+			t.Errorf("%s: %d writes, want %d to %d (all writes: %v)", tc.resource, n, tc.min, tc.max, got)
+		}
 	}
 }
 
@@ -106,27 +140,9 @@ func condition(fc *v1.FlinkCluster, typ string, want metav1.ConditionStatus) boo
 // and to, by verb and resource.
 func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int {
 	t.Helper()
-	f, err := os.Open(auditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	type event struct {
-		Verb      string `json:"verb"`
-		UserAgent string `json:"userAgent"`
-		ObjectRef *struct {
-			Resource    string `json:"resource"`
-			Subresource string `json:"subresource"`
-			Namespace   string `json:"namespace"`
-		} `json:"objectRef"`
-		StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
-	}
 	out := map[string]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e event
-		if json.Unmarshal(sc.Bytes(), &e) != nil || !strings.HasPrefix(e.UserAgent, "datapilot/") || e.ObjectRef == nil || e.ObjectRef.Namespace != ns {
+	for _, e := range auditWrites(t, ns) {
+		if !strings.HasPrefix(e.UserAgent, "datapilot/") {
 			continue
 		}
 		if at := e.StageTimestamp.Time; at.Before(from) || !at.Before(to) {
@@ -137,6 +153,61 @@ func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int 
 			k += "/" + e.ObjectRef.Subresource
 		}
 		out[k]++
+	}
+	return out
+}
+
+// auditFence creates a ConfigMap in ns and waits until the audit log holds
+// that write, so every write answered before it is in the log too; it
+// returns when that write was logged.
+func auditFence(t *testing.T, ns string) time.Time {
+	t.Helper()
+	name := fmt.Sprintf("fence-%d", time.Now().UnixNano())
+	if err := k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	var at time.Time
+	eventually(t, time.Minute, "the fence in the audit log", func() error {
+		for _, e := range auditWrites(t, ns) {
+			if e.Verb == "create" && e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Name == name {
+				at = e.StageTimestamp.Time
+				return nil
+			}
+		}
+		return fmt.Errorf("not logged yet")
+	})
+	return at
+}
+
+type auditEvent struct {
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+}
+
+// auditWrites are the audited writes in ns (the policy logs only writes).
+func auditWrites(t *testing.T, ns string) []auditEvent {
+	t.Helper()
+	f, err := os.Open(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []auditEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ObjectRef == nil || e.ObjectRef.Namespace != ns {
+			continue
+		}
+		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(fmt.Errorf("read audit log: %w", err))
