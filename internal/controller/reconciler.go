@@ -622,13 +622,13 @@ func metadataOnly(apiVersion, kind string) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}}
 }
 
-// needsFinalizer: the cluster leaves something behind that owner
+// NeedsFinalizer: the cluster leaves something behind that owner
 // references do not cover: a job whose state must be saved before the
 // pods go (deletion.go), Flink's Kubernetes HA ConfigMaps, or the
 // TaskManagers' volume claims, which the StatefulSet keeps on deletion
 // (resources.TaskManagers retains them so a returning TaskManager finds
 // its state).
-func needsFinalizer(fc *v1.FlinkCluster) bool {
+func NeedsFinalizer(fc *v1.FlinkCluster) bool {
 	return fc.Spec.TaskManager.Storage != nil || fc.Spec.Job != nil || resources.KubernetesHA(fc)
 }
 
@@ -714,7 +714,7 @@ func onlyCreating(s *scope, st *v1.FlinkClusterStatus) bool {
 // finalizers are never dropped. Once added it stays until deletion: claims
 // outlive a spec that no longer asks for them.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, fc *v1.FlinkCluster) error {
-	if controllerutil.ContainsFinalizer(fc, Finalizer) || !needsFinalizer(fc) {
+	if controllerutil.ContainsFinalizer(fc, Finalizer) || !NeedsFinalizer(fc) {
 		return nil
 	}
 	base := fc.DeepCopy()
