@@ -109,16 +109,18 @@ func unknownPhase(s *Step) bool {
 	return false
 }
 
-// first deploys a cluster that runs nothing yet: no state to protect. Its
-// pods may already run that spec, ready before any status was written (a
-// status that would only say Creating is not written, internal/controller
-// closeReconcile): then its job is submitted in the same step, as steady
-// would one step later, and the step's one write records the spec and the
-// job's ID together, before the submission.
+// first deploys a cluster that runs nothing yet: no state to protect. A
+// new cluster's pods may already run that spec, ready before any status
+// was written (a status that would only say Creating is not written,
+// internal/controller onlyCreating): then its job is submitted in the same
+// step, as steady would one step later, and the step's one write records
+// the spec and the job's ID together, before the submission. A status that
+// records a job or an upgrade without a deployed spec is not a new
+// cluster's: it is deployed first, and steady takes it from there.
 func first(s *Step) bool {
 	s.Deploy = s.in.Spec
 	s.setUpgrading(metav1.ConditionFalse, "NoUpgrade", "No upgrade in flight")
-	if s.in.Spec.Job != nil && s.in.RolledOut {
+	if job := s.job(); s.in.Spec.Job != nil && s.in.RolledOut && job.ID == "" && job.PendingSavepoint == nil && s.upgrade() == nil {
 		runJob(s)
 	}
 	return false

@@ -225,10 +225,17 @@ func TestFirstDeployOnReadyPods(t *testing.T) {
 			t.Errorf("%s: job %+v, want no ID and state %q", tc.name, job, tc.state)
 		}
 	}
+	// A status that records a job without a deployed spec is deployed
+	// first; steady decides about its job a step later.
+	w := &world{gen: 1, spec: baseSpec(), rolled: true, flink: Flink{Reachable: true}, now: t0,
+		status: v1.FlinkClusterStatus{Job: &v1.JobStatus{ID: "job-1", State: "RUNNING"}}}
+	if p := w.decide(); p.Action.Kind != ActNone || p.Status.Job.ID != "job-1" {
+		t.Errorf("a recorded job without a deployed spec: action %s, job %+v", p.Action.Kind, p.Status.Job)
+	}
 	// A session cluster's first deploy has no job to run.
 	session := baseSpec()
 	session.Job = nil
-	w := &world{gen: 1, spec: session, rolled: true, flink: Flink{Reachable: true}, now: t0}
+	w = &world{gen: 1, spec: session, rolled: true, flink: Flink{Reachable: true}, now: t0}
 	if p := w.decide(); p.Deploy != session || p.Action.Kind != ActNone {
 		t.Errorf("session cluster: deploy %v, action %s", p.Deploy, p.Action.Kind)
 	}
