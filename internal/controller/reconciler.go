@@ -149,11 +149,14 @@ type scope struct {
 	// unrecorded: record's write failed; nothing more is written or
 	// done, and the next reconcile decides afresh.
 	unrecorded bool
+	// statusWait: the deferred status write waited (onlyCreating); the
+	// reconcile is looked at again this soon.
+	statusWait time.Duration
 }
 
 // reconcile moves one FlinkCluster towards its spec (Reconcile): observe,
 // decide, record, act, then one deferred status write.
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	ctx, owned := r.shardContext(ctx, req.NamespacedName)
 	if ctx == nil {
 		return ctrl.Result{}, nil
@@ -195,7 +198,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 
 	s := &scope{fc: fc, now: time.Now(), policy: policy.For(&fc.Spec), scaler: autoscalerOf(&fc.Spec, fc.Status.Autoscaler)}
-	defer func() { err = errors.Join(err, r.closeReconcile(ctx, s)) }()
+	defer func() {
+		err = errors.Join(err, r.closeReconcile(ctx, s))
+		res.RequeueAfter = soonest(res.RequeueAfter, s.statusWait)
+	}()
 	r.observe(ctx, s)
 	switch {
 	case s.obs.storage.blocked():
@@ -282,7 +288,18 @@ func (r *Reconciler) decide(s *scope) error {
 		// holds or settles it, and the autopilot's status is written with
 		// the step.
 		s.auto = decideAutopilot(fc, s.policy, s.scaler, s.obs.autopilot, s.obs.flink, s.now)
-		spec := s.obs.sqlSpec
+		spec, auto := s.obs.sqlSpec, proposal(s.scaler, s.auto.status)
+		rolledOut := s.obs.rolledOut
+		if s.obs.deployed == nil {
+			// A first deploy: its pods may be ready before any status
+			// was written, and its job then goes in the same step
+			// (lifecycle's first), when they run exactly what it deploys.
+			first := lifecycle.Target(spec, auto)
+			if d, err := resources.Build(withSpec(fc, first), r.Platform); err == nil {
+				s.desired, s.desiredFor = d, first
+				rolledOut = rolledOutTo(d, s.obs)
+			}
+		}
 		step := lifecycle.Decide(lifecycle.Input{
 			Generation: fc.Generation,
 			UID:        string(fc.UID),
@@ -290,12 +307,12 @@ func (r *Reconciler) decide(s *scope) error {
 			Status:     &fc.Status,
 			Deployed:   s.obs.deployed,
 			LastStable: s.obs.stable,
-			RolledOut:  s.obs.rolledOut,
+			RolledOut:  rolledOut,
 			Drift:      s.obs.drift,
 			Flink:      s.obs.flink,
 			Now:        s.now,
 			Policy:     s.policy,
-			Autopilot:  proposal(s.scaler, s.auto.status),
+			Autopilot:  auto,
 			InPlace:    inPlace(spec),
 			Heal:       s.auto.heal,
 			Retention:  s.obs.retention,
@@ -346,7 +363,7 @@ func (r *Reconciler) record(ctx context.Context, s *scope) error {
 	if s.step.Action.Kind == lifecycle.ActNone && !newSpec {
 		return nil
 	}
-	if err := r.writeStatus(ctx, s); err != nil {
+	if err := r.writeStatus(ctx, s, false); err != nil {
 		return fmt.Errorf("record lifecycle step of %s: %w", klog.KObj(fc), err)
 	}
 	return nil
@@ -392,7 +409,7 @@ func (r *Reconciler) closeReconcile(ctx context.Context, s *scope) error {
 	if s.unrecorded {
 		return nil
 	}
-	if err := r.writeStatus(ctx, s); err != nil {
+	if err := r.writeStatus(ctx, s, true); err != nil {
 		return err
 	}
 	if s.next != nil {
@@ -605,13 +622,13 @@ func metadataOnly(apiVersion, kind string) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}}
 }
 
-// needsFinalizer: the cluster leaves something behind that owner
+// NeedsFinalizer: the cluster leaves something behind that owner
 // references do not cover: a job whose state must be saved before the
 // pods go (deletion.go), Flink's Kubernetes HA ConfigMaps, or the
 // TaskManagers' volume claims, which the StatefulSet keeps on deletion
 // (resources.TaskManagers retains them so a returning TaskManager finds
 // its state).
-func needsFinalizer(fc *v1.FlinkCluster) bool {
+func NeedsFinalizer(fc *v1.FlinkCluster) bool {
 	return fc.Spec.TaskManager.Storage != nil || fc.Spec.Job != nil || resources.KubernetesHA(fc)
 }
 
@@ -649,12 +666,17 @@ func templateHash(annotations map[string]string) string {
 func replicasDiffer(actual *int32, want int32) bool { return actual == nil || *actual != want }
 
 // writeStatus writes the status computed from the scope when, and only
-// when, it differs from the one last read or written.
-func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+// when, it differs from the one last read or written; the reconcile's
+// deferred write (closing) also waits when it would only say Creating.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope, closing bool) error {
 	fc := s.fc
 	st := computeStatus(fc, s.base(), s.obs, metav1.NewTime(s.now.Truncate(time.Second)))
 	r.Metrics.observe(fc, &st)
 	if equality.Semantic.DeepEqual(st, fc.Status) || lifecycle.FlinkProgressOnly(&fc.Status, &st, s.policy.CheckpointsRetained) {
+		return nil
+	}
+	if closing && onlyCreating(s, &st) {
+		s.statusWait = creatingWait
 		return nil
 	}
 	if err := r.applyStatus(ctx, fc, st); err != nil {
@@ -664,12 +686,35 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// creatingWait is how long a first status that would say only Creating
+// waits (onlyCreating): pods that start at once (images cached, a
+// simulated node) are ready by then, and a slower start is said as
+// WaitingForPods a second late.
+const creatingWait = time.Second
+
+// onlyCreating: the cluster's first status would say only that its
+// children are being created, which this reconcile just did. It is not
+// written: the next reconcile, creatingWait later or at once when the pods
+// turn ready, writes what it finds: pods still pending, or the cluster
+// Available (with its job's ID, before the job is submitted). Nothing
+// durable waits: nothing runs yet (the first deploy is decided again, from
+// the spec as it is then), and the HA identity is derived the same way
+// until the first write records it.
+func onlyCreating(s *scope, st *v1.FlinkClusterStatus) bool {
+	if s.fc.Status.ObservedGeneration != 0 || len(s.created) == 0 || s.step.Action.Kind != lifecycle.ActNone {
+		return false
+	}
+	p := meta.FindStatusCondition(st.Conditions, v1.ConditionProgressing)
+	d := meta.FindStatusCondition(st.Conditions, v1.ConditionDegraded)
+	return p != nil && p.Reason == reasonCreating && d != nil && d.Status == metav1.ConditionFalse
+}
+
 // ensureFinalizer adds the finalizer, when the cluster has something for it
 // to clean up, with an optimistic-lock patch, so a concurrent writer's
 // finalizers are never dropped. Once added it stays until deletion: claims
 // outlive a spec that no longer asks for them.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, fc *v1.FlinkCluster) error {
-	if controllerutil.ContainsFinalizer(fc, Finalizer) || !needsFinalizer(fc) {
+	if controllerutil.ContainsFinalizer(fc, Finalizer) || !NeedsFinalizer(fc) {
 		return nil
 	}
 	base := fc.DeepCopy()

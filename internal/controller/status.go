@@ -128,11 +128,14 @@ func availability(tmDesired int32, obs observed) verdict {
 	return verdict{metav1.ConditionTrue, "AllReady", fmt.Sprintf("JobManager and %d TaskManagers are ready", tmDesired)}
 }
 
+// reasonCreating: the JobManager or TaskManagers are not in the cache yet.
+const reasonCreating = "Creating"
+
 func progress(tmDesired int32, obs observed) verdict {
 	d, s := obs.jobManager, obs.taskManager
 	switch {
 	case d == nil || s == nil:
-		return verdict{metav1.ConditionTrue, "Creating", "Creating the JobManager and TaskManagers"}
+		return verdict{metav1.ConditionTrue, reasonCreating, "Creating the JobManager and TaskManagers"}
 	case s.Status.UpdateRevision != "" && s.Status.CurrentRevision != s.Status.UpdateRevision:
 		return verdict{metav1.ConditionTrue, "RollingUpdate", fmt.Sprintf("%d of %d TaskManagers run the new revision", s.Status.UpdatedReplicas, tmDesired)}
 	case d.Status.UpdatedReplicas < d.Status.Replicas:

@@ -16,7 +16,7 @@ import (
 // forward (supersede, steady, a start, deploying is the longest chain), so
 // the bound only guards the loop.
 func Decide(in Input) Step {
-	in.Spec = target(in)
+	in.Spec = Target(in.Spec, in.Autopilot)
 	s := newStep(in)
 	for range maxChain {
 		if !phaseOf(s)(s) {
@@ -27,14 +27,13 @@ func Decide(in Input) Step {
 	return *s
 }
 
-// target is the spec to run: the user's, with the autopilot's parallelism
-// and TaskManagers when it sets them.
-func target(in Input) *v1.FlinkClusterSpec {
-	r := in.Autopilot
-	if r == nil || r.Parallelism == 0 || in.Spec.Job == nil {
-		return in.Spec
+// Target is the spec to run: the user's, with the autopilot's parallelism
+// and TaskManagers when it sets them (r, Input.Autopilot).
+func Target(user *v1.FlinkClusterSpec, r *Rescale) *v1.FlinkClusterSpec {
+	if r == nil || r.Parallelism == 0 || user.Job == nil {
+		return user
 	}
-	spec := in.Spec.DeepCopy()
+	spec := user.DeepCopy()
 	spec.Job.Parallelism, spec.TaskManager.Replicas = r.Parallelism, r.TaskManagers
 	spec.Job.VertexParallelism = r.Vertices
 	return spec
@@ -110,10 +109,20 @@ func unknownPhase(s *Step) bool {
 	return false
 }
 
-// first deploys a cluster that runs nothing yet: no state to protect.
+// first deploys a cluster that runs nothing yet: no state to protect. A
+// new cluster's pods may already run that spec, ready before any status
+// was written (a status that would only say Creating is not written,
+// internal/controller onlyCreating): then its job is submitted in the same
+// step, as steady would one step later, and the step's one write records
+// the spec and the job's ID together, before the submission. A status that
+// records a job or an upgrade without a deployed spec is not a new
+// cluster's: it is deployed first, and steady takes it from there.
 func first(s *Step) bool {
 	s.Deploy = s.in.Spec
 	s.setUpgrading(metav1.ConditionFalse, "NoUpgrade", "No upgrade in flight")
+	if job := s.job(); s.in.Spec.Job != nil && s.in.RolledOut && job.ID == "" && job.PendingSavepoint == nil && s.upgrade() == nil {
+		runJob(s)
+	}
 	return false
 }
 

@@ -184,6 +184,63 @@ func TestFirstRunSubmitsWithRecordedID(t *testing.T) {
 	}
 }
 
+// TestFirstDeployOnReadyPods: pods ready before any status was written
+// (the controller does not write a status that would only say Creating)
+// run the first deploy's job in the same step: the step records the spec
+// and the job's ID, then submits, as steady would one step later. Pods
+// not ready, Flink not answering or a suspended job submit nothing.
+func TestFirstDeployOnReadyPods(t *testing.T) {
+	suspended := baseSpec()
+	suspended.Job.State = v1.JobStateSuspended
+	withInitial := baseSpec()
+	withInitial.Job.InitialSavepointPath = "s3://sp/initial"
+	for _, tc := range []struct {
+		name    string
+		spec    *v1.FlinkClusterSpec
+		rolled  bool
+		flink   Flink
+		submit  bool
+		restore string
+		state   string
+	}{
+		{"ready, Flink answers", baseSpec(), true, Flink{Reachable: true}, true, "", ""},
+		{"ready, from the initial savepoint", withInitial, true, Flink{Reachable: true}, true, "s3://sp/initial", ""},
+		{"pods not ready", baseSpec(), false, Flink{}, false, "", ""},
+		{"ready, Flink does not answer", baseSpec(), true, Flink{}, false, "", ""},
+		{"ready, job suspended", suspended, true, Flink{Reachable: true}, false, "", "SUSPENDED"},
+	} {
+		w := &world{gen: 1, spec: tc.spec, rolled: tc.rolled, flink: tc.flink, now: t0}
+		p := w.decide()
+		if p.Deploy != tc.spec {
+			t.Errorf("%s: deploy %v, want the spec", tc.name, p.Deploy)
+		}
+		if got := p.Action.Kind == ActSubmit; got != tc.submit {
+			t.Errorf("%s: action %s, want a submission %v", tc.name, p.Action.Kind, tc.submit)
+			continue
+		}
+		switch job := p.Status.Job; {
+		case tc.submit && (job.ID == "" || job.SubmittedAt == nil || p.Action.RestorePath != tc.restore || job.RestoredFrom != tc.restore):
+			t.Errorf("%s: job %+v, restore %q; want an ID and submission time recorded, restoring %q", tc.name, job, p.Action.RestorePath, tc.restore)
+		case !tc.submit && (job.ID != "" || job.State != tc.state):
+			t.Errorf("%s: job %+v, want no ID and state %q", tc.name, job, tc.state)
+		}
+	}
+	// A status that records a job without a deployed spec is deployed
+	// first; steady decides about its job a step later.
+	w := &world{gen: 1, spec: baseSpec(), rolled: true, flink: Flink{Reachable: true}, now: t0,
+		status: v1.FlinkClusterStatus{Job: &v1.JobStatus{ID: "job-1", State: "RUNNING"}}}
+	if p := w.decide(); p.Action.Kind != ActNone || p.Status.Job.ID != "job-1" {
+		t.Errorf("a recorded job without a deployed spec: action %s, job %+v", p.Action.Kind, p.Status.Job)
+	}
+	// A session cluster's first deploy has no job to run.
+	session := baseSpec()
+	session.Job = nil
+	w = &world{gen: 1, spec: session, rolled: true, flink: Flink{Reachable: true}, now: t0}
+	if p := w.decide(); p.Deploy != session || p.Action.Kind != ActNone {
+		t.Errorf("session cluster: deploy %v, action %s", p.Deploy, p.Action.Kind)
+	}
+}
+
 // TestUpgradeWithSavepointAndRestore walks a version upgrade through every
 // phase and checks that exactly one trigger ID is used, even when the
 // operator restarts and Flink has not seen the trigger.

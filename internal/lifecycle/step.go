@@ -77,7 +77,8 @@ type Input struct {
 	Deployed   *v1.FlinkClusterSpec
 	LastStable *v1.FlinkClusterSpec
 	// RolledOut: the children match Deployed, every pod is ready and the
-	// REST API answers.
+	// REST API answers. With nothing deployed yet, the children match the
+	// spec the first step deploys (Target of Spec).
 	RolledOut bool
 	// Drift: the pods run another rendering of Deployed than this
 	// operator builds (an operator upgrade or a platform setting changed

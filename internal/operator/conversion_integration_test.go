@@ -143,6 +143,7 @@ func TestConversionWebhook(t *testing.T) {
 	c := ce.c
 
 	t.Run("memory Flink would refuse is refused at admission", func(t *testing.T) { testMemoryAdmission(t, ce) })
+	t.Run("the cleanup finalizer comes with the create", func(t *testing.T) { testFinalizerAdmission(t, ce) })
 
 	t.Run("v1alpha1 object reads as v1", func(t *testing.T) {
 		ns := ce.namespace(t, "alpha-to-v1")

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/webhookcert"
@@ -59,11 +60,11 @@ func selfSignedCertDir(o Options) (string, bool, error) {
 	return dir, true, nil
 }
 
-// setUpConversion serves /convert and ValidatePath for FlinkCluster on the
-// manager's webhook server and, with self-signed, adds the Injector that
-// makes the API server call and trust both (the CRD's conversion, and the
-// ValidatingWebhookConfiguration it keeps). In dir mode the deployment
-// provides both configurations.
+// setUpConversion serves /convert, ValidatePath and FinalizerPath for
+// FlinkCluster on the manager's webhook server and, with self-signed, adds
+// the Injector that makes the API server call and trust them (the CRD's
+// conversion, and the Validating- and MutatingWebhookConfiguration it
+// keeps). In dir mode the deployment provides the configurations.
 func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 	if o.WebhookCertMode == WebhookCertNone {
 		return nil
@@ -73,6 +74,7 @@ func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &v1.FlinkCluster{}).WithValidator(validator{}).WithValidatorCustomPath(ValidatePath).Complete(); err != nil {
 		return fmt.Errorf("set up the FlinkCluster conversion and validating webhooks: %w", err)
 	}
+	mgr.GetWebhookServer().Register(FinalizerPath, &webhook.Admission{Handler: finalizerAdder{decoder: admission.NewDecoder(mgr.GetScheme())}})
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
@@ -90,10 +92,12 @@ func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 			return err
 		}
 		io.URL, io.Hosts = o.WebhookURL, []string{u.Hostname()}
-		validate := *u
-		validate.Path = ValidatePath
+		validate, mutate := *u, *u
+		validate.Path, mutate.Path = ValidatePath, FinalizerPath
 		io.Validating = &webhookcert.Validating{Name: ValidatingWebhookName,
 			Webhook: validatingWebhook(admissionregistrationv1.WebhookClientConfig{URL: ptr.To(validate.String())})}
+		io.Mutating = &webhookcert.Mutating{Name: MutatingWebhookName,
+			Webhook: finalizerWebhook(admissionregistrationv1.WebhookClientConfig{URL: ptr.To(mutate.String())})}
 	} else {
 		ns, name, err := webhookService(o.WebhookService)
 		if err != nil {
@@ -103,6 +107,9 @@ func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 		io.Validating = &webhookcert.Validating{Name: ValidatingWebhookName,
 			Webhook: validatingWebhook(admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 				Namespace: ns, Name: name, Path: ptr.To(ValidatePath), Port: ptr.To(int32(o.WebhookPort))}})}
+		io.Mutating = &webhookcert.Mutating{Name: MutatingWebhookName,
+			Webhook: finalizerWebhook(admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+				Namespace: ns, Name: name, Path: ptr.To(FinalizerPath), Port: ptr.To(int32(o.WebhookPort))}})}
 		io.Hosts = []string{name + "." + ns + ".svc", name + "." + ns + ".svc.cluster.local", name + "." + ns, name}
 	}
 	injector, err := webhookcert.New(io)

@@ -31,8 +31,9 @@ type Options struct {
 	Hosts []string
 	// CertDir receives tls.crt and tls.key.
 	CertDir string
-	// Validating, when set, is kept trusting the same CA.
+	// Validating and Mutating, when set, are kept trusting the same CA.
 	Validating *Validating
+	Mutating   *Mutating
 	// Reader reads the CRD (uncached); Writer patches it.
 	Reader client.Reader
 	Writer client.Writer
@@ -153,8 +154,8 @@ func (in *Injector) renewIfDue(ctx context.Context) error {
 }
 
 // Inject makes the CRD's spec.conversion a webhook conversion to this
-// operator whose caBundle holds the current CA, and the validating webhook
-// configuration, when there is one, likewise. It writes only when
+// operator whose caBundle holds the current CA, and the validating and
+// mutating webhook configurations, when there are, likewise. It writes only when
 // something differs.
 func (in *Injector) Inject(ctx context.Context) error {
 	in.mu.Lock()
@@ -199,6 +200,9 @@ func (in *Injector) Inject(ctx context.Context) error {
 	if err == nil && in.o.Validating != nil {
 		err = in.injectValidating(ctx, ca)
 	}
+	if err == nil && in.o.Mutating != nil {
+		err = in.injectMutating(ctx, ca)
+	}
 	if err != nil {
 		in.injected.Store(false)
 		return err
@@ -207,8 +211,8 @@ func (in *Injector) Inject(ctx context.Context) error {
 	return nil
 }
 
-// Checker is a readiness check: ready once the CRD (and the validating
-// webhook configuration) trusts this replica's CA,
+// Checker is a readiness check: ready once the CRD (and the webhook
+// configurations) trust this replica's CA,
 // so the webhook Service sends conversions only to replicas the API server
 // can verify.
 func (in *Injector) Checker(_ *http.Request) error {

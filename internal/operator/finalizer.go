@@ -1,0 +1,79 @@
+package operator
+
+import (
+	"context"
+
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/controller"
+)
+
+// MutatingWebhookName is the MutatingWebhookConfiguration the operator
+// keeps in self-signed mode, and FinalizerPath where it serves it.
+const (
+	MutatingWebhookName = "datapilot-mutating"
+	FinalizerPath       = "/mutate-data-example-com-v1-flinkcluster-finalizer"
+)
+
+// finalizerAdder puts the cleanup finalizer into a FlinkCluster as it is
+// created, when the cluster will need one (controller.NeedsFinalizer): it
+// is in the object from its first write, and the operator does not patch it
+// in afterwards, one write fewer per cluster. The finalizer stays the
+// controller's: this webhook sees only creates, so a finalizer removed
+// later (a replace, the cleanup at deletion) is never put back by it, and
+// a create it did not see (it fails open) gets the finalizer from the
+// controller before anything runs (Reconciler.ensureFinalizer).
+type finalizerAdder struct {
+	decoder admission.Decoder
+}
+
+func (f finalizerAdder) Handle(_ context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create {
+		return admission.Allowed("")
+	}
+	fc := &v1.FlinkCluster{}
+	if err := f.decoder.Decode(req, fc); err != nil {
+		// Not refused for it: the controller adds the finalizer.
+		return admission.Allowed("not decoded; the operator adds its finalizer")
+	}
+	if !controller.NeedsFinalizer(fc) || controllerutil.ContainsFinalizer(fc, controller.Finalizer) {
+		return admission.Allowed("")
+	}
+	// Exactly this one change: a patch computed from the typed object
+	// would also write its zero values into the user's object.
+	op := jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/finalizers", Value: []string{controller.Finalizer}}
+	if len(fc.Finalizers) > 0 {
+		op = jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/finalizers/-", Value: controller.Finalizer}
+	}
+	return admission.Patched("", op)
+}
+
+// finalizerWebhook is the webhook the API server calls on every create of
+// a FlinkCluster (any served version, converted to v1 first). It fails
+// open, as the validating webhook does (validatingWebhook): the
+// controller's own patch is the fallback.
+func finalizerWebhook(cc admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.MutatingWebhook {
+	return admissionregistrationv1.MutatingWebhook{
+		Name:         "finalizer.flinkclusters." + v1.GroupVersion.Group,
+		ClientConfig: cc,
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{v1.GroupVersion.Group}, APIVersions: []string{v1.GroupVersion.Version},
+				Resources: []string{"flinkclusters"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		}},
+		FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+		AdmissionReviewVersions: []string{"v1"},
+		TimeoutSeconds:          ptr.To(int32(10)),
+	}
+}
