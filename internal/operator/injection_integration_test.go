@@ -53,7 +53,7 @@ func injectionSpec(version string, alpha bool) map[string]any {
 		return spec
 	}
 	spec["autoscaler"] = map[string]any{"mode": "recommend", "interval": "30s", "metricWindow": "5m", "stabilization": "1m",
-		"scaleDownDelay": "10m", "catchUpDuration": "5m"}
+		"scaleDownDelay": "10m", "catchUpDuration": "5m", "climbHorizon": "1h"}
 	spec["healing"] = map[string]any{"backoff": "30s", "restartLoopWindow": "10m", "onRestartLoop": "report", "onStalledCheckpoints": "report"}
 	return spec
 }
@@ -120,6 +120,7 @@ var stringFields = map[string]func(spec map[string]any, v string){
 	"autoscaler.stabilization":   func(s map[string]any, v string) { at(s, "autoscaler")["stabilization"] = v },
 	"autoscaler.scaleDownDelay":  func(s map[string]any, v string) { at(s, "autoscaler")["scaleDownDelay"] = v },
 	"autoscaler.catchUpDuration": func(s map[string]any, v string) { at(s, "autoscaler")["catchUpDuration"] = v },
+	"autoscaler.climbHorizon":    func(s map[string]any, v string) { at(s, "autoscaler")["climbHorizon"] = v },
 	"healing.backoff":            func(s map[string]any, v string) { at(s, "healing")["backoff"] = v },
 	"healing.restartLoopWindow":  func(s map[string]any, v string) { at(s, "healing")["restartLoopWindow"] = v },
 	"healing.onRestartLoop":      func(s map[string]any, v string) { at(s, "healing")["onRestartLoop"] = v },

@@ -527,7 +527,7 @@ func withHARole(rules []rbacv1.PolicyRule, name string) []rbacv1.PolicyRule {
 
 // clusterScopedResources are the resources the operator uses that no
 // namespace holds.
-var clusterScopedResources = map[string]bool{"customresourcedefinitions": true, "validatingwebhookconfigurations": true, "tokenreviews": true, "subjectaccessreviews": true, "nodes": true}
+var clusterScopedResources = map[string]bool{"customresourcedefinitions": true, "validatingwebhookconfigurations": true, "mutatingwebhookconfigurations": true, "tokenreviews": true, "subjectaccessreviews": true, "nodes": true}
 
 // envOf is the operator container's value of an environment variable.
 func envOf(t *testing.T, r rendered, name string) string {
