@@ -5,13 +5,17 @@ import (
 	"time"
 )
 
-// apache is the Apache Flink Kubernetes operator's autoscaler, written
-// from its documentation (no code copied) with the defaults it documents:
+// apache is the Apache Flink Kubernetes operator's autoscaler, release
+// 1.15.0 (flink-autoscaler module), written from its sources and
+// documentation (no code copied) with its defaults:
 //
 //   - job.autoscaler.target.utilization 0.7, and
-//     job.autoscaler.target.utilization.boundary 0.4 (the boundary's
-//     default since flink-kubernetes-operator PR #586; the issue's list
-//     names none): no rescale while every vertex is within 0.3–1.1;
+//     job.autoscaler.target.utilization.boundary 0.3 (AutoScalerOptions:
+//     its default in 1.7–1.15, since FLINK-33526 lowered it from 0.4): no
+//     rescale while every vertex is within utilization 0.4–1.0;
+//   - job.autoscaler.backlog-processing.lag-threshold 5 min: while a
+//     source's lag is more than 5 minutes of its input, the band is 0–1.0,
+//     so no vertex is out of band below (on by default since 1.5.0);
 //   - job.autoscaler.metrics.window 15 min, job.autoscaler.stabilization.
 //     interval 5 min: after a rescale, 5 minutes of no metrics, then a full
 //     window before the next evaluation; the operator evaluates once a
@@ -21,10 +25,11 @@ import (
 //     over the catch-up duration), plus what arrives during the restart
 //     over the catch-up duration, plus its input rate over the target
 //     utilization (AutoScalerUtils#getTargetProcessingCapacity);
-//   - job.autoscaler.scale-down.interval 1 h: a vertex's scale-down waits
-//     an hour from its first recommendation, then goes to the highest
-//     recommended meanwhile, and a rescale clears every delayed one;
-//     job.autoscaler.scale-down.max-factor 0.6: no vertex loses more
+//   - job.autoscaler.scale-down.interval 1 h: every scale-down
+//     recommendation is recorded, in the band or not; a vertex's
+//     scale-down waits an hour from its first, then goes to the highest
+//     recommended in the last hour, and a rescale clears every delayed
+//     one; job.autoscaler.scale-down.max-factor 0.6: no vertex loses more
 //     than 60% of its subtasks at once;
 //   - job.autoscaler.metrics.busy-time.aggregator MAX: a vertex's true
 //     processing rate is its records in over its busiest subtask's busy
@@ -35,33 +40,62 @@ import (
 //     partitions (a source) or of the max parallelism (the others).
 //
 // Not modelled: the effectiveness detection (off by default), the memory
-// tuning, the scale-up max factor (unbounded by default), the restart
-// time observed from the history (off by default: the configured 5 min
-// is used) and the wider band of later releases while a backlog is
-// processed.
+// tuning, the scale-up max factor (unbounded by default), the observed
+// scalability (off by default) and the restart time observed from the
+// history (off by default: the configured 5 min is used).
 type apache struct {
-	// down is each vertex's pending scale-down: first seen, and the
-	// highest recommended since.
-	down map[int]pendingDown
+	// down is each vertex's delayed scale-down (DelayedScaleDown).
+	down map[int]*delayedDown
 }
 
-type pendingDown struct {
-	since float64
-	to    int
+// delayedDown is one vertex's delayed scale-down
+// (DelayedScaleDown.VertexDelayedScaleDownInfo): its first trigger, and
+// the recommendations of the last interval, kept decreasing in
+// parallelism so that the first is the window's highest.
+type delayedDown struct {
+	first float64
+	recs  []recommendation
+}
+
+type recommendation struct {
+	at      float64
+	par     int
+	outside bool
+}
+
+// record adds a recommendation, dropping the earlier ones it is at least
+// (VertexDelayedScaleDownInfo#recordRecommendedParallelism: they can no
+// longer be the window's highest).
+func (d *delayedDown) record(at float64, par int, outside bool) {
+	for len(d.recs) > 0 && d.recs[len(d.recs)-1].par <= par {
+		d.recs = d.recs[:len(d.recs)-1]
+	}
+	d.recs = append(d.recs, recommendation{at: at, par: par, outside: outside})
+}
+
+// highest is the highest recommendation since from, the window's start
+// (VertexDelayedScaleDownInfo#getMaxRecommendedParallelism, L108-123):
+// older ones are dropped.
+func (d *delayedDown) highest(from float64) recommendation {
+	for len(d.recs) > 1 && d.recs[0].at < from {
+		d.recs = d.recs[1:]
+	}
+	return d.recs[0]
 }
 
 const (
 	apacheTarget        = 0.7
-	apacheBoundary      = 0.4
+	apacheBoundary      = 0.3
 	apacheWindow        = 15 * 60
 	apacheStabilization = 5 * 60
 	apacheDownInterval  = 3600
 	apacheCatchUp       = 30 * 60
 	apacheDownFactor    = 0.6
 	apacheRestart       = 5 * 60
+	apacheBacklogLag    = 5 * 60
 )
 
-func newApache() *apache { return &apache{down: map[int]pendingDown{}} }
+func newApache() *apache { return &apache{down: map[int]*delayedDown{}} }
 
 func (a *apache) name() string        { return "Apache autoscaler (1.15 defaults)" }
 func (a *apache) every() int          { return 60 }
@@ -116,6 +150,53 @@ func averages(j *jobState, from time.Time) (windowAverage, bool) {
 	return w, true
 }
 
+// targetCapacity is the processing rate a vertex needs at a utilization
+// (AutoScalerUtils#getTargetProcessingCapacity): the catch-up rate, plus,
+// with the restart, what arrives during job.autoscaler.restart.time over
+// the catch-up duration, plus the input rate over the utilization, the
+// utilization clamped to [0, 1] (L62-63) and 0 needing an infinite
+// capacity; rounded to a whole rate.
+func targetCapacity(catchUp, input, util float64, restart bool) float64 {
+	util = math.Min(math.Max(util, 0), 1)
+	if util == 0 {
+		return math.Inf(1)
+	}
+	c := catchUp + input/util
+	if restart {
+		c += input * apacheRestart / apacheCatchUp
+	}
+	return math.Round(c)
+}
+
+// processingBacklog says a source's lag is more than
+// job.autoscaler.backlog-processing.lag-threshold of its input
+// (ScalingMetricEvaluator#isProcessingBacklog: the last lag over the
+// window's average input rate).
+func processingBacklog(lag, input float64) bool {
+	return lag/input > apacheBacklogLag
+}
+
+// band is the utilizations outside of which a vertex is out of band
+// (ScalingMetricEvaluator#computeProcessingRateThresholds, L295-299):
+// target ± boundary, or up to 1.0 and down to 0 while a backlog is
+// processed, so that none is out of band below.
+func band(backlog bool) (upper, lower float64) {
+	if backlog {
+		return 1, 0
+	}
+	return apacheTarget + apacheBoundary, apacheTarget - apacheBoundary
+}
+
+// vertexPlan is what the evaluation recommends for a vertex: known is
+// false without a true processing rate (JobVertexScaler#
+// computeScaleTargetParallelism's no change, which keeps a delayed
+// scale-down).
+type vertexPlan struct {
+	need    int
+	outside bool
+	known   bool
+}
+
 func (a *apache) decide(j *jobState) []int {
 	ready := j.runningAt + apacheStabilization
 	if j.now < ready+apacheWindow {
@@ -136,22 +217,10 @@ func (a *apache) decide(j *jobState) []int {
 			input[i], catchUp[i] = input[i-1]*ratio, catchUp[i-1]*ratio
 		}
 	}
-	// The capacity a vertex needs at a utilization
-	// (AutoScalerUtils#getTargetProcessingCapacity): the catch-up rate,
-	// plus, with the restart, what arrives during job.autoscaler.
-	// restart.time over the catch-up duration, plus the input rate over
-	// the utilization.
-	capacity := func(i int, util float64, restart bool) float64 {
-		c := catchUp[i] + input[i]/util
-		if restart {
-			c += input[i] * apacheRestart / apacheCatchUp
-		}
-		return c
-	}
-	outside := false
-	need := make([]int, len(j.par))
+	upper, lower := band(processingBacklog(w.lag, w.read))
+	plans := make([]vertexPlan, len(j.par))
 	for i, p := range j.par {
-		need[i] = p
+		plans[i].need = p
 		busy := w.busyMax[i] / 1000
 		if w.in[i] <= 0 || busy <= 0 {
 			continue
@@ -159,10 +228,11 @@ func (a *apache) decide(j *jobState) []int {
 		// The true processing rate of all its subtasks; outside the band
 		// when below the capacity needed at the upper utilization (no
 		// restart) or above the one at the lower (with it)
-		// (ScalingMetricEvaluator#computeProcessingRateThresholds).
+		// (JobVertexScaler#outsideUtilizationBound).
 		tpr := w.in[i] / busy
-		outside = outside || tpr < capacity(i, apacheTarget+apacheBoundary, false) || tpr > capacity(i, apacheTarget-apacheBoundary, true)
-		factor := math.Max(capacity(i, apacheTarget, true)/tpr, 1-apacheDownFactor)
+		plans[i].known = true
+		plans[i].outside = tpr < targetCapacity(catchUp[i], input[i], upper, false) || tpr > targetCapacity(catchUp[i], input[i], lower, true)
+		factor := math.Max(targetCapacity(catchUp[i], input[i], apacheTarget, true)/tpr, 1-apacheDownFactor)
 		n := int(math.Ceil(factor * float64(p)))
 		n = min(max(n, 1), maxParallelism)
 		keys := maxKeys
@@ -181,39 +251,51 @@ func (a *apache) decide(j *jobState) []int {
 				break
 			}
 		}
-		need[i] = n
+		plans[i].need = n
 	}
-	if !outside {
-		return nil
-	}
-	next := append([]int(nil), j.par...)
-	change := false
-	for i, n := range need {
+	return a.apply(j.now, j.par, plans)
+}
+
+// apply turns the recommendations into a rescale, or nil. Every
+// scale-down recommendation is recorded first, in the band or not
+// (JobVertexScaler#computeScaleTargetParallelism → applyScaleDownInterval
+// → DelayedScaleDown#triggerScaleDown, L422-461; JobAutoScalerImpl stores
+// the delayed scale-downs even when nothing rescales). Only the vertices
+// that change count for the band, a due scale-down with the flag saved
+// with the recommendation it goes to (ScalingExecutor#
+// computeScalingSummary, L220-225 and L235-239).
+func (a *apache) apply(now float64, par []int, plans []vertexPlan) []int {
+	next := append([]int(nil), par...)
+	outside := false
+	for i, pl := range plans {
 		switch {
-		case n > next[i]:
-			next[i], change = n, true
+		case !pl.known:
+		case pl.need == par[i]:
 			delete(a.down, i)
-		case n < next[i]:
-			pd, ok := a.down[i]
+		case pl.need > par[i]:
+			delete(a.down, i)
+			next[i], outside = pl.need, outside || pl.outside
+		default:
+			d, ok := a.down[i]
 			if !ok {
-				a.down[i] = pendingDown{since: j.now, to: n}
+				d = &delayedDown{first: now}
+				a.down[i] = d
+			}
+			d.record(now, pl.need, pl.outside)
+			// Never within the interval from the first trigger; then the
+			// highest of the last interval.
+			if now-apacheDownInterval < d.first {
 				continue
 			}
-			pd.to = max(pd.to, n)
-			a.down[i] = pd
-			if j.now-pd.since >= apacheDownInterval {
-				next[i], change = pd.to, true
-				delete(a.down, i)
-			}
-		default:
-			delete(a.down, i)
+			r := d.highest(now - apacheDownInterval)
+			next[i], outside = r.par, outside || r.outside
 		}
 	}
-	if !change {
+	if !outside || equal(next, par) {
 		return nil
 	}
-	// A rescale clears every delayed scale-down (ScalingExecutor: "clear
-	// all delayed scale down requests after scaling").
-	a.down = map[int]pendingDown{}
+	// A rescale clears every delayed scale-down (ScalingExecutor#
+	// scaleResource: DelayedScaleDown#clearAll).
+	a.down = map[int]*delayedDown{}
 	return next
 }
