@@ -4,8 +4,9 @@
 // simulated clock, deterministic), it runs a four-vertex job under load
 // shapes and compares Datapilot's policy (internal/autopilot's Evaluate and
 // Decide, as the operator calls them) with a fixed parallelism sized for
-// the peak, the Apache Flink autoscaler's published algorithm with its
-// documented defaults (see apache.go) and an oracle that knows the load.
+// the peak, the Apache Flink autoscaler of flink-kubernetes-operator
+// release 1.15.0 with its defaults (see apache.go) and an oracle that
+// knows the load.
 // It writes the table to bench/AUTOPILOT.md.
 package main
 
