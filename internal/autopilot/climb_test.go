@@ -119,6 +119,22 @@ func TestSizeVertexAhead(t *testing.T) {
 	}
 }
 
+// The bound trims a size ahead of a climb without calling the target out
+// of reach (CapReached): that is judged at the rate now.
+func TestCapReachedIsJudgedAtTheRateNow(t *testing.T) {
+	p := policy()
+	p.MaxParallelism = 10
+	v := win("a", false, 4, 1000, 1000, 500) // 500 each at full busy
+	// Now 3000 needs 3000/350 = 8.6 → 9 (within 10); ahead 4500 needs 13.
+	if n := sizeVertex(v, 3000, 4500, p); n.To != 10 || n.Capped || n.Bound != BoundMax {
+		t.Errorf("reachable now: to %d, capped %v, bound %q; want 10, false, %q", n.To, n.Capped, n.Bound, BoundMax)
+	}
+	// Now 4000 needs 11.4 → 12: out of reach.
+	if n := sizeVertex(v, 4000, 4500, p); n.To != 10 || !n.Capped {
+		t.Errorf("out of reach now: to %d, capped %v; want 10, true", n.To, n.Capped)
+	}
+}
+
 // A scale-down keeps the hottest subtask at the target utilization: a
 // hot key's records stay on one subtask, the rest spread evenly, so
 // fewer subtasks only make it hotter.

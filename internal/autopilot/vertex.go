@@ -155,14 +155,20 @@ func sizeVertex(v vertexWindow, target, ahead float64, p Policy) VertexNeed {
 		// A climb ahead does not turn a scale-down into a scale-up.
 		rate = target
 	}
-	need, hot := int32(1), int32(0)
+	need, needNow, hot := int32(1), int32(1), int32(0)
 	if !math.IsInf(n.ProcessingRate, 1) {
-		need = int32(min(math.Ceil(rate/(n.ProcessingRate*p.Target)-1e-9), math.MaxInt32/2))
+		subtasks := func(r float64) int32 {
+			return int32(min(math.Ceil(r/(n.ProcessingRate*p.Target)-1e-9), math.MaxInt32/2))
+		}
+		need, needNow = subtasks(rate), subtasks(target)
 		if need < n.From {
 			hot = hotFloor(n, p.Target)
 		}
 	}
-	n.Need, n.NeedBound, n.Capped = bound(need, p, v.MaxParallelism)
+	n.Need, n.NeedBound, _ = bound(need, p, v.MaxParallelism)
+	// Capped (CapReached) is the target now out of reach: a bound that
+	// only trims the size ahead of a climb still reaches the target.
+	_, _, n.Capped = bound(needNow, p, v.MaxParallelism)
 	if hot > n.Need {
 		n.Need, n.NeedBound, n.Capped = hot, BoundHot, false
 	}
