@@ -33,25 +33,30 @@ func TestFinalizerAdder(t *testing.T) {
 	has := job()
 	has.Finalizers = []string{controller.Finalizer}
 	for _, tc := range []struct {
-		name  string
-		op    admissionv1.Operation
-		fc    *v1.FlinkCluster
-		patch []map[string]any
+		name    string
+		op      admissionv1.Operation
+		fc      *v1.FlinkCluster
+		patch   []map[string]any
+		watched map[string]bool
 	}{
+		{"in a watched namespace", admissionv1.Create, job(), []map[string]any{
+			{"op": "add", "path": "/metadata/finalizers", "value": []any{controller.Finalizer}}}, map[string]bool{"ns": true}},
+		// No operator here would ever remove it: the deletion would hang.
+		{"outside the watched namespaces", admissionv1.Create, job(), nil, map[string]bool{"team-a": true}},
 		{"a job cluster created", admissionv1.Create, job(), []map[string]any{
-			{"op": "add", "path": "/metadata/finalizers", "value": []any{controller.Finalizer}}}},
+			{"op": "add", "path": "/metadata/finalizers", "value": []any{controller.Finalizer}}}, nil},
 		{"beside another finalizer", admissionv1.Create, other, []map[string]any{
-			{"op": "add", "path": "/metadata/finalizers/-", "value": controller.Finalizer}}},
-		{"already there", admissionv1.Create, has, nil},
-		{"a session cluster with nothing to clean up", admissionv1.Create, session, nil},
-		{"an update", admissionv1.Update, job(), nil},
+			{"op": "add", "path": "/metadata/finalizers/-", "value": controller.Finalizer}}, nil},
+		{"already there", admissionv1.Create, has, nil, nil},
+		{"a session cluster with nothing to clean up", admissionv1.Create, session, nil, nil},
+		{"an update", admissionv1.Update, job(), nil, nil},
 	} {
 		raw, err := json.Marshal(tc.fc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: tc.op, Object: runtime.RawExtension{Raw: raw}}}
-		res := finalizerAdder{decoder: admission.NewDecoder(Scheme())}.Handle(context.Background(), req)
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: tc.op, Namespace: tc.fc.Namespace, Object: runtime.RawExtension{Raw: raw}}}
+		res := finalizerAdder{decoder: admission.NewDecoder(Scheme()), watched: tc.watched}.Handle(context.Background(), req)
 		if !res.Allowed {
 			t.Errorf("%s: refused: %+v", tc.name, res.Result)
 			continue
