@@ -227,27 +227,43 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	// without streaming lists (client-go before 1.35, or a server that
 	// refuses them), so its caches list, then watch.
 	// The running operator may have been restarted a moment ago: its CA
-	// must be in the bundle before it stops, or the next one finds no
-	// configuration and creates it with its CA alone.
-	testwait.Until(t, time.Minute, func() error {
+	// must be in both bundles before it stops, or the next one finds no
+	// configuration and creates it with its CA alone (and the grant to
+	// patch it goes unused: seen in a full run for the mutating one).
+	// Both configurations (validating, and mutating: the finalizer).
+	bundles := func() (validating, mutating []byte, err error) {
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := admin.Get(ctx, client.ObjectKey{Name: operator.ValidatingWebhookName}, vwc); err != nil {
+			return nil, nil, err
+		}
+		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: operator.MutatingWebhookName}, mwc); err != nil {
+			return nil, nil, err
+		}
+		if len(vwc.Webhooks) == 0 || len(mwc.Webhooks) == 0 {
+			return nil, nil, fmt.Errorf("a webhook configuration without its webhook")
+		}
+		return vwc.Webhooks[0].ClientConfig.CABundle, mwc.Webhooks[0].ClientConfig.CABundle, nil
+	}
+	testwait.Until(t, time.Minute, func() error {
+		v, m, err := bundles()
+		if err != nil {
 			return err
 		}
-		if len(vwc.Webhooks) == 0 || !bytes.Contains(vwc.Webhooks[0].ClientConfig.CABundle, []byte("BEGIN CERTIFICATE")) {
-			return fmt.Errorf("the validating webhook trusts no CA yet")
+		if !bytes.Contains(v, []byte("BEGIN CERTIFICATE")) || !bytes.Contains(m, []byte("BEGIN CERTIFICATE")) {
+			return fmt.Errorf("a webhook trusts no CA yet")
 		}
 		return nil
 	})
 	stopOperator(op)
 	op = startOperator("KUBE_FEATURE_WatchListClient=false")
 	testwait.Until(t, time.Minute, func() error {
-		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := admin.Get(ctx, client.ObjectKey{Name: operator.ValidatingWebhookName}, vwc); err != nil {
+		v, m, err := bundles()
+		if err != nil {
 			return err
 		}
-		if n := bytes.Count(vwc.Webhooks[0].ClientConfig.CABundle, []byte("BEGIN CERTIFICATE")); n != 2 {
-			return fmt.Errorf("the validating webhook trusts %d CAs, want both operators'", n)
+		if nv, nm := bytes.Count(v, []byte("BEGIN CERTIFICATE")), bytes.Count(m, []byte("BEGIN CERTIFICATE")); nv != 2 || nm != 2 {
+			return fmt.Errorf("the validating webhook trusts %d CAs, the mutating %d, want both operators'", nv, nm)
 		}
 		return nil
 	})
