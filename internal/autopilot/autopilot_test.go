@@ -193,6 +193,58 @@ func TestEvaluateWaitsForAFullWindow(t *testing.T) {
 	}
 }
 
+// Samples come a little later than every interval under load, and the
+// operator evaluates between them too (any reconcile): the window slides
+// past its first sample a fraction of a second before the next is taken.
+// A full window stays full; while it fills, the condition's summary does
+// not move with the clock.
+func TestEvaluateFullWindowStaysFullBetweenLateSamples(t *testing.T) {
+	p := policy()
+	j := job{caps: []float64{2000, 500, 1500}, parallelism: 4}
+	late := p.Interval * 11 / 10
+	h := j.history(t0, 2*p.Window, late, constant(1000))
+	summaries := map[string]bool{}
+	for i, s := range h {
+		for _, at := range []time.Time{s.Time, s.Time.Add(late / 2)} {
+			rec := Evaluate(h[:i+1], p, t0, at)
+			if at.Sub(t0) >= p.Window+late {
+				if rec.Kind == Collecting {
+					t.Fatalf("at %s: %s", at.Sub(t0), rec.Message)
+				}
+				continue
+			}
+			if rec.Kind == Collecting {
+				summaries[rec.Summary] = true
+			}
+		}
+	}
+	if len(summaries) != 1 {
+		t.Errorf("while the window filled the summary changed: %v", summaries)
+	}
+}
+
+// A gap in the samples (the job's metrics unavailable for most of the
+// window) leaves too little to average: collecting again, and saying why.
+func TestEvaluateWindowWithAGapIsNotFull(t *testing.T) {
+	p := policy()
+	j := job{caps: []float64{2000, 500, 1500}, parallelism: 4}
+	h := j.history(t0, 2*p.Window, p.Interval, constant(1000))
+	end := h[len(h)-1].Time
+	var gapped []Sample
+	for _, s := range h {
+		if s.Time.Before(end.Add(-p.Window)) || !s.Time.Before(end.Add(-p.Window/3)) {
+			gapped = append(gapped, s)
+		}
+	}
+	rec := Evaluate(gapped, p, t0, end)
+	if rec.Kind != Collecting || !strings.Contains(rec.Message, "less than half") {
+		t.Fatalf("%s: %s", rec.Kind, rec.Message)
+	}
+	if rec := Evaluate(h, p, t0, end); rec.Kind == Collecting {
+		t.Fatalf("without the gap: %s", rec.Message)
+	}
+}
+
 // A sample of another parallelism (before a rescale) says nothing of the
 // current one.
 func TestEvaluateIgnoresSamplesOfAnotherParallelism(t *testing.T) {

@@ -81,11 +81,13 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 		start = since
 	}
 	vs := windowOf(h, start)
+	collecting := collectingSince(h, since)
 	if len(vs) == 0 {
 		return Recommendation{Kind: Collecting, Message: "No samples of the running job yet"}
 	}
 	var sourceRate, lag float64
-	sources, span, samples := 0, time.Duration(-1), 0
+	sources := 0
+	cov := coverage{span: -1}
 	var unknown []string
 	current := int32(0)
 	for _, v := range vs {
@@ -99,17 +101,20 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 			unknown = append(unknown, v.Name)
 		}
 		lag += v.lastLag
-		if d := v.spanAt.Sub(v.startAt); span < 0 || d < span {
-			span = d
+		if d := v.spanAt.Sub(v.startAt); cov.span < 0 || d < cov.span {
+			cov.span = d
 		}
-		samples = max(samples, v.samples)
+		if f := collecting[v.ID]; f.After(cov.from) {
+			cov.from = f
+		}
+		cov.samples = max(cov.samples, v.samples)
 	}
-	in := v1.DecisionInputs{SourceRate: round(sourceRate), Lag: round(lag), Samples: int32(samples)}
+	in := v1.DecisionInputs{SourceRate: round(sourceRate), Lag: round(lag), Samples: int32(cov.samples)}
 	if sources == 0 {
 		return Recommendation{Kind: Collecting, From: current, To: current, Inputs: in,
 			Message: "No source vertex reports metrics yet"}
 	}
-	rec := evaluate(vs, p, in, sourceRate, lag, span, samples, current, start)
+	rec := evaluate(vs, p, in, sourceRate, lag, cov, current, now)
 	if len(unknown) > 0 {
 		// Sized from what the sources read alone: say so, rather than
 		// report a backlog of zero as if it were measured.
@@ -125,11 +130,9 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 // evaluate is Evaluate once the sources are known: each vertex is sized
 // on its own (see sizeVertex), the job's recommendation is theirs taken
 // together (see jobOf).
-func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag float64, span time.Duration, samples int, current int32, start time.Time) Recommendation {
-	if need := p.Window - p.Interval; span < need || samples < 3 {
-		return Recommendation{Kind: Collecting, From: current, To: current, Inputs: in,
-			Message: fmt.Sprintf("Collecting metrics: %s of the %s window since %s (%d samples)", span.Round(time.Second), p.Window, start.UTC().Format(time.RFC3339), samples),
-			Summary: fmt.Sprintf("Collecting metrics: the %s window from %s is full at %s", p.Window, start.UTC().Format(time.RFC3339), start.Add(p.Window).UTC().Format(time.RFC3339))}
+func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag float64, cov coverage, current int32, now time.Time) Recommendation {
+	if msg, summary := cov.lacking(p, now); msg != "" {
+		return Recommendation{Kind: Collecting, From: current, To: current, Inputs: in, Message: msg, Summary: summary}
 	}
 	// A source's arrival rate is the window's, or the last minute's when
 	// that is higher: a scale-up follows a step at once, a scale-down
@@ -323,16 +326,63 @@ func (v vertexWindow) growth() float64 {
 	return 0
 }
 
+// coverage is how much of the window the sources' samples cover: from is
+// when the latest-starting source was first sampled (since the job's
+// start or rescale, at its parallelism now), span the shortest stretch
+// of a source's samples inside the window, samples the most of them.
+type coverage struct {
+	from    time.Time
+	span    time.Duration
+	samples int
+}
+
+// lacking says why the window is not full yet, or "" when it is. Full is
+// a history that reaches back to the window's start (within one
+// interval: samples come every interval, late under load) and samples in
+// the window that cover at least half of it (a gap, Flink unreachable,
+// leaves too little to average). It is judged from the first sample, not
+// the window's edges: a window that slides between two samples must not
+// fall back to collecting (it did under load, with a 2 s interval the
+// reconciles kept missing by a fraction of a second). The summary names
+// a time that does not move with the clock: a status that changes only
+// when the decision does costs no writes in between.
+func (c coverage) lacking(p Policy, now time.Time) (msg, summary string) {
+	covered := now.Sub(c.from)
+	switch {
+	case covered < p.Window-p.Interval || c.samples < 3:
+		full := c.from.Add(p.Window - p.Interval).UTC().Format(time.RFC3339)
+		return fmt.Sprintf("Collecting metrics: %s of the %s window since %s (%d samples)", min(covered, p.Window).Round(time.Second), p.Window, c.from.UTC().Format(time.RFC3339), c.samples),
+			fmt.Sprintf("Collecting metrics: the %s window from %s is full at %s", p.Window, c.from.UTC().Format(time.RFC3339), full)
+	case c.span < p.Window/2:
+		m := fmt.Sprintf("Collecting metrics: the samples of the last %s cover %s of it, less than half (the job's metrics were unavailable in between)", p.Window, c.span.Round(time.Second))
+		return m, fmt.Sprintf("Collecting metrics: the samples of the last %s cover less than half of it (the job's metrics were unavailable in between)", p.Window)
+	}
+	return "", ""
+}
+
+// collectingSince is when each vertex was first sampled at or after since
+// at its latest parallelism: from then on its samples can fill a window.
+func collectingSince(h []Sample, since time.Time) map[string]time.Time {
+	latest := latestParallelism(h)
+	first := map[string]time.Time{}
+	for _, s := range h {
+		if s.Time.Before(since) {
+			continue
+		}
+		for _, v := range s.Vertices {
+			if _, ok := first[v.ID]; !ok && v.Parallelism == latest[v.ID] {
+				first[v.ID] = s.Time
+			}
+		}
+	}
+	return first
+}
+
 // windowOf averages each vertex's samples taken at or after start; the
 // parallelism is the latest sample's, and samples of another parallelism
 // (before a rescale) are left out.
 func windowOf(h []Sample, start time.Time) []vertexWindow {
-	latest := map[string]int32{}
-	for _, s := range h {
-		for _, v := range s.Vertices {
-			latest[v.ID] = v.Parallelism
-		}
-	}
+	latest := latestParallelism(h)
 	acc := map[string]*vertexWindow{}
 	var order []string
 	for _, s := range h {
@@ -384,6 +434,17 @@ func windowOf(h []Sample, start time.Time) []vertexWindow {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Source && !out[j].Source })
 	return out
+}
+
+// latestParallelism is each vertex's parallelism in its latest sample.
+func latestParallelism(h []Sample) map[string]int32 {
+	latest := map[string]int32{}
+	for _, s := range h {
+		for _, v := range s.Vertices {
+			latest[v.ID] = v.Parallelism
+		}
+	}
+	return latest
 }
 
 func round(f float64) int64 { return int64(math.Round(f)) }
