@@ -208,6 +208,16 @@ func (e *Engine) SetCheckpointFault(k ClusterKey, f Fault) {
 	e.setFault(k, func(c *cluster) { c.checkpointFault = f })
 }
 
+// SetTaskStartFault makes the tasks of every job that deploys from now on
+// throw cause as they start: user code failing in its operators'
+// initializeState or open, which StreamTask#restoreInternal runs after the
+// job is RUNNING. Task#doRun marks the task FAILED and the scheduler's
+// restart strategy decides (DefaultScheduler#handleTaskFailure), as for
+// FailJob. Tasks that already run are not touched; "" clears it.
+func (e *Engine) SetTaskStartFault(k ClusterKey, cause string) {
+	e.setFault(k, func(c *cluster) { c.taskStartFault = cause })
+}
+
 // SetStopFault changes how stop-with-savepoint ends once its savepoint is
 // complete (see StopTasksDoNotFinish).
 func (e *Engine) SetStopFault(k ClusterKey, f StopFault) {
@@ -232,7 +242,7 @@ func (e *Engine) SetCancelDelay(k ClusterKey, d time.Duration) {
 func (e *Engine) ClearFaults(k ClusterKey) {
 	e.setFault(k, func(c *cluster) {
 		c.unavailable, c.savepointFault, c.checkpointFault, c.cancelDelay = 0, FaultNone, FaultNone, 0
-		c.stopFault, c.savepointDelay = StopFinishes, 0
+		c.stopFault, c.savepointDelay, c.taskStartFault = StopFinishes, 0, ""
 	})
 }
 

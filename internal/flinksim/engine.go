@@ -218,6 +218,9 @@ type cluster struct {
 	savepointFault  Fault
 	checkpointFault Fault
 	stopFault       StopFault
+	// taskStartFault, when set, is the exception every task that deploys
+	// from now on throws as it restores or opens (see SetTaskStartFault).
+	taskStartFault string
 	cancelDelay     time.Duration // 0: EngineOptions.CancelDelay
 	savepointDelay  time.Duration // 0: EngineOptions.SavepointDelay
 	requests        map[string]int

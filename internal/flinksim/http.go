@@ -468,6 +468,7 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 			Stop           *StopFault `json:"stop"`
 			CancelDelay    *string    `json:"cancelDelay"`
 			SavepointDelay *string    `json:"savepointDelay"`
+			TaskStart      *string    `json:"taskStart"`
 		}{}
 		var delay, spDelay time.Duration
 		if err = decode(r, &req); err == nil {
@@ -508,7 +509,10 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 			if req.SavepointDelay != nil {
 				h.e.SetSavepointDelay(k, spDelay)
 			}
-			h.log.Info("Flink REST simulator: injected faults", "cluster", k.String(), "savepoint", req.Savepoint, "checkpoint", req.Checkpoint, "stop", req.Stop, "cancelDelay", req.CancelDelay, "savepointDelay", req.SavepointDelay)
+			if req.TaskStart != nil {
+				h.e.SetTaskStartFault(k, *req.TaskStart)
+			}
+			h.log.Info("Flink REST simulator: injected faults", "cluster", k.String(), "savepoint", req.Savepoint, "checkpoint", req.Checkpoint, "stop", req.Stop, "cancelDelay", req.CancelDelay, "savepointDelay", req.SavepointDelay, "taskStart", req.TaskStart)
 		}
 	case route == "faults" && m == http.MethodDelete:
 		h.e.ClearFaults(k)

@@ -459,6 +459,10 @@ func (e *Engine) deployed(c *cluster, j *job, at time.Time) {
 			return
 		}
 	}
+	if c.taskStartFault != "" {
+		e.failJob(c, j, at, c.taskStartFault, false)
+		return
+	}
 	j.tasks = "RUNNING"
 	if j.interval > 0 && !j.stopping {
 		// CheckpointCoordinatorDeActivator starts the periodic scheduler

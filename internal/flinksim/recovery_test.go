@@ -446,3 +446,33 @@ func TestLocate(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskStartFault: a job RUNNING whose tasks throw as they open fails
+// from its tasks, not its status: RUNNING with tasks deploying, then the
+// restart strategy decides (none: FAILED). A job already running is not
+// touched.
+func TestTaskStartFault(t *testing.T) {
+	e, clk := newTestEngine(t)
+	e.Observe(key, simple(tms(2), map[string]string{"restart-strategy.type": "none"}).Observation())
+	before := running(t, e, clk, flink.JarRunRequest{})
+	const cause = "java.lang.IllegalStateException: open failed"
+	e.SetTaskStartFault(key, cause)
+	id := submit(t, e, flink.JarRunRequest{})
+	sawRunning := false
+	for waited := time.Duration(0); waited < 5*time.Second && jobState(t, e, id) != flink.JobFailed; waited += 50 * time.Millisecond {
+		if j := jobDetails(t, e, id); j.State == flink.JobRunning && j.Vertices[0].Tasks["RUNNING"] == 0 {
+			sawRunning = true
+		}
+		clk.step(50 * time.Millisecond)
+	}
+	if v := view(t, e, id); v.State != flink.JobFailed || v.FailureCause != cause || !sawRunning {
+		t.Fatalf("job %s, cause %q, RUNNING with tasks not running first: %v", v.State, v.FailureCause, sawRunning)
+	}
+	if s := jobState(t, e, before); s != flink.JobRunning {
+		t.Errorf("the job that ran before the fault is %s", s)
+	}
+	e.ClearFaults(key)
+	if id := running(t, e, clk, flink.JarRunRequest{}); id == "" {
+		t.Error("no job after the fault was cleared")
+	}
+}

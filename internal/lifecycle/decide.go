@@ -577,7 +577,9 @@ func rollingBack(s *Step) bool {
 	}
 	s.observe()
 	switch {
-	case in.Flink.JobFound && in.Flink.JobState == flink.JobRunning:
+	case in.Flink.TasksRunning():
+		// Its tasks, not the job's status: a rollback whose job turned
+		// RUNNING and then failed restoring its state did not finish.
 		s.endUpgrade(true)
 		s.setRollingBack(metav1.ConditionFalse, "RollbackComplete", "The rollback finished")
 		s.setRolledBack(metav1.ConditionTrue, "GateFailed",

@@ -130,7 +130,8 @@ func (w *world) commit(p Step) {
 }
 
 func running(id string, checkpoints int64) Flink {
-	return Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, CheckpointsCompleted: checkpoints}
+	return Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, CheckpointsCompleted: checkpoints,
+		Vertices: []flink.JobDetailsVertex{{ID: "v", Parallelism: 2, Status: "RUNNING", Tasks: map[string]int32{"RUNNING": 2}}}}
 }
 
 // stableWorld is a converged cluster whose job ran long enough to be stable.

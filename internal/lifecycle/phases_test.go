@@ -356,6 +356,30 @@ func TestRollbackThatFails(t *testing.T) {
 	}
 }
 
+// TestRollbackWaitsForTheRestoredTasks: the rollback's job is RUNNING
+// while its tasks still deploy and restore; it has not finished until
+// they run, and a restore that fails then fails the rollback.
+func TestRollbackWaitsForTheRestoredTasks(t *testing.T) {
+	w := rollingBackWorld(t)
+	deploying := running("", 0)
+	deploying.Vertices[0].Tasks = map[string]int32{"RUNNING": 1, "DEPLOYING": 1}
+	w.flink = deploying
+	p := w.decide()
+	if p.Status.Upgrade == nil || p.Status.Upgrade.Phase != v1.UpgradeRollingBack || hasTransition(p, RollbackSucceeded) {
+		t.Fatalf("tasks deploying: upgrade %+v, transitions %v", p.Status.Upgrade, p.Transitions)
+	}
+	w.commit(p)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, FailureCause: "java.io.FileNotFoundException: s3://sp/pre/chk-1/state"}
+	if p = w.decide(); !hasTransition(p, RollbackFailed) {
+		t.Fatalf("restore failed: upgrade %+v, transitions %v", p.Status.Upgrade, p.Transitions)
+	}
+	w = rollingBackWorld(t)
+	w.flink = running("", 0)
+	if p = w.decide(); !hasTransition(p, RollbackSucceeded) {
+		t.Fatalf("tasks running: upgrade %+v, transitions %v", p.Status.Upgrade, p.Transitions)
+	}
+}
+
 // TestNewestState orders checkpoints and savepoints as Flink numbers them,
 // not by when the operator happened to see them.
 func TestNewestState(t *testing.T) {

@@ -46,6 +46,24 @@ type Flink struct {
 	EndedAt time.Time
 }
 
+// TasksRunning: the job runs and every task of it runs (or has finished,
+// as a bounded source's may). Flink turns a job RUNNING when its scheduler
+// starts (DefaultScheduler#startScheduling), before a task has a slot or
+// has restored its state: a job that is RUNNING can still fail in its
+// tasks' restore or open, and only the tasks' states (JobDetailsInfo's
+// per-vertex counts of ExecutionState) say that it did not.
+func (f Flink) TasksRunning() bool {
+	if !f.JobFound || f.JobState != flink.JobRunning || len(f.Vertices) == 0 {
+		return false
+	}
+	for _, v := range f.Vertices {
+		if v.Tasks["RUNNING"]+v.Tasks["FINISHED"] < v.Parallelism {
+			return false
+		}
+	}
+	return true
+}
+
 // Checkpoint is a completed checkpoint or savepoint as Flink lists it.
 type Checkpoint struct {
 	ID   int64

@@ -178,38 +178,25 @@ func TestRestoreFromLostSavepointIsReported(t *testing.T) {
 	}
 }
 
-// TestRollbackWhoseJobFails: the upgraded job fails, and so does the job
-// the rollback restores; with no restarts configured Flink marks each
-// FAILED. The rollback ends in RollbackFailed, never in a wait.
+// TestRollbackWhoseJobFails: the upgraded job's tasks fail as they open,
+// and so do those of the job the rollback restores; with no restarts
+// configured Flink marks each FAILED. Each job is RUNNING before its tasks
+// fail: the rollback ends in RollbackFailed, never in a wait, and never in
+// RollbackComplete on a RUNNING job whose tasks did not run.
 func TestRollbackWhoseJobFails(t *testing.T) {
 	parallel(t)
 	ns := newNamespace(t)
 	fc := jobClusterAt(ns, "rbfail", "1.17.2")
 	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"restart-strategy.type": "none"}
 	key := startCluster(t, fc)
-	// No checkpoint completes from here on, so neither the upgrade's job
-	// nor the rollback's can pass its gate before the test fails it.
-	sim.Engine.SetCheckpointFault(key, flinksim.FaultStall)
+	first := getFC(t, ns, "rbfail").Status.Job.ID
+	// From here on every job's tasks fail as they start; the first job's
+	// already run.
+	const cause = "java.lang.IllegalStateException: injected at open"
+	sim.Engine.SetTaskStartFault(key, cause)
 	patchSpec(t, ns, "rbfail", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
-	// The phase turns RollingBack a step before the rollback's job is
-	// recorded: until then status.job is still the failed upgrade's, and
-	// failing it again would leave the rollback's own job to pass.
-	failWhenRunning := func(phase v1.UpgradePhase, not string) string {
-		var id string
-		eventually(t, 2*time.Minute, "a running job in phase "+string(phase), func() error {
-			got := getFC(t, ns, "rbfail")
-			if got.Status.Upgrade == nil || got.Status.Upgrade.Phase != phase || got.Status.Job.SubmittedAt == nil || got.Status.Job.ID == not {
-				return fmt.Errorf("upgrade %+v, job %+v", got.Status.Upgrade, got.Status.Job)
-			}
-			id = got.Status.Job.ID
-			return sim.Engine.FailJob(key, id, "java.lang.IllegalStateException: injected")
-		})
-		return id
-	}
-	upgradeJob := failWhenRunning(v1.UpgradeVerifying, "")
-	rollbackJob := failWhenRunning(v1.UpgradeRollingBack, upgradeJob)
 	var got *v1.FlinkCluster
-	eventually(t, time.Minute, "RollbackFailed", func() error {
+	eventually(t, 3*time.Minute, "RollbackFailed", func() error {
 		got = getFC(t, ns, "rbfail")
 		c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionRollingBack)
 		if c == nil || c.Reason != "RollbackFailed" || got.Status.Upgrade != nil {
@@ -217,8 +204,19 @@ func TestRollbackWhoseJobFails(t *testing.T) {
 		}
 		return nil
 	})
-	if got.Status.Job.ID != rollbackJob || got.Status.Job.FailureCause == "" {
-		t.Errorf("job %+v, want the failed rollback job %s with its cause", got.Status.Job, rollbackJob)
+	if got.Status.Job.ID == first || !strings.Contains(got.Status.Job.FailureCause, cause) {
+		t.Errorf("job %+v, want the failed rollback job with its cause (the first was %s)", got.Status.Job, first)
+	}
+	// The rollback's job restored the state the upgrade saved, and its
+	// tasks failed; so had the upgrade's, which is what began it.
+	if j := simJob(t, key, got.Status.Job.ID); j.State != flink.JobFailed || j.RestoredFrom == nil || j.RestoredFrom.ExternalPath != got.Status.Job.RestoredFrom {
+		t.Errorf("rollback job %s restored from %+v, status says %s", j.State, j.RestoredFrom, got.Status.Job.RestoredFrom)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionUpgrading); c == nil || c.Reason != "UpgradeFailed" || !strings.Contains(c.Message, cause) {
+		t.Errorf("Upgrading %+v, want the upgrade's job failed with %q", c, cause)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionRolledBack); c == nil || c.Reason != "RollbackFailed" {
+		t.Errorf("RolledBack %+v", c)
 	}
 	// Events are written asynchronously: wait for it.
 	eventually(t, 30*time.Second, "a RollbackFailed Warning event", func() error { return hasWarning(t, ns, "RollbackFailed") })
