@@ -683,13 +683,13 @@ func report(c config, r results) error {
 		fmt.Fprintf(&b, "| %s: operator writes per converged cluster, events included (audit log) | %s (minimum %d) | ≤ 8 |\n", kind, writes.format(perCluster), minimum)
 	}
 	// The minimum is what keeps every guarantee (docs/performance-shape.md):
-	// a session cluster's six children and one status write; a job
-	// cluster's six, the finalizer's patch (the bench's operator runs no
+	// a session cluster's five children and one status write; a job
+	// cluster's five, the finalizer's patch (the bench's operator runs no
 	// webhook, which would put it into the create) and three status
 	// writes (the job's ID before its submission, RUNNING, its first
 	// checkpoint with the spec stable).
-	row("Session clusters", func(rd round) phase { return rd.session }, 7)
-	row("Job clusters", func(rd round) phase { return rd.job }, 10)
+	row("Session clusters", func(rd round) phase { return rd.session }, 6)
+	row("Job clusters", func(rd round) phase { return rd.job }, 9)
 	fmt.Fprintf(&b, "| Idle %s: operator writes / full reconciles (lease renewals apart: %d) | %d / %.0f | 0 / 0 |\n", c.idle, r.leaseWrites, r.idleWrites, r.idleReconciles)
 	last := r.rounds[len(r.rounds)-1]
 	fmt.Fprintf(&b, "| Idle: Flink REST requests per cluster per minute, session / job clusters | %.2f / %.2f | |\n", r.idleREST[last.sessNS], r.idleREST[last.jobsNS])

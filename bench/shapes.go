@@ -7,8 +7,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
+	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/datapilot/datapilot/internal/resources"
@@ -24,9 +27,10 @@ type shape struct {
 	jmStatefulSet bool
 	// noBudget leaves out the TaskManagers' PodDisruptionBudget.
 	noBudget bool
-	// noTMService leaves out the TaskManagers' headless Service (the
-	// StatefulSet's governing Service, which gives each pod a DNS name).
-	noTMService bool
+	// tmService adds the TaskManagers' headless Service the operator
+	// created before 2026-12 (the StatefulSet's governing Service, which
+	// gave each pod a DNS name that nothing dials).
+	tmService bool
 	// apply sends server-side applies instead of creates.
 	apply bool
 }
@@ -38,7 +42,7 @@ var shapes = []shape{
 	{name: "operator's shape, server-side apply", apply: true},
 	{name: "JobManager as StatefulSet", jmStatefulSet: true},
 	{name: "without the PodDisruptionBudget", noBudget: true},
-	{name: "without the TaskManager Service", noTMService: true},
+	{name: "with a TaskManager Service (the shape before)", tmService: true},
 }
 
 // baselineResult is one baseline run of one shape.
@@ -62,7 +66,6 @@ func (s shape) children(i int) ([]any, error) {
 	d.JobManager.OwnerReferences = nil
 	d.JobManagerService.OwnerReferences = nil
 	d.TaskManager.OwnerReferences = nil
-	d.TaskManagerService.OwnerReferences = nil
 	d.TaskManagerBudget.OwnerReferences = nil
 	var jm any = d.JobManager
 	if s.jmStatefulSet {
@@ -74,16 +77,28 @@ func (s shape) children(i int) ([]any, error) {
 				WithPodManagementPolicy(appsv1.ParallelPodManagement))
 	}
 	out := []any{d.ConfigMap, d.JobManagerService, jm}
-	if s.noTMService {
-		d.TaskManager.Spec.ServiceName = nil
-	} else {
-		out = append(out, d.TaskManagerService)
+	if s.tmService {
+		out = append(out, taskManagerService(*d.TaskManager.Name, d.TaskManager.Spec.Selector.MatchLabels))
 	}
 	out = append(out, d.TaskManager)
 	if !s.noBudget {
 		out = append(out, d.TaskManagerBudget)
 	}
 	return out, nil
+}
+
+// taskManagerService is the headless Service the operator created for
+// its TaskManagers before 2026-12: published before they are ready, on
+// the TaskManagers' RPC port.
+func taskManagerService(name string, selector map[string]string) *coreac.ServiceApplyConfiguration {
+	return coreac.Service(name, "").
+		WithLabels(selector).
+		WithSpec(coreac.ServiceSpec().
+			WithClusterIP(corev1.ClusterIPNone).
+			WithPublishNotReadyAddresses(true).
+			WithSelector(selector).
+			WithPorts(coreac.ServicePort().WithName("rpc").WithPort(resources.PortTaskManagerRPC).
+				WithTargetPort(intstr.FromString("rpc")).WithProtocol(corev1.ProtocolTCP)))
 }
 
 // send writes one child into ns: a create, or a server-side apply.

@@ -308,8 +308,8 @@ func TestRenderMatchesTheAPIServer(t *testing.T) {
 					child.SetOwnerReferences(refs)
 				}
 			}
-			if len(children) < 6 {
-				t.Fatalf("render printed %d objects, want at least the six children", len(children))
+			if len(children) < 5 {
+				t.Fatalf("render printed %d objects, want at least the five children", len(children))
 			}
 			apply(t, c, children)
 		})

@@ -119,7 +119,6 @@ func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-jobmanager"}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-jobmanager"}},
 		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
 		cm,
 		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
 	}
@@ -151,8 +150,8 @@ func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
 	if *tm.Spec.Replicas != 12 || tm.Spec.Template.Spec.Containers[0].Args[0] != "taskmanager" {
 		t.Errorf("TaskManagers: replicas %d, args %v", *tm.Spec.Replicas, tm.Spec.Template.Spec.Containers[0].Args)
 	}
-	if children[3].(*corev1.Service).Spec.ClusterIP != corev1.ClusterIPNone {
-		t.Error("TaskManager Service is not headless")
+	if tm.Spec.ServiceName != "realtime-warehouse-taskmanager" {
+		t.Errorf("TaskManagers' serviceName %q (immutable: StatefulSets created with it keep it)", tm.Spec.ServiceName)
 	}
 	// Before pods are ready: Progressing, not Available.
 	fc = waitCondition(t, ns, "realtime-warehouse", v1.ConditionAvailable, metav1.ConditionFalse)
@@ -173,6 +172,11 @@ func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
 	}
 	if fc.Status.Selector == "" || fc.Status.ObservedGeneration != fc.Generation {
 		t.Errorf("selector %q, observedGeneration %d of %d", fc.Status.Selector, fc.Status.ObservedGeneration, fc.Generation)
+	}
+	// Converged, and no Service for the TaskManagers: nothing dials them
+	// by name.
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-taskmanager"}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("TaskManager Service: %v, want none", err)
 	}
 	// Nothing outlives the owner references (no volume claims), so no
 	// finalizer: the write it would cost buys nothing.

@@ -503,7 +503,6 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 				return replicasDiffer(o.(*appsv1.Deployment).Spec.Replicas, *d.JobManager.Spec.Replicas) ||
 					templateHash(o.GetAnnotations()) != templateHash(d.JobManager.Annotations)
 			}},
-		{kind: "Service", name: *d.TaskManagerService.Name, hash: specHash(d.TaskManagerService.Annotations), cached: metadataOnly("v1", "Service"), desired: d.TaskManagerService},
 		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: metadataOnly("policy/v1", "PodDisruptionBudget"), desired: d.TaskManagerBudget},
 		{kind: "StatefulSet", name: *d.TaskManager.Name, hash: specHash(d.TaskManager.Annotations), cached: tm, desired: d.TaskManager,
 			drifted: func(o client.Object) bool {

@@ -28,12 +28,10 @@ func operatorNamespace(t *testing.T, fc *v1.FlinkCluster, tms int) namespaceView
 	var cm corev1.ConfigMap
 	convert(t, d.ConfigMap, &cm)
 	v.configMaps[cm.Name] = &cm
-	var jmSvc, tmSvc corev1.Service
+	var jmSvc corev1.Service
 	convert(t, d.JobManagerService, &jmSvc)
-	convert(t, d.TaskManagerService, &tmSvc)
 	jmSvc.Spec.ClusterIP = "10.96.0.10"
-	tmSvc.Spec.ClusterIP = corev1.ClusterIPNone
-	v.services = []corev1.Service{jmSvc, tmSvc}
+	v.services = []corev1.Service{jmSvc}
 	var jmT, tmT corev1.PodTemplateSpec
 	convert(t, d.JobManager.Spec.Template, &jmT)
 	convert(t, d.TaskManager.Spec.Template, &tmT)
@@ -49,7 +47,7 @@ func operatorNamespace(t *testing.T, fc *v1.FlinkCluster, tms int) namespaceView
 	v.pods = append(v.pods, pod(fc.Name+"-jobmanager-abc", jmT, "10.0.0.1", 0))
 	for i := range tms {
 		p := pod(fmt.Sprintf("%s-taskmanager-%d", fc.Name, i), tmT, fmt.Sprintf("10.0.1.%d", i), 1+i)
-		p.Spec.Hostname, p.Spec.Subdomain = p.Name, tmSvc.Name
+		p.Spec.Hostname, p.Spec.Subdomain = p.Name, *d.TaskManager.Spec.ServiceName
 		v.pods = append(v.pods, p)
 	}
 	return v

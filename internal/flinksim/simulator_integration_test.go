@@ -86,15 +86,12 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 	var jmTemplate, tmTemplate corev1.PodTemplateSpec
 	convert(t, desired.JobManager.Spec.Template, &jmTemplate)
 	convert(t, desired.TaskManager.Spec.Template, &tmTemplate)
-	// The Services in front of the pods; the HA account comes later.
-	var jmService, tmService corev1.Service
+	// The Service in front of the JobManagers; the HA account comes later.
+	var jmService corev1.Service
 	convert(t, desired.JobManagerService, &jmService)
-	convert(t, desired.TaskManagerService, &tmService)
-	for _, s := range []*corev1.Service{&jmService, &tmService} {
-		s.OwnerReferences = nil
-		if err := k8s.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
+	jmService.OwnerReferences = nil
+	if err := k8s.Create(ctx, &jmService); err != nil {
+		t.Fatal(err)
 	}
 	var sa corev1.ServiceAccount
 	var binding rbacv1.RoleBinding

@@ -79,7 +79,7 @@ func Objects(fc *v1.FlinkCluster, p resources.Platform) ([]map[string]any, error
 	if err != nil {
 		return nil, fmt.Errorf("FlinkCluster %s/%s: %w", fc.Namespace, fc.Name, err)
 	}
-	children := []any{d.ConfigMap, d.JobManagerService, d.TaskManagerService, d.JobManager, d.TaskManager, d.TaskManagerBudget}
+	children := []any{d.ConfigMap, d.JobManagerService, d.JobManager, d.TaskManager, d.TaskManagerBudget}
 	if a := d.HAAccess; a != nil {
 		children = append([]any{a.ServiceAccount, a.RoleBinding}, children...)
 	}

@@ -20,12 +20,11 @@ import (
 
 // Desired is every child object of one cluster, ready to apply.
 type Desired struct {
-	Config             FlinkConfig
-	ConfigMap          *coreac.ConfigMapApplyConfiguration
-	JobManager         *appsac.DeploymentApplyConfiguration
-	JobManagerService  *coreac.ServiceApplyConfiguration
-	TaskManager        *appsac.StatefulSetApplyConfiguration
-	TaskManagerService *coreac.ServiceApplyConfiguration
+	Config            FlinkConfig
+	ConfigMap         *coreac.ConfigMapApplyConfiguration
+	JobManager        *appsac.DeploymentApplyConfiguration
+	JobManagerService *coreac.ServiceApplyConfiguration
+	TaskManager       *appsac.StatefulSetApplyConfiguration
 	// TaskManagerBudget keeps voluntary disruptions (node drains) to one
 	// TaskManager at a time, so a drain restarts a job once, not per pod.
 	TaskManagerBudget *policyac.PodDisruptionBudgetApplyConfiguration
@@ -52,15 +51,14 @@ func Build(fc *v1.FlinkCluster, p Platform) (*Desired, error) {
 		return nil, fmt.Errorf("spec.taskManager.podTemplate: %w", err)
 	}
 	d := &Desired{
-		Config:             cfg,
-		ConfigMap:          configMap(fc, cfg),
-		JobManager:         jm,
-		JobManagerService:  jobManagerService(fc),
-		TaskManager:        tm,
-		TaskManagerService: taskManagerService(fc),
-		TaskManagerBudget:  taskManagerBudget(fc),
-		HAAccess:           haAccess(fc, p),
-		SQLGatewayPolicy:   sqlGatewayPolicy(fc, p),
+		Config:            cfg,
+		ConfigMap:         configMap(fc, cfg),
+		JobManager:        jm,
+		JobManagerService: jobManagerService(fc),
+		TaskManager:       tm,
+		TaskManagerBudget: taskManagerBudget(fc),
+		HAAccess:          haAccess(fc, p),
+		SQLGatewayPolicy:  sqlGatewayPolicy(fc, p),
 	}
 	if d.SQLGatewayPolicy != nil {
 		stampSpecHash(d.SQLGatewayPolicy, d.SQLGatewayPolicy.ObjectMetaApplyConfiguration)
@@ -76,7 +74,6 @@ func Build(fc *v1.FlinkCluster, p Platform) (*Desired, error) {
 	stampSpecHash(d.JobManager, d.JobManager.ObjectMetaApplyConfiguration)
 	stampSpecHash(d.JobManagerService, d.JobManagerService.ObjectMetaApplyConfiguration)
 	stampSpecHash(d.TaskManager, d.TaskManager.ObjectMetaApplyConfiguration)
-	stampSpecHash(d.TaskManagerService, d.TaskManagerService.ObjectMetaApplyConfiguration)
 	stampSpecHash(d.TaskManagerBudget, d.TaskManagerBudget.ObjectMetaApplyConfiguration)
 	return d, nil
 }
@@ -171,6 +168,12 @@ func taskManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) (*appsac.Statef
 	var dataVolume *coreac.VolumeApplyConfiguration
 	spec := appsac.StatefulSetSpec().
 		WithReplicas(fc.Spec.TaskManager.Replicas).
+		// No Service by this name is created: Flink's TaskManagers need no
+		// DNS names (each registers its IP: taskmanager.network.bind-policy
+		// "ip"; the JobManager and the other TaskManagers dial that), and a
+		// Service is one more object for the control plane per cluster.
+		// The name stays because it is immutable on StatefulSets created
+		// with it; it gives the pods their subdomain, which nothing reads.
 		WithServiceName(TaskManagerName(fc)).
 		// TaskManagers are interchangeable: start and stop them in parallel.
 		// Updates still roll one pod at a time.
@@ -306,18 +309,6 @@ func jobManagerService(fc *v1.FlinkCluster) *coreac.ServiceApplyConfiguration {
 				servicePort("blob", PortBlob),
 				servicePort("rest", PortREST),
 			))
-}
-
-func taskManagerService(fc *v1.FlinkCluster) *coreac.ServiceApplyConfiguration {
-	return coreac.Service(TaskManagerName(fc), fc.Namespace).
-		WithLabels(Labels(fc, ComponentTaskManager)).
-		WithOwnerReferences(ownerRef(fc)).
-		WithSpec(coreac.ServiceSpec().
-			WithClusterIP(corev1.ClusterIPNone).
-			// TaskManagers must resolve each other before they are ready.
-			WithPublishNotReadyAddresses(true).
-			WithSelector(SelectorLabels(fc.Name, ComponentTaskManager)).
-			WithPorts(servicePort("rpc", PortTaskManagerRPC)))
 }
 
 func taskManagerBudget(fc *v1.FlinkCluster) *policyac.PodDisruptionBudgetApplyConfiguration {

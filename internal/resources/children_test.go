@@ -105,7 +105,7 @@ func TestBuildGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			for _, obj := range []any{d.ConfigMap, d.JobManager, d.JobManagerService, d.TaskManager, d.TaskManagerService, d.TaskManagerBudget} {
+			for _, obj := range []any{d.ConfigMap, d.JobManager, d.JobManagerService, d.TaskManager, d.TaskManagerBudget} {
 				raw, err := yaml.Marshal(obj)
 				if err != nil {
 					t.Fatal(err)

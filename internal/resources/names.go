@@ -53,7 +53,8 @@ func ConfigMapName(fc *v1.FlinkCluster) string { return fc.Name + "-config" }
 // JobManagerName names the JobManager Deployment and its Service.
 func JobManagerName(fc *v1.FlinkCluster) string { return fc.Name + "-jobmanager" }
 
-// TaskManagerName names the TaskManager StatefulSet and its headless Service.
+// TaskManagerName names the TaskManager StatefulSet, its disruption budget
+// and its serviceName (no Service by that name is created).
 func TaskManagerName(fc *v1.FlinkCluster) string { return fc.Name + "-taskmanager" }
 
 // HighAvailabilityName names the ServiceAccount, Role and RoleBinding the

@@ -21,7 +21,7 @@ import (
 )
 
 // TestJobClusterWrites pins what a job cluster costs from creation to its
-// recorded stable spec: its six children, two or three status writes and
+// recorded stable spec: its five children, two or three status writes and
 // no event. The finalizer that stops the job with a savepoint when the
 // cluster is deleted costs no write of the operator's: the operator's
 // mutating webhook puts it into the cluster's own create. The pods are ready within a second here, so no status says
@@ -55,7 +55,7 @@ func TestJobClusterWrites(t *testing.T) {
 		resource string
 		min, max int
 	}{
-		{"configmaps", 1, 1}, {"deployments", 1, 1}, {"statefulsets", 1, 1}, {"services", 2, 2}, {"poddisruptionbudgets", 1, 1},
+		{"configmaps", 1, 1}, {"deployments", 1, 1}, {"statefulsets", 1, 1}, {"services", 1, 1}, {"poddisruptionbudgets", 1, 1},
 		{"flinkclusters", 0, 0}, {"flinkclusters/status", 2, 3},
 		{"events", 0, 0},
 	} {
@@ -127,7 +127,7 @@ func finalizerWebhookAnswers(t *testing.T, fc *v1.FlinkCluster) {
 }
 
 // TestSessionClusterWrites pins what a session cluster costs until it is
-// Available: its six children and one status write, no finalizer (it has
+// Available: its five children and one status write, no finalizer (it has
 // nothing for one to clean up) and no event. Its pods are ready within a
 // second, so its first status says Available (no Creating before it).
 func TestSessionClusterWrites(t *testing.T) {
@@ -146,7 +146,7 @@ func TestSessionClusterWrites(t *testing.T) {
 		resource string
 		min, max int
 	}{
-		{"configmaps", 1, 1}, {"deployments", 1, 1}, {"statefulsets", 1, 1}, {"services", 2, 2}, {"poddisruptionbudgets", 1, 1},
+		{"configmaps", 1, 1}, {"deployments", 1, 1}, {"statefulsets", 1, 1}, {"services", 1, 1}, {"poddisruptionbudgets", 1, 1},
 		{"flinkclusters", 0, 0}, {"flinkclusters/status", 1, 1},
 		{"events", 0, 0},
 	} {
