@@ -221,15 +221,15 @@ type cluster struct {
 	// taskStartFault, when set, is the exception every task that deploys
 	// from now on throws as it restores or opens (see SetTaskStartFault).
 	taskStartFault string
-	cancelDelay     time.Duration // 0: EngineOptions.CancelDelay
-	savepointDelay  time.Duration // 0: EngineOptions.SavepointDelay
-	requests        map[string]int
-	totals          Totals
-	history         map[string]*jobHistory
-	historyOrder    []string
-	record          Record   // what Flink saw of its jobs (record.go)
-	events          []string // what happened to processes, newest last
-	workload        *workload
+	cancelDelay    time.Duration // 0: EngineOptions.CancelDelay
+	savepointDelay time.Duration // 0: EngineOptions.SavepointDelay
+	requests       map[string]int
+	totals         Totals
+	history        map[string]*jobHistory
+	historyOrder   []string
+	record         Record   // what Flink saw of its jobs (record.go)
+	events         []string // what happened to processes, newest last
+	workload       *workload
 }
 
 func (e *Engine) get(k ClusterKey) *cluster {
