@@ -137,11 +137,16 @@ kustomize-check:
 		echo "kubectl kustomize $$d"; $(BIN)/kubectl kustomize $$d >/dev/null || exit 1; \
 	done
 
-.PHONY: flink-charts-check test-static
+.PHONY: flink-charts-check test-static fmt-check
 
-## test-static: what make test checks besides the tests: the build, the Helm chart, the Flink
-## environment charts and the kustomizations
-test-static: build chart-lint flink-charts-check kustomize-check
+## test-static: what make test checks besides the tests: the build, the Go sources' format, the
+## Helm chart, the Flink environment charts and the kustomizations
+test-static: build fmt-check chart-lint flink-charts-check kustomize-check
+
+## fmt-check: every tracked Go file as gofmt prints it
+fmt-check:
+	@out=$$(git ls-files -z '*.go' | xargs -0 gofmt -l); \
+	test -z "$$out" || { echo "gofmt -w these files:"; echo "$$out"; exit 1; }
 
 ## flink-charts-check: the Flink environment charts (charts/flink-*): vendored copies in step, helm dependency
 ## list at the pinned versions, version/appVersion/image tag/spec.version one Flink version (lint, goldens: test/flinkcharts)
