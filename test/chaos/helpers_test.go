@@ -237,7 +237,7 @@ func checkNoDuplicates(t *testing.T, ns string, job bool) {
 		want int
 	}{
 		"Deployment": {&appsv1.DeploymentList{}, 1}, "StatefulSet": {&appsv1.StatefulSetList{}, 1},
-		"Service": {&corev1.ServiceList{}, 2}, "ConfigMap": {&corev1.ConfigMapList{}, 1},
+		"Service": {&corev1.ServiceList{}, 1}, "ConfigMap": {&corev1.ConfigMapList{}, 1},
 		"PodDisruptionBudget": {&policyv1.PodDisruptionBudgetList{}, 1},
 	}
 	for kind, l := range lists {

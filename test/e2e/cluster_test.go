@@ -193,10 +193,8 @@ func TestOperatorRestartConverges(t *testing.T) {
 		if err := k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy}); err != nil {
 			t.Fatal(err)
 		}
+		// One of each per cluster (the JobManager's Service the only one).
 		want := n
-		if _, ok := list.(*corev1.ServiceList); ok {
-			want = 2 * n
-		}
 		got := len(apiItems(list))
 		if cms, ok := list.(*corev1.ConfigMapList); ok {
 			got = len(cms.Items)
