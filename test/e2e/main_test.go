@@ -294,15 +294,7 @@ func (o *operatorProcess) shutdown() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cmd != nil {
-		_ = o.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = o.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = o.cmd.Process.Kill()
-			<-done
-		}
+		platform.Terminate(o.cmd, 10 * time.Second)
 		o.cmd = nil
 	}
 }

@@ -189,15 +189,7 @@ func (o *operatorProcess) stop() {
 	if o.cmd == nil {
 		return
 	}
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = o.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = o.cmd.Process.Kill()
-		<-done
-	}
+	platform.Terminate(o.cmd, 10 * time.Second)
 	o.cmd = nil
 }
 
