@@ -65,7 +65,7 @@ func (o *operatorProc) stop() {
 	if o == nil || o.cmd.ProcessState != nil {
 		return
 	}
-	platform.Terminate(o.cmd, 15 * time.Second)
+	platform.Terminate(o.cmd, 15*time.Second)
 }
 
 // kill ends it as a node failure would: the lease stays until it expires.

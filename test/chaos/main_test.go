@@ -219,6 +219,6 @@ func (o *operatorProcess) stop() {
 	if o.cmd == nil {
 		return
 	}
-	platform.Terminate(o.cmd, 10 * time.Second)
+	platform.Terminate(o.cmd, 10*time.Second)
 	o.cmd = nil
 }

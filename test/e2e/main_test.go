@@ -294,7 +294,7 @@ func (o *operatorProcess) shutdown() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cmd != nil {
-		platform.Terminate(o.cmd, 10 * time.Second)
+		platform.Terminate(o.cmd, 10*time.Second)
 		o.cmd = nil
 	}
 }

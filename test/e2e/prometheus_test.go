@@ -97,7 +97,7 @@ func startPrometheus(ctx context.Context, bin, dir, target, token string) (*prom
 }
 
 func (p *prometheusServer) stop() {
-	platform.Terminate(p.cmd, 10 * time.Second)
+	platform.Terminate(p.cmd, 10*time.Second)
 }
 
 // sample is one series of an instant query's result.
