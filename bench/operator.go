@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/datapilot/datapilot/internal/platform"
 )
 
 // operatorProc is bin/datapilot operator as a child process, with its
@@ -63,15 +65,7 @@ func (o *operatorProc) stop() {
 	if o == nil || o.cmd.ProcessState != nil {
 		return
 	}
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = o.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = o.cmd.Process.Kill()
-		<-done
-	}
+	platform.Terminate(o.cmd, 15*time.Second)
 }
 
 // kill ends it as a node failure would: the lease stays until it expires.

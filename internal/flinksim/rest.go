@@ -322,6 +322,34 @@ func triggerID(v, body string) (string, error) {
 	return strings.ToLower(v), nil
 }
 
+// operation is a trigger's result in the answering JobManager's
+// CompletedOperationCache (DispatcherCachedOperationsHandler keeps the
+// savepoint and stop-with-savepoint triggers in one, checkpoint triggers
+// in another); a trigger it does not know is a 404 with Flink's message.
+func (c *cluster) operation(jm *process, kind, jobID, trigger string, now time.Time) (*opResult, error) {
+	id, err := pathID("jobid", jobID)
+	if err != nil {
+		return nil, err
+	}
+	tid, err := pathID("triggerid", trigger)
+	if err != nil {
+		return nil, err
+	}
+	d, err := c.dispatcherFor(jm)
+	if err != nil {
+		return nil, err
+	}
+	cache := d.savepoints
+	if kind == "checkpoint" {
+		cache = d.checkpoints
+	}
+	r := cache.get(opKey{id, tid}, now)
+	if r == nil {
+		return nil, handlerErr(http.StatusNotFound, "There is no %s operation with triggerId=%s for job %s.", kind, tid, id)
+	}
+	return r, nil
+}
+
 // CheckpointStatus answers GET /jobs/{jobid}/checkpoints/{triggerid}.
 func (e *Engine) CheckpointStatus(k ClusterKey, jobID, triggerID string) (*flink.CheckpointOperation, error) {
 	return e.checkpointStatus(target{k: k}, jobID, triggerID)
@@ -329,21 +357,9 @@ func (e *Engine) CheckpointStatus(k ClusterKey, jobID, triggerID string) (*flink
 
 func (e *Engine) checkpointStatus(t target, jobID, trigger string) (out *flink.CheckpointOperation, err error) {
 	err = e.request(t, "GET /jobs/{jobid}/checkpoints/{triggerid}", func(c *cluster, jm *process, now time.Time) error {
-		id, err := pathID("jobid", jobID)
+		r, err := c.operation(jm, "checkpoint", jobID, trigger, now)
 		if err != nil {
 			return err
-		}
-		tid, err := pathID("triggerid", trigger)
-		if err != nil {
-			return err
-		}
-		d, err := c.dispatcherFor(jm)
-		if err != nil {
-			return err
-		}
-		r := d.checkpoints.get(opKey{id, tid}, now)
-		if r == nil {
-			return handlerErr(http.StatusNotFound, "There is no checkpoint operation with triggerId=%s for job %s.", tid, id)
 		}
 		out = &flink.CheckpointOperation{Status: flink.QueueStatus{ID: flink.OperationInProgress}}
 		if r.done {
@@ -472,21 +488,9 @@ func (e *Engine) SavepointStatus(k ClusterKey, jobID, triggerID string) (*flink.
 
 func (e *Engine) savepointStatus(t target, jobID, trigger string) (out *flink.SavepointOperation, err error) {
 	err = e.request(t, "GET /jobs/{jobid}/savepoints/{triggerid}", func(c *cluster, jm *process, now time.Time) error {
-		id, err := pathID("jobid", jobID)
+		r, err := c.operation(jm, "savepoint", jobID, trigger, now)
 		if err != nil {
 			return err
-		}
-		tid, err := pathID("triggerid", trigger)
-		if err != nil {
-			return err
-		}
-		d, err := c.dispatcherFor(jm)
-		if err != nil {
-			return err
-		}
-		r := d.savepoints.get(opKey{id, tid}, now)
-		if r == nil {
-			return handlerErr(http.StatusNotFound, "There is no savepoint operation with triggerId=%s for job %s.", tid, id)
 		}
 		out = &flink.SavepointOperation{Status: flink.QueueStatus{ID: flink.OperationInProgress}}
 		if r.done {

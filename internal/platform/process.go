@@ -291,3 +291,19 @@ func alive(pid int) bool {
 	}
 	return s[i+2] != 'Z'
 }
+
+// Terminate stops a started command as a kubelet stops a container: SIGTERM,
+// up to grace for it to exit, then SIGKILL; it returns once the command is
+// reaped. For the tiers' and the bench's own processes (the operator,
+// Prometheus), which nothing else waits for.
+func Terminate(cmd *exec.Cmd, grace time.Duration) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}

@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/datapilot/datapilot/internal/platform"
 )
 
 // Root is the repository root, found from this file's location so tests
@@ -59,4 +61,19 @@ func Start(t testing.TB) (*envtest.Environment, *rest.Config) {
 		}
 	})
 	return env, cfg
+}
+
+// PlatformBin is bin/ when it holds what the local platform's tiers run
+// (the control plane and kwok that hack/tools built, and the operator's
+// binary); else an error naming the make target that builds what is
+// missing.
+func PlatformBin() (string, error) {
+	bin := filepath.Join(Root(), "bin")
+	if missing := platform.MissingBinaries(bin); len(missing) > 0 {
+		return "", fmt.Errorf("missing %v in bin/: run 'make tools' (make test does it for you)", missing)
+	}
+	if _, err := os.Stat(filepath.Join(bin, "datapilot")); err != nil {
+		return "", fmt.Errorf("bin/datapilot is missing: run 'make build' (make test does it for you)")
+	}
+	return bin, nil
 }

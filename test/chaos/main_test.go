@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +32,7 @@ import (
 	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/operator"
 	"github.com/datapilot/datapilot/internal/platform"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
 
 // clusters is the size of each scenario's burst.
@@ -76,15 +76,10 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	// The test's own clients log nothing (the operator logs to its file).
 	ctrllog.SetLogger(logr.Discard())
-	_, file, _, _ := runtime.Caller(0)
-	root = filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(root, "bin")
-	if missing := platform.MissingBinaries(bin); len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "missing %v in bin/: run 'make tools'\n", missing)
-		return 1
-	}
-	if _, err := os.Stat(filepath.Join(bin, "datapilot")); err != nil {
-		fmt.Fprintln(os.Stderr, "bin/datapilot is missing: run 'make build'")
+	root = testenv.Root()
+	bin, err := testenv.PlatformBin()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	state, err := os.MkdirTemp("", "datapilot-chaos-")
@@ -224,14 +219,6 @@ func (o *operatorProcess) stop() {
 	if o.cmd == nil {
 		return
 	}
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = o.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = o.cmd.Process.Kill()
-		<-done
-	}
+	platform.Terminate(o.cmd, 10*time.Second)
 	o.cmd = nil
 }

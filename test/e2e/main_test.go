@@ -23,7 +23,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +38,7 @@ import (
 	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/operator"
 	"github.com/datapilot/datapilot/internal/platform"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
 
 var (
@@ -101,15 +101,10 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "-e2e.group=%s: want all, alone or parallel\n", g)
 		return 2
 	}
-	_, file, _, _ := runtime.Caller(0)
-	root = filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(root, "bin")
-	if missing := platform.MissingBinaries(bin); len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "missing %v in bin/: run 'make tools' (make test does it for you)\n", missing)
-		return 1
-	}
-	if _, err := os.Stat(filepath.Join(bin, "datapilot")); err != nil {
-		fmt.Fprintln(os.Stderr, "bin/datapilot is missing: run 'make build' (make test does it for you)")
+	root = testenv.Root()
+	bin, err := testenv.PlatformBin()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	state, err := os.MkdirTemp("", "datapilot-e2e-")
@@ -299,15 +294,7 @@ func (o *operatorProcess) shutdown() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cmd != nil {
-		_ = o.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = o.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = o.cmd.Process.Kill()
-			<-done
-		}
+		platform.Terminate(o.cmd, 10*time.Second)
 		o.cmd = nil
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/datapilot/datapilot/internal/platform"
 )
 
 // prometheusServer is bin/prometheus scraping the operator's metrics
@@ -95,15 +97,7 @@ func startPrometheus(ctx context.Context, bin, dir, target, token string) (*prom
 }
 
 func (p *prometheusServer) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
+	platform.Terminate(p.cmd, 10*time.Second)
 }
 
 // sample is one series of an instant query's result.

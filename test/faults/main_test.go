@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,6 +34,7 @@ import (
 	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/operator"
 	"github.com/datapilot/datapilot/internal/platform"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
 
 var (
@@ -60,15 +60,10 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctrllog.SetLogger(logr.Discard())
-	_, file, _, _ := runtime.Caller(0)
-	root = filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(root, "bin")
-	if missing := platform.MissingBinaries(bin); len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "missing %v in bin/: run 'make tools'\n", missing)
-		return 1
-	}
-	if _, err := os.Stat(filepath.Join(bin, "datapilot")); err != nil {
-		fmt.Fprintln(os.Stderr, "bin/datapilot is missing: run 'make build'")
+	root = testenv.Root()
+	bin, err := testenv.PlatformBin()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	state, err := os.MkdirTemp("", "datapilot-faults-")
@@ -194,15 +189,7 @@ func (o *operatorProcess) stop() {
 	if o.cmd == nil {
 		return
 	}
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = o.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = o.cmd.Process.Kill()
-		<-done
-	}
+	platform.Terminate(o.cmd, 10*time.Second)
 	o.cmd = nil
 }
 
