@@ -57,7 +57,10 @@ type JobSpec struct {
 	// +kubebuilder:validation:items:MaxLength=1024
 	Args []string `json:"args,omitempty"`
 
-	// Parallelism of the job; the cluster's slots when zero.
+	// Parallelism of the job. When zero the run request names none, and
+	// Flink runs the program at what it sets itself, else at 1 (a REST
+	// submission's default, JarHandlerContext#fromRequest; the cluster's
+	// parallelism.default is not read).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=32768

@@ -160,6 +160,41 @@ func TestRampSizedForArrivalAndCatchUp(t *testing.T) {
 	}
 }
 
+// Before Flink 1.18.1 a submission cannot run a vertex at its own
+// parallelism: the job is sized as a whole, every vertex at the highest
+// need, and the rescale sets the job's parallelism alone.
+func TestUniformBeforeFlink1181(t *testing.T) {
+	j := job{caps: []float64{2000, 500, 1500}, parallelism: 4}
+	for _, tc := range []struct {
+		version string
+		uniform bool
+	}{{"1.17.2", true}, {"1.18.0", true}, {"1.18.1", false}, {"2.0.0", false}} {
+		t.Run(tc.version, func(t *testing.T) {
+			p, _ := PolicyFor(&v1.FlinkClusterSpec{Version: tc.version, TaskManager: v1.TaskManagerSpec{Replicas: 1, Slots: 2},
+				Job: &v1.JobSpec{}, Autoscaler: &v1.AutoscalerSpec{MetricWindow: "5m", Interval: "15s"}})
+			if p.Uniform != tc.uniform {
+				t.Fatalf("uniform %v, want %v", p.Uniform, tc.uniform)
+			}
+			h := j.history(t0, p.Window, p.Interval, constant(3000))
+			rec := Evaluate(h, p, t0, h[len(h)-1].Time)
+			if rec.Kind != Up {
+				t.Fatalf("%s: %s", rec.Kind, rec.Message)
+			}
+			tos := map[int32]bool{}
+			for _, n := range rec.PerVertex {
+				tos[n.To] = true
+			}
+			if tc.uniform != (len(tos) == 1) {
+				t.Errorf("vertex targets %+v", rec.PerVertex)
+			}
+			o := decide(p, v1.AutoscalerStatus{}, rec, t0)
+			if o.Apply != rec.To || tc.uniform != (len(o.Status.Vertices) == 0) {
+				t.Errorf("applied %d of %d, vertices %+v", o.Apply, rec.To, o.Status.Vertices)
+			}
+		})
+	}
+}
+
 // A KafkaSource registers pendingRecords only once its reader has
 // fetched records: the samples before it carry no lag, and neither the
 // backlog's growth nor its size is read from them as if it were zero.

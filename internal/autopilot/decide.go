@@ -237,6 +237,11 @@ func (o *Outcome) rescale(in Input, rec Recommendation, to int32) {
 		return
 	}
 	targets := Parallelisms(rec.PerVertex)
+	if p.Uniform {
+		// The job's parallelism alone: a vertex its program pinned keeps
+		// its own, and the gate checks only the widest.
+		targets = nil
+	}
 	if p.Mode == v1.AutoscalerRecommend {
 		// A recommendation is recorded once until it changes: its
 		// direction, the running parallelism, or its target; a target

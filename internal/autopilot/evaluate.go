@@ -178,6 +178,9 @@ func evaluate(vs []vertexWindow, p Policy, in v1.DecisionInputs, sourceRate, lag
 			}
 		}
 	}
+	if p.Uniform {
+		uniform(needs)
+	}
 	kind, from, to := jobOf(needs)
 	bottleneck, hot := &needs[0], &needs[0]
 	for i := range needs {
@@ -324,6 +327,20 @@ func (v vertexWindow) growth() float64 {
 		return (v.lastLag - v.firstLag) / d.Seconds()
 	}
 	return 0
+}
+
+// uniform sizes every vertex for the highest need: one parallelism for
+// the whole job. A vertex that needs less says why it gets more.
+func uniform(needs []VertexNeed) {
+	to := int32(0)
+	for _, n := range needs {
+		to = max(to, n.To)
+	}
+	for i := range needs {
+		if needs[i].To != to {
+			needs[i].To, needs[i].Bound = to, BoundUniform
+		}
+	}
 }
 
 // coverage is how much of the window the sources' samples cover: from is

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
 	clusterpolicy "github.com/datapilot/datapilot/internal/policy"
 )
 
@@ -37,6 +38,11 @@ type Policy struct {
 	// ClimbHorizon is how far ahead a scale-up on a sustained climb is
 	// sized; zero for the rate now.
 	ClimbHorizon time.Duration
+	// Uniform: the job is sized as a whole, every vertex at the highest
+	// need, because its Flink cannot run vertices at their own
+	// parallelism from a run request (before 1.18.1, see
+	// flink.Version.ReadsRequestOverrides).
+	Uniform bool
 }
 
 // Defaults of spec.autoscaler (see its field documentation).
@@ -79,6 +85,9 @@ func PolicyFor(spec *v1.FlinkClusterSpec) (Policy, bool) {
 	}
 	if p.Mode == "" {
 		p.Mode = v1.AutoscalerApply
+	}
+	if v, err := flink.ParseVersion(spec.Version); err == nil && !v.ReadsRequestOverrides() {
+		p.Uniform = true
 	}
 	p.RestartTime = p.DefaultRestartTime()
 	return p, true

@@ -61,6 +61,7 @@ const (
 	BoundBacklog    = "no scale-down while the backlog drains"
 	BoundAlongside  = "within the band, resized with the rescale"
 	BoundHot        = "its hottest subtask at the target utilization"
+	BoundUniform    = "one parallelism for the whole job: Flink before 1.18.1 runs no vertex at its own from a submission"
 )
 
 // sourceTarget is the rate a source must read at: what arrives, plus

@@ -344,6 +344,14 @@ func TestBadInputsAreRejectedAtAdmission(t *testing.T) {
 			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "vertexParallelism": []any{
 				map[string]any{"id": "0123456789abcdef0123456789abcdef", "parallelism": 2}, map[string]any{"id": "0123456789abcdef0123456789abcdef", "parallelism": 3}}}
 		}, "Duplicate value"},
+		{"vertex parallelism on Flink 1.18.0", func(s map[string]any) {
+			s["version"] = "1.18.0"
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "vertexParallelism": []any{map[string]any{"id": "0123456789abcdef0123456789abcdef", "parallelism": 2}}}
+		}, "spec.job.vertexParallelism: Flink 1.18.0 runs no vertex at a parallelism of its own"},
+		{"vertex parallelism on Flink 1.17", func(s map[string]any) {
+			s["version"] = "1.17.2"
+			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar", "vertexParallelism": []any{map[string]any{"id": "0123456789abcdef0123456789abcdef", "parallelism": 2}}}
+		}, "FLINK-33534"},
 		{"autoscaler bounds crossed", func(s map[string]any) {
 			s["job"] = map[string]any{"jarURI": "https://artifacts/job.jar"}
 			s["autoscaler"] = map[string]any{"minParallelism": 8, "maxParallelism": 4}

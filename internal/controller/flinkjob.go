@@ -377,9 +377,10 @@ func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCl
 		SavepointPath:         restorePath,
 		AllowNonRestoredState: spec.AllowNonRestoredState,
 	}
-	if len(spec.VertexParallelism) > 0 {
+	if len(spec.VertexParallelism) > 0 && v.ReadsRequestOverrides() {
 		// The job's own configuration, which the Dispatcher reads the
-		// overrides from (1.17+, the oldest minor Datapilot runs).
+		// overrides from (1.18.1+; admission refuses them by hand below,
+		// and the autopilot sizes such a job as a whole).
 		req.FlinkConfiguration = map[string]string{flink.ParallelismOverridesKey: overridesFor(spec.VertexParallelism)}
 	}
 	_, err = c.RunJar(ctx, jarID, req.WithClaimMode(v, flink.RestoreNoClaim))

@@ -117,3 +117,14 @@ func RestoreKeysMessage() string {
 // (1.17+): a map of job vertex ID to parallelism that the Dispatcher
 // applies to a submitted job graph (Dispatcher#applyParallelismOverrides).
 const ParallelismOverridesKey = "pipeline.jobvertex-parallelism-overrides"
+
+// ReadsRequestOverrides: a jar run request's ParallelismOverridesKey (in
+// its flinkConfiguration) reaches the Dispatcher of v. The request's
+// configuration is the program's (JarHandlerContext#applyToConfiguration,
+// 1.17+), but the JobGraph carries the overrides only since FLINK-33534
+// (FlinkPipelineTranslationUtil#getJobGraph: 1.18.1, and 1.19+); before,
+// the Dispatcher reads its own configuration alone, and a request's
+// overrides change nothing.
+func (v Version) ReadsRequestOverrides() bool {
+	return v.AtLeast(1, 19) || (v.Major == 1 && v.Minor == 18 && v.Patch >= 1)
+}

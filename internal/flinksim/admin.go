@@ -210,10 +210,16 @@ func (e *Engine) SetCheckpointFault(k ClusterKey, f Fault) {
 
 // SetTaskStartFault makes the tasks of every job that deploys from now on
 // throw cause as they start: user code failing in its operators'
-// initializeState or open, which StreamTask#restoreInternal runs after the
-// job is RUNNING. Task#doRun marks the task FAILED and the scheduler's
-// restart strategy decides (DefaultScheduler#handleTaskFailure), as for
-// FailJob. Tasks that already run are not touched; "" clears it.
+// initializeState or open, which StreamTask#restoreInternal runs
+// (OperatorChain#initializeStateAndOpenOperators) while the task is
+// INITIALIZING and the job already RUNNING. Task#doRun marks the task
+// FAILED, and the scheduler's failure handling decides as for FailJob:
+// DefaultScheduler#handleTaskFailure (through
+// updateTaskExecutionStateInternal in 1.15, SchedulerBase#onTaskFailed
+// from 1.16), or, with jobmanager.scheduler adaptive,
+// Executing#onFailure and AdaptiveScheduler#howToHandleFailure; either
+// asks the restart strategy. Tasks that already run are not touched; ""
+// clears it.
 func (e *Engine) SetTaskStartFault(k ClusterKey, cause string) {
 	e.setFault(k, func(c *cluster) { c.taskStartFault = cause })
 }

@@ -350,24 +350,27 @@ const parallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
 // applyParallelismOverrides is Dispatcher#applyParallelismOverrides
 // (1.17+), run by Dispatcher#internalSubmitJob before the job graph is
 // persisted and its JobMaster built: the overrides of the Dispatcher's
-// configuration, then of the job's (a JarRunHandler request's
-// flinkConfiguration, JarRunRequestBody from 1.17, is taken to reach the
-// job's configuration, so the request's win — as the Apache operator's
-// session-job rescaling relies on; not yet read in JarHandlerUtils, so
-// unverified against Flink's source), set the parallelism of each vertex they name by its ID; an ID the
-// graph does not have is ignored. The vertex's parallelism is also the
+// configuration, then, from 1.18.1, of the job's, set the parallelism of
+// each vertex they name by its ID; an ID the graph does not have is
+// ignored. The job's are a JarRunHandler request's flinkConfiguration
+// (JarRunRequestBody from 1.17; JarHandlerContext#applyToConfiguration
+// adds it to the configuration the program runs with), which reach the
+// JobGraph's configuration only since FLINK-33534
+// (FlinkPipelineTranslationUtil#getJobGraph, 1.18.1 and 1.19+): in 1.17.x
+// and 1.18.0 the Dispatcher reads its own configuration alone, and a
+// request's overrides change nothing. The vertex's parallelism is also the
 // AdaptiveScheduler's upper bound (JobResourceRequirements), and a max
 // parallelism the program did not set is derived from it later
-// (SchedulerBase#computeVertexParallelismStore), so it follows too. The
-// value is a Map option, "id:parallelism,id:parallelism"
-// (ConfigurationUtils#convertToMap), each parallelism an int
-// (Integer#parseInt).
 func applyParallelismOverrides(dispatcher *conf, sub *submission) error {
 	if _, known := sub.conf.minor.Options[parallelismOverrides]; !known {
 		return nil
 	}
 	overrides := map[string]int{}
-	for _, cf := range []*conf{dispatcher, sub.conf} {
+	confs := []*conf{dispatcher}
+	if readsJobOverrides(sub.conf.version) {
+		confs = append(confs, sub.conf)
+	}
+	for _, cf := range confs {
 		if err := readOverrides(cf, overrides); err != nil {
 			return err
 		}
@@ -383,6 +386,13 @@ func applyParallelismOverrides(dispatcher *conf, sub *submission) error {
 		}
 	}
 	return nil
+}
+
+// readsJobOverrides: the Dispatcher of v applies the job's own overrides,
+// not only its configuration's (FLINK-33534: release-1.18 after 1.18.0,
+// and 1.19).
+func readsJobOverrides(v flink.Version) bool {
+	return v.AtLeast(1, 19) || (v.Major == 1 && v.Minor == 18 && v.Patch >= 1)
 }
 
 // readOverrides adds a configuration's overrides to into.

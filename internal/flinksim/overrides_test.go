@@ -131,3 +131,29 @@ func TestAdaptivePerVertexRequirements(t *testing.T) {
 		t.Fatalf("after the PUT: %s %v, %d slots", j.State, parallelisms(j), view(t, e, id).Parallelism)
 	}
 }
+
+// FLINK-33534: a request's overrides reach the Dispatcher from 1.18.1 on;
+// in 1.17.x and 1.18.0 only the cluster's configuration is read, and the
+// request's change nothing.
+func TestParallelismOverridesOfTheRequestByVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version, want string
+	}{
+		{"1.17.2", "[2 2 2]"}, {"1.18.0", "[2 2 2]"}, {"1.18.1", "[2 4 2]"}, {"1.19.1", "[2 4 2]"}, {"2.0.0", "[2 4 2]"},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			e, clk := newTestEngine(t)
+			c := simple(tms(2), nil)
+			c.Version, c.Env = tc.version, s3Plugin(tc.version)
+			e.Observe(key, c.Observation())
+			if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
+				t.Fatal(err)
+			}
+			ids := vertexIDs(t, e, clk)
+			id := running(t, e, clk, flink.JarRunRequest{Parallelism: 2, FlinkConfiguration: map[string]string{parallelismOverrides: ids[1] + ":4"}})
+			if got := fmt.Sprint(parallelisms(jobDetails(t, e, id))); got != tc.want {
+				t.Fatalf("parallelisms %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

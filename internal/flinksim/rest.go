@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -672,13 +673,20 @@ func (e *Engine) program(jm *process, jarID string, req flink.JarRunRequest, cla
 		return nil, fmt.Errorf("java.lang.IllegalArgumentException: Cannot parse JobID from \"%s\". The expected format is [0-9a-fA-F]{32}, e.g. fd72014d4c864993a2e5a9287b4a9c5d.", sub.id)
 	}
 	sub.id = strings.ToLower(sub.id)
+	// JarHandlerContext#fromRequest: the request's parallelism, else its
+	// flinkConfiguration's parallelism.default (1.17+), else the option's
+	// default, 1; applyToConfiguration writes it back over the cluster's
+	// parallelism.default, which a REST run therefore never uses.
 	sub.parallelism = int(req.Parallelism)
 	if sub.parallelism <= 0 {
-		p, err := cf.integer("parallelism.default")
-		if err != nil {
-			return nil, err
+		sub.parallelism = 1
+		if raw, ok := req.FlinkConfiguration["parallelism.default"]; ok {
+			p, err := strconv.Atoi(strings.TrimSpace(raw))
+			if err != nil {
+				return nil, fmt.Errorf("java.lang.NumberFormatException: For input string: \"%s\"", strings.TrimSpace(raw))
+			}
+			sub.parallelism = max(1, p)
 		}
-		sub.parallelism = max(1, p)
 	}
 	sub.name = req.EntryClass
 	if sub.name == "" {

@@ -48,16 +48,21 @@ type Flink struct {
 
 // TasksRunning: the job runs and every task of it runs (or has finished,
 // as a bounded source's may). Flink turns a job RUNNING when its scheduler
-// starts (DefaultScheduler#startScheduling), before a task has a slot or
-// has restored its state: a job that is RUNNING can still fail in its
-// tasks' restore or open, and only the tasks' states (JobDetailsInfo's
-// per-vertex counts of ExecutionState) say that it did not.
+// starts (SchedulerBase#startScheduling, then
+// DefaultScheduler#startSchedulingInternal deploys), and again when a
+// restart begins (DefaultScheduler#restartTasks), before a task has a
+// slot or has restored its state: a task is INITIALIZING while its
+// operators restore and open (Task#restoreAndInvoke), and can fail there
+// with the job RUNNING. Only the tasks' states (JobDetailsInfo's
+// per-vertex counts of ExecutionState, "tasks") say it did not. A vertex
+// whose parallelism is not decided yet (-1, the AdaptiveBatchScheduler's)
+// has no tasks to run.
 func (f Flink) TasksRunning() bool {
 	if !f.JobFound || f.JobState != flink.JobRunning || len(f.Vertices) == 0 {
 		return false
 	}
 	for _, v := range f.Vertices {
-		if v.Tasks["RUNNING"]+v.Tasks["FINISHED"] < v.Parallelism {
+		if v.Parallelism <= 0 || v.Tasks["RUNNING"]+v.Tasks["FINISHED"] < v.Parallelism {
 			return false
 		}
 	}

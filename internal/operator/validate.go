@@ -45,7 +45,7 @@ func (validator) ValidateDelete(context.Context, *v1.FlinkCluster) (admission.Wa
 }
 
 func invalid(fc *v1.FlinkCluster) error {
-	if errs := resources.MemoryErrors(fc); len(errs) > 0 {
+	if errs := append(resources.MemoryErrors(fc), resources.AddressErrors(fc)...); len(errs) > 0 {
 		return apierrors.NewInvalid(v1.GroupVersion.WithKind("FlinkCluster").GroupKind(), fc.Name, errs)
 	}
 	return nil

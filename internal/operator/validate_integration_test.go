@@ -74,6 +74,18 @@ func testMemoryAdmission(t *testing.T, ce *conversionEnv) {
 		t.Errorf("a managed fraction that leaves no task heap: %v", err)
 	}
 
+	// TaskManagers that would advertise a name no DNS resolves.
+	for key, value := range map[string]string{"taskmanager.network.bind-policy": "name", "taskmanager.host": "tm.example"} {
+		named := memoryCluster(ns, "named", "2Gi", v1.FlinkConfiguration{key: v1.ConfigValue(value)})
+		if err := c.Create(ctx, named, client.DryRunAll); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.flinkConfiguration["+key+"]") {
+			t.Errorf("%s: %s admitted or refused for another reason: %v", key, value, err)
+		}
+	}
+	ip := memoryCluster(ns, "ip", "2Gi", v1.FlinkConfiguration{"taskmanager.network.bind-policy": "ip"})
+	if err := c.Create(ctx, ip, client.DryRunAll); err != nil {
+		t.Errorf("bind-policy ip, Flink's default: %v", err)
+	}
+
 	// The same cluster written as v1alpha1 is refused too (the webhook
 	// matches equivalent versions and sees it as v1).
 	alpha := alphaCluster(ns, "alpha-small", "kafka:9092")
