@@ -116,6 +116,14 @@ func (p Policy) MetricsFrom(since time.Time) time.Time {
 	return since.Add(max(p.Stabilization, meterSpan))
 }
 
+// HistoryKeep is how long samples are kept: the window, and before it as
+// long as MetricsFrom waits after a start, so the history reaches back
+// past the window's start however late the samples come (a window is
+// judged full from its first sample, see coverage).
+func (p Policy) HistoryKeep() time.Duration {
+	return p.Window + max(p.Stabilization, meterSpan)
+}
+
 // blockFor is how long a block on a rescale that failed lasts when the
 // load does not move: six metric windows (an hour with the default
 // window).

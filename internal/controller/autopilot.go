@@ -219,7 +219,7 @@ func (r *Reconciler) observeAutopilot(ctx context.Context, fc *v1.FlinkCluster, 
 			case err != nil:
 				log.FromContext(ctx).V(1).Info("Metrics unavailable", "flinkcluster", klog.KObj(fc), "error", err.Error())
 			case len(s.Vertices) > 0:
-				mem.samples = autopilot.Append(mem.samples, s, scaler.Window+scaler.Stabilization)
+				mem.samples = autopilot.Append(mem.samples, s, scaler.HistoryKeep())
 			}
 		}
 		r.Metrics.Autopilot.RESTRequests.Add(float64(took))
