@@ -231,7 +231,18 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	r.act(ctx, s)
+	if namespaceTerminating(s.obs.applyErr) {
+		// Its namespace is going, and the cluster with it: nothing can be
+		// created there again, and retrying only loads the API server.
+		return ctrl.Result{}, nil
+	}
 	return ctrl.Result{RequeueAfter: soonest(s.step.RequeueAfter, s.haReviewAfter)}, s.obs.applyErr
+}
+
+// namespaceTerminating: the API server refused a create because the
+// namespace is being deleted (the NamespaceLifecycle admission plugin).
+func namespaceTerminating(err error) bool {
+	return err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
 
 // observe reads, once, what the decisions depend on: the workloads from
@@ -373,7 +384,11 @@ func (r *Reconciler) record(ctx context.Context, s *scope) error {
 // children are applied, then the step's Flink request is sent.
 func (r *Reconciler) act(ctx context.Context, s *scope) {
 	fc := s.fc
-	if s.obs.applyErr = r.applyChildren(ctx, s); s.obs.applyErr != nil {
+	switch s.obs.applyErr = r.applyChildren(ctx, s); {
+	case namespaceTerminating(s.obs.applyErr):
+		// No event either: none can be created in the namespace.
+		log.FromContext(ctx).V(1).Info("Children not applied: the namespace is being deleted", "flinkcluster", klog.KObj(fc))
+	case s.obs.applyErr != nil:
 		log.FromContext(ctx).Error(s.obs.applyErr, "Apply failed", "flinkcluster", klog.KObj(fc))
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "ApplyFailed", "Apply", "%v", s.obs.applyErr)
 	}
