@@ -361,6 +361,10 @@ const parallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
 // request's overrides change nothing. The vertex's parallelism is also the
 // AdaptiveScheduler's upper bound (JobResourceRequirements), and a max
 // parallelism the program did not set is derived from it later
+// (SchedulerBase#computeVertexParallelismStore), so it follows too. The
+// value is a Map option, "id:parallelism,id:parallelism"
+// (ConfigurationUtils#convertToMap), each parallelism an int
+// (Integer#parseInt).
 func applyParallelismOverrides(dispatcher *conf, sub *submission) error {
 	if _, known := sub.conf.minor.Options[parallelismOverrides]; !known {
 		return nil
