@@ -80,8 +80,9 @@ func Evaluate(h []Sample, p Policy, since, now time.Time) Recommendation {
 	if since.After(start) {
 		start = since
 	}
-	vs := windowOf(h, start)
-	collecting := collectingSince(h, since)
+	latest := latestParallelism(h)
+	vs := windowOf(h, latest, start)
+	collecting := collectingSince(h, latest, since)
 	if len(vs) == 0 {
 		return Recommendation{Kind: Collecting, Message: "No samples of the running job yet"}
 	}
@@ -379,8 +380,7 @@ func (c coverage) lacking(p Policy, now time.Time) (msg, summary string) {
 
 // collectingSince is when each vertex was first sampled at or after since
 // at its latest parallelism: from then on its samples can fill a window.
-func collectingSince(h []Sample, since time.Time) map[string]time.Time {
-	latest := latestParallelism(h)
+func collectingSince(h []Sample, latest map[string]int32, since time.Time) map[string]time.Time {
 	first := map[string]time.Time{}
 	for _, s := range h {
 		if s.Time.Before(since) {
@@ -398,8 +398,7 @@ func collectingSince(h []Sample, since time.Time) map[string]time.Time {
 // windowOf averages each vertex's samples taken at or after start; the
 // parallelism is the latest sample's, and samples of another parallelism
 // (before a rescale) are left out.
-func windowOf(h []Sample, start time.Time) []vertexWindow {
-	latest := latestParallelism(h)
+func windowOf(h []Sample, latest map[string]int32, start time.Time) []vertexWindow {
 	acc := map[string]*vertexWindow{}
 	var order []string
 	for _, s := range h {

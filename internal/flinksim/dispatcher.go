@@ -394,7 +394,9 @@ func applyParallelismOverrides(dispatcher *conf, sub *submission) error {
 
 // readsJobOverrides: the Dispatcher of v applies the job's own overrides,
 // not only its configuration's (FLINK-33534: release-1.18 after 1.18.0,
-// and 1.19).
+// and 1.19). The operator's flink.Version.ReadsRequestOverrides states
+// the same fact; it is kept apart on purpose, so the simulator does not
+// follow the operator if that one is wrong.
 func readsJobOverrides(v flink.Version) bool {
 	return v.AtLeast(1, 19) || (v.Major == 1 && v.Minor == 18 && v.Patch >= 1)
 }

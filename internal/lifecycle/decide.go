@@ -545,7 +545,11 @@ func verifying(s *Step) bool {
 func rollingBack(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
 	if limit := in.Policy.Upgrade.StabilityTimeout; timedOut(up.PhaseStartedAt, limit, in.Now) {
-		rollbackFailed(s, fmt.Sprintf("it did not finish within %s (job state %s)", limit, orUnknown(string(in.Flink.JobState))))
+		state := orUnknown(string(in.Flink.JobState))
+		if in.Flink.JobState == flink.JobRunning && !in.Flink.TasksRunning() {
+			state += ", its tasks not all running yet: waiting for slots or restoring its state, which goes on"
+		}
+		rollbackFailed(s, fmt.Sprintf("it did not finish within %s (job state %s)", limit, state))
 		return false
 	}
 	if job.SubmittedAt == nil {

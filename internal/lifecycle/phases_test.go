@@ -329,6 +329,9 @@ func TestRollbackThatFails(t *testing.T) {
 	}{
 		{"the restored job fails", time.Second, Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, FailureCause: "java.io.FileNotFoundException: s3://sp/pre"}},
 		{"the restored job never runs", 2 * time.Minute, Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting}},
+		{"the restored tasks never all run", 2 * time.Minute, Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning,
+			Vertices: []flink.JobDetailsVertex{{ID: "v", Parallelism: 2, Tasks: map[string]int32{"RUNNING": 1, "INITIALIZING": 1}}}}},
+		{"Flink unreachable until the timeout", 2 * time.Minute, Flink{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := rollingBackWorld(t)
