@@ -126,6 +126,8 @@ type results struct {
 	peakRSS, rssBeforeLoad int64
 	nodes                  int
 	operatorCPUSeconds     float64
+	// restarts are the leader's exits the bench restarted it after.
+	restarts []restart
 	// where a reconcile's time goes, from the operator's own metrics.
 	reconcileMean, queueWaitMean time.Duration
 	requestMean                  map[string]time.Duration
@@ -155,6 +157,8 @@ type phase struct {
 	ctrlLags     []time.Duration
 	opLags       []time.Duration
 	incomplete   int
+	// cpu is the CPU time of each process during the phase.
+	cpu cpuSample
 }
 
 // The namespaces of each round's operator phases.
@@ -273,6 +277,7 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 	}
+	meter := cpuMeter{pids: pl.PIDs, op: op}
 	time.Sleep(3 * time.Second) // leader, caches synced; measured as the idle footprint
 	r.rssBeforeLoad = rss(op.pid())
 
@@ -286,7 +291,9 @@ func run(ctx context.Context, c config) error {
 			sh := r.shapes[k]
 			ns := baselineNamespace(i, k)
 			fmt.Printf("Round %d, baseline %q: creating the children of %d clusters directly\n", i+1, sh.name, c.n)
+			cpu0 := meter.sample()
 			took, err := baseline(ctx, k8s, c, ns, sh)
+			cpu := meter.sample().since(cpu0)
 			if err != nil {
 				return fmt.Errorf("baseline %q: %w", sh.name, err)
 			}
@@ -294,7 +301,7 @@ func run(ctx context.Context, c config) error {
 			client := countWrites(audit, benchAgent, ns, time.Time{}, time.Time{}, nil)
 			all := countWrites(audit, "", ns, time.Time{}, time.Time{}, nil)
 			rd.baselines[sh.name] = baselineResult{took: took, clientWrites: float64(client) / float64(c.n),
-				controlPlaneWrites: float64(all-client) / float64(c.n)}
+				controlPlaneWrites: float64(all-client) / float64(c.n), cpu: cpu}
 			// The teardown must not load the control plane while the
 			// next phase is measured.
 			if err := deleteNamespace(ctx, k8s, c, ns); err != nil {
@@ -302,13 +309,13 @@ func run(ctx context.Context, c config) error {
 			}
 		}
 		fmt.Printf("Round %d, operator: creating %d session clusters\n", i+1, c.n)
-		if rd.session, err = operatorPhase(ctx, k8s, c, rd.sessNS, c.n, false); err != nil {
+		if rd.session, err = operatorPhase(ctx, k8s, c, meter, rd.sessNS, c.n, false); err != nil {
 			return fmt.Errorf("operator, session clusters: %w", err)
 		}
 		fmt.Printf("Round %d, operator: all session clusters Available in %s\n", i+1, rd.session.took.Round(time.Millisecond))
 		if c.jobs > 0 {
 			fmt.Printf("Round %d, operator: creating %d job clusters\n", i+1, c.jobs)
-			if rd.job, err = operatorPhase(ctx, k8s, c, rd.jobsNS, c.jobs, true); err != nil {
+			if rd.job, err = operatorPhase(ctx, k8s, c, meter, rd.jobsNS, c.jobs, true); err != nil {
 				return fmt.Errorf("operator, job clusters: %w", err)
 			}
 			fmt.Printf("Round %d, operator: all job clusters Available, jobs RUNNING and recorded stable, in %s\n", i+1, rd.job.took.Round(time.Millisecond))
@@ -377,8 +384,9 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	r.throttleMean = after.mean("rest_client_rate_limiter_duration_seconds")
-	r.peakRSS = peakRSS(op.pid())
-	r.operatorCPUSeconds = cpuSeconds(op.pid())
+	r.peakRSS = op.peakRSS()
+	r.operatorCPUSeconds = op.cpuSeconds()
+	r.restarts = op.restarted()
 	idleByKind := map[string]int{}
 	countWrites(audit, operatorAgent, "", idleStart, idleEnd, idleByKind)
 	for k, n := range idleByKind {
@@ -583,8 +591,9 @@ func parallel(n, workers int, f func(i int) error) error {
 
 // operatorPhase creates n clusters in ns and waits until every one is
 // Available (and, for job clusters, its job RUNNING).
-func operatorPhase(ctx context.Context, k8s client.Client, c config, ns string, n int, job bool) (phase, error) {
+func operatorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter, ns string, n int, job bool) (phase, error) {
 	p := phase{n: n, job: job}
+	cpu0 := meter.sample()
 	start := time.Now()
 	err := parallel(n, c.concurrency, func(i int) error {
 		if job {
@@ -600,6 +609,7 @@ func operatorPhase(ctx context.Context, k8s client.Client, c config, ns string, 
 		return n - ready, err
 	})
 	p.took = time.Since(start)
+	p.cpu = meter.sample().since(cpu0)
 	return p, err
 }
 
@@ -668,7 +678,6 @@ func report(c config, r results) error {
 	fmt.Fprintf(&b, "\n## N = %d, %s\n\n", c.n, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s, load average %s at the end; %s. Command: `%s` (operator with %d concurrent reconciles, client with %d parallel creates). Local platform: %d kwok nodes, started in %s.\n\n",
 		hostInfo(), runtime.NumCPU(), memInfo(), loadAvg(), runtime.Version(), "go run ./bench "+strings.Join(os.Args[1:], " "), c.workers, c.concurrency, r.nodes, r.startup.Round(time.Millisecond))
-	b.WriteString("| Measure | Value | Goal |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "Every figure measured per round is the median over %d interleaved rounds (lowest–highest); each round runs every baseline shape (in turn first), then the operator's session and job clusters.\n\n", len(r.rounds))
 	b.WriteString("| Measure | Value | Goal |\n|---|---|---|\n")
 	ref := r.shapes[0].name
@@ -678,6 +687,7 @@ func report(c config, r results) error {
 		cw := collect(r.rounds, func(rd round) (float64, bool) { return rd.baselines[sh.name].clientWrites, true })
 		fmt.Fprintf(&b, "| Baseline, %s: client creates the children of %d clusters directly, all pods ready | %s | |\n", sh.name, c.n, took.format(seconds))
 		fmt.Fprintf(&b, "| Baseline, %s: writes per cluster, client / control plane (controllers, scheduler, kubelets) | %s / %s | |\n", sh.name, cw.format(perCluster), cp.format(perCluster))
+		cpuRows(&b, "Baseline, "+sh.name, c.n, r.rounds, func(rd round) cpuSample { return rd.baselines[sh.name].cpu })
 		if sh.name != ref {
 			rel := collect(r.rounds, func(rd round) (float64, bool) {
 				return rd.baselines[sh.name].took.Seconds() / rd.baselines[ref].took.Seconds(), true
@@ -716,6 +726,7 @@ func report(c config, r results) error {
 		fmt.Fprintf(&b, "| %s: the same two shares, p95 | %s / %s | |\n", kind, q(ctrl, 0.95).format(seconds), q(opl, 0.95).format(seconds))
 		writes := collect(r.rounds, func(rd round) (float64, bool) { return float64(pick(rd).writes) / float64(pick(rd).n), pick(rd).n > 0 })
 		fmt.Fprintf(&b, "| %s: operator writes per converged cluster, events included (audit log) | %s (minimum %d) | ≤ 8 |\n", kind, writes.format(perCluster), minimum)
+		cpuRows(&b, kind, p.n, r.rounds, func(rd round) cpuSample { return pick(rd).cpu })
 	}
 	// The minimum is what keeps every guarantee (docs/performance-shape.md):
 	// a session cluster's five children and one status write; a job
@@ -732,6 +743,14 @@ func report(c config, r results) error {
 	fmt.Fprintf(&b, "| Operator memory: after start / peak (%d clusters) | %s / %s | ≤ %s |\n", clusters, mib(r.rssBeforeLoad), mib(r.peakRSS), mib(goal))
 	fmt.Fprintf(&b, "| Operator memory per cluster ((peak − start) / clusters) | %.1f KiB | |\n", float64(r.peakRSS-r.rssBeforeLoad)/1024/float64(clusters))
 	fmt.Fprintf(&b, "| Operator CPU time, until the takeover | %.1f s | |\n", r.operatorCPUSeconds)
+	restarts := []string{}
+	for _, rs := range r.restarts {
+		restarts = append(restarts, fmt.Sprintf("%s (%s)", rs.at.UTC().Format("15:04:05"), rs.status))
+	}
+	if len(restarts) == 0 {
+		restarts = append(restarts, "none")
+	}
+	fmt.Fprintf(&b, "| Operator exits the bench restarted (a lost lease exits it; the counters above and below are the last process's) | %s | none |\n", strings.Join(restarts, "; "))
 	fmt.Fprintf(&b, "| Reconcile time, mean / queue wait, mean | %s / %s | |\n", ms(r.reconcileMean), ms(r.queueWaitMean))
 	var verbs []string
 	for _, v := range slices.Sorted(maps.Keys(r.requestMean)) {
@@ -822,4 +841,16 @@ func hostInfo() string {
 
 func memInfo() string {
 	return fmt.Sprintf("%.0f GiB RAM", float64(procKB("/proc/meminfo", "MemTotal:"))/(1<<20))
+}
+
+// cpuRows reports a phase's CPU time per cluster: the total of every
+// process as the median over the rounds, and the last round's by process.
+func cpuRows(b *strings.Builder, kind string, n int, rounds []round, pick func(round) cpuSample) {
+	last := pick(rounds[len(rounds)-1])
+	if len(last) == 0 {
+		return
+	}
+	total := collect(rounds, func(rd round) (float64, bool) { return 1000 * pick(rd).total() / float64(n), len(pick(rd)) > 0 })
+	fmt.Fprintf(b, "| %s: CPU time per cluster, every process, ms | %s | |\n", kind, total.format(func(v float64) string { return fmt.Sprintf("%.0f", v) }))
+	fmt.Fprintf(b, "| %s: the same by process, last round, ms per cluster | %s | |\n", kind, last.format(n))
 }

@@ -7,20 +7,43 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
-
-	"github.com/datapilot/datapilot/internal/platform"
 )
 
 // operatorProc is bin/datapilot operator as a child process, with its
-// metrics endpoint on a known loopback port.
+// metrics endpoint on a known loopback port. It is supervised as a
+// Deployment's pod would be: a process that exits by itself (as the
+// operator does when it loses its lease) is started again with the same
+// flags, the first time at once and then after a backoff doubling from
+// 10 s, as the kubelet restarts a crashed container. stop and kill end
+// it for good.
 type operatorProc struct {
-	cmd         *exec.Cmd
+	bin         string
+	args, env   []string
 	metricsAddr string
 	// pprofAddr serves pprof when asked for; empty otherwise.
 	pprofAddr string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	// exited is closed when cmd has exited; ended is set by stop and kill.
+	exited chan struct{}
+	ended  bool
+	// restarts are the exits the supervisor restarted after; gone* are
+	// the CPU time and peak resident set of the processes that exited.
+	restarts []restart
+	goneCPU  float64
+	gonePeak int64
+}
+
+// restart is one exit of the operator that the bench did not ask for.
+type restart struct {
+	at     time.Time
+	status string
 }
 
 // startOperator starts the operator, with pprof on a port of its own when
@@ -30,7 +53,7 @@ func startOperator(bin string, pprof bool, env []string, args ...string) (*opera
 	if err != nil {
 		return nil, err
 	}
-	o := &operatorProc{metricsAddr: addr}
+	o := &operatorProc{bin: bin, env: env, metricsAddr: addr}
 	flags := []string{"operator", "--metrics-bind-address=" + addr, "--health-probe-bind-address=0"}
 	if pprof {
 		if o.pprofAddr, err = loopbackAddr(); err != nil {
@@ -38,16 +61,69 @@ func startOperator(bin string, pprof bool, env []string, args ...string) (*opera
 		}
 		flags = append(flags, "--pprof-bind-address="+o.pprofAddr)
 	}
-	o.cmd = exec.Command(bin, append(flags, args...)...)
-	o.cmd.Stdout, o.cmd.Stderr = os.Stdout, os.Stderr
-	if env != nil {
-		o.cmd.Env = append(os.Environ(), env...)
-	}
-	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := o.cmd.Start(); err != nil {
+	o.args = append(flags, args...)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.spawn(); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// spawn starts the process and its supervisor; o.mu is held.
+func (o *operatorProc) spawn() error {
+	cmd := exec.Command(o.bin, o.args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if o.env != nil {
+		cmd.Env = append(os.Environ(), o.env...)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	o.cmd, o.exited = cmd, exited
+	go o.supervise(cmd, exited)
+	return nil
+}
+
+// supervise waits for cmd and, unless it was ended on purpose, starts
+// the operator again.
+func (o *operatorProc) supervise(cmd *exec.Cmd, exited chan struct{}) {
+	err := cmd.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	close(exited)
+	if st := cmd.ProcessState; st != nil {
+		o.goneCPU += (st.UserTime() + st.SystemTime()).Seconds()
+		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+			o.gonePeak = max(o.gonePeak, ru.Maxrss*1024) // kilobytes on Linux
+		}
+	}
+	if o.ended {
+		return
+	}
+	status := "exited"
+	if err != nil {
+		status = err.Error()
+	}
+	o.restarts = append(o.restarts, restart{at: time.Now(), status: status})
+	backoff := time.Duration(0)
+	if n := len(o.restarts); n > 1 {
+		backoff = min(10*time.Second<<(n-2), 5*time.Minute)
+	}
+	fmt.Printf("Operator (pid %d) %s; restarting it in %s, as a Deployment would (restart %d)\n", cmd.Process.Pid, status, backoff, len(o.restarts))
+	go func() {
+		time.Sleep(backoff)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.ended {
+			return
+		}
+		if err := o.spawn(); err != nil {
+			fmt.Printf("Operator could not be restarted: %v\n", err)
+		}
+	}()
 }
 
 func loopbackAddr() (string, error) {
@@ -58,20 +134,64 @@ func loopbackAddr() (string, error) {
 	return "127.0.0.1:" + strconv.Itoa(port), nil
 }
 
-func (o *operatorProc) pid() int { return o.cmd.Process.Pid }
+// pid is the running process's.
+func (o *operatorProc) pid() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cmd.Process.Pid
+}
+
+// cpuSeconds is the CPU time of every process the operator has run as.
+func (o *operatorProc) cpuSeconds() float64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.goneCPU + cpuSeconds(o.cmd.Process.Pid)
+}
+
+// peakRSS is the highest resident set of any of its processes.
+func (o *operatorProc) peakRSS() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return max(o.gonePeak, peakRSS(o.cmd.Process.Pid))
+}
+
+// restarted is the exits the supervisor restarted after.
+func (o *operatorProc) restarted() []restart {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.restarts)
+}
 
 // stop ends the operator gracefully (it releases its lease).
 func (o *operatorProc) stop() {
-	if o == nil || o.cmd.ProcessState != nil {
+	if o == nil {
 		return
 	}
-	platform.Terminate(o.cmd, 15*time.Second)
+	o.mu.Lock()
+	o.ended = true
+	cmd, exited := o.cmd, o.exited
+	o.mu.Unlock()
+	select {
+	case <-exited:
+	default:
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
 }
 
 // kill ends it as a node failure would: the lease stays until it expires.
 func (o *operatorProc) kill() {
-	_ = o.cmd.Process.Kill()
-	_ = o.cmd.Wait()
+	o.mu.Lock()
+	o.ended = true
+	cmd, exited := o.cmd, o.exited
+	o.mu.Unlock()
+	_ = cmd.Process.Kill()
+	<-exited
 }
 
 // waitMetrics waits until the metrics endpoint answers.

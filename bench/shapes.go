@@ -52,6 +52,8 @@ type baselineResult struct {
 	// client's, and everyone else's (controllers, scheduler, kwok's
 	// kubelets) in the baseline's namespace.
 	clientWrites, controlPlaneWrites float64
+	// cpu is the CPU time of each process until all pods were ready.
+	cpu cpuSample
 }
 
 // children are the objects of one cluster in shape s, owned by nothing.
