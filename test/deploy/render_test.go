@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -36,7 +37,7 @@ import (
 
 // clusterScoped are the kinds an install renders that have no namespace.
 var clusterScoped = map[string]bool{
-	"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true, "FlowSchema": true,
 }
 
 // TestChartCopiesOfGeneratedFiles: the chart's crds/ is exactly
@@ -177,6 +178,12 @@ func TestInstalls(t *testing.T) {
 			dep := checkDeployment(t, r)
 			sa := checkServiceAccount(t, r, dep)
 			checkRBAC(t, r, sa, generatedRole.Rules)
+			// The chart only: kustomize's namespace transformer would give
+			// the cluster-scoped FlowSchema a namespace and leave its
+			// subject's as written.
+			if in.chart {
+				checkLeaseFlowSchema(t, r, sa)
+			}
 			svc := checkMetricsService(t, r, dep)
 			checkServiceMonitor(t, r, svc)
 			checkOperatorSettings(t, r, dep)
@@ -768,5 +775,28 @@ func TestChartRefusesBadSettings(t *testing.T) {
 				t.Fatalf("helm refused %s without naming %s:\n%s", tc.set, tc.want, stderr.String())
 			}
 		})
+	}
+}
+
+// checkLeaseFlowSchema: the operator's own lease requests, and nothing
+// else, go to the leader-election priority level.
+func checkLeaseFlowSchema(t *testing.T, r rendered, sa *corev1.ServiceAccount) {
+	t.Helper()
+	fs := one[flowcontrolv1.FlowSchema](t, r, "FlowSchema")
+	if fs.Spec.PriorityLevelConfiguration.Name != "leader-election" {
+		t.Errorf("FlowSchema %s sends to priority level %q, want leader-election", fs.Name, fs.Spec.PriorityLevelConfiguration.Name)
+	}
+	// Before service-accounts (9000), where the operator's writes go.
+	if fs.Spec.MatchingPrecedence <= 100 || fs.Spec.MatchingPrecedence >= 900 {
+		t.Errorf("FlowSchema %s has matching precedence %d, want between the system's leader election (100) and kube-system-service-accounts (900)", fs.Name, fs.Spec.MatchingPrecedence)
+	}
+	want := flowcontrolv1.PolicyRulesWithSubjects{
+		Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
+			ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Name: sa.Name, Namespace: sa.Namespace}}},
+		ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"get", "create", "update"},
+			APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Namespaces: []string{sa.Namespace}}},
+	}
+	if len(fs.Spec.Rules) != 1 || !equality.Semantic.DeepEqual(fs.Spec.Rules[0], want) {
+		t.Errorf("FlowSchema %s rules %+v, want exactly the operator's leases in its namespace: %+v", fs.Name, fs.Spec.Rules, want)
 	}
 }

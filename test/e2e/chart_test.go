@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -221,6 +222,10 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "datapilot.data.example.com"}, lease); err != nil {
 		t.Errorf("No leader-election lease in %s: %v", ns, err)
 	}
+	// Its lease requests went through the chart's FlowSchema into the
+	// leader-election priority level, not behind its own writes in
+	// service-accounts (the API server's APF metrics).
+	checkLeaseFlowSchema(ctx, t, p.RESTConfig(), release+"-leader-election")
 
 	// A restarted operator, with a new CA, adds it to the CRD's and the
 	// validating webhook's bundles; this one on an API server client
@@ -456,4 +461,35 @@ func impersonatingKubeconfig(t *testing.T, admin, user string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// checkLeaseFlowSchema asserts that the API server dispatched requests
+// through FlowSchema name into the leader-election priority level.
+func checkLeaseFlowSchema(ctx context.Context, t *testing.T, cfg *rest.Config, name string) {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var metrics bytes.Buffer
+	if _, err := metrics.ReadFrom(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(metrics.String(), "\n") {
+		if strings.HasPrefix(line, "apiserver_flowcontrol_dispatched_requests_total{") &&
+			strings.Contains(line, `flow_schema="`+name+`"`) && strings.Contains(line, `priority_level="leader-election"`) {
+			t.Logf("Lease requests through FlowSchema %s: %s", name, line)
+			return
+		}
+	}
+	t.Errorf("The API server dispatched no request through FlowSchema %s into priority level leader-election", name)
 }
