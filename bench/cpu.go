@@ -11,7 +11,8 @@ import (
 // cpuMeter reads the CPU time of the control plane's processes, the
 // operator's and the bench's own, so each phase's can be told apart: on a
 // machine of two cores they share, a phase is as slow as the CPU it
-// needs, and where it goes says what to make cheaper.
+// needs, and where it goes says what to make cheaper. The zero meter
+// measures nothing.
 type cpuMeter struct {
 	pids func() map[string]int
 	op   *operatorProc
@@ -24,6 +25,9 @@ type cpuSample map[string]float64
 const benchProcess = "bench (client, Flink simulator)"
 
 func (m cpuMeter) sample() cpuSample {
+	if m.pids == nil {
+		return nil
+	}
 	s := cpuSample{}
 	for name, pid := range m.pids() {
 		s[name] = cpuSeconds(pid)

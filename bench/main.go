@@ -750,7 +750,7 @@ func report(c config, r results) error {
 	if len(restarts) == 0 {
 		restarts = append(restarts, "none")
 	}
-	fmt.Fprintf(&b, "| Operator exits the bench restarted (a lost lease exits it; the counters above and below are the last process's) | %s | none |\n", strings.Join(restarts, "; "))
+	fmt.Fprintf(&b, "| Operator exits the bench restarted (a lost lease exits it; memory and CPU time cover every process, the operator's own metrics, idle reconciles and the means below, its last) | %s | none |\n", strings.Join(restarts, "; "))
 	fmt.Fprintf(&b, "| Reconcile time, mean / queue wait, mean | %s / %s | |\n", ms(r.reconcileMean), ms(r.queueWaitMean))
 	var verbs []string
 	for _, v := range slices.Sorted(maps.Keys(r.requestMean)) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/datapilot/datapilot/internal/platform"
 )
 
 // operatorProc is bin/datapilot operator as a child process, with its
@@ -171,17 +173,7 @@ func (o *operatorProc) stop() {
 	o.ended = true
 	cmd, exited := o.cmd, o.exited
 	o.mu.Unlock()
-	select {
-	case <-exited:
-	default:
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}
+	platform.TerminateWaited(cmd.Process, exited, 15*time.Second)
 }
 
 // kill ends it as a node failure would: the lease stays until it expires.

@@ -108,7 +108,7 @@ func shardedPhase(ctx context.Context, k8s client.Client, c config, bin string, 
 
 	from := time.Now()
 	fmt.Printf("Sharded: creating %d session clusters under both replicas\n", c.shardedN)
-	p, err := operatorPhase(ctx, k8s, c, cpuMeter{pids: func() map[string]int { return nil }}, shardedNS, c.shardedN, false)
+	p, err := operatorPhase(ctx, k8s, c, cpuMeter{}, shardedNS, c.shardedN, false)
 	if err != nil {
 		return nil, err
 	}

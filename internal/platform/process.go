@@ -297,13 +297,24 @@ func alive(pid int) bool {
 // reaped. For the tiers' and the bench's own processes (the operator,
 // Prometheus), which nothing else waits for.
 func Terminate(cmd *exec.Cmd, grace time.Duration) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	TerminateWaited(cmd.Process, done, grace)
+}
+
+// TerminateWaited is Terminate for a process another goroutine waits
+// for: exited is closed once it has.
+func TerminateWaited(p *os.Process, exited <-chan struct{}, grace time.Duration) {
 	select {
-	case <-done:
+	case <-exited:
+		return
+	default:
+	}
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
 	case <-time.After(grace):
-		_ = cmd.Process.Kill()
-		<-done
+		_ = p.Kill()
+		<-exited
 	}
 }

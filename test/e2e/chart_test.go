@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -467,24 +468,15 @@ func impersonatingKubeconfig(t *testing.T, admin, user string) string {
 // through FlowSchema name into the leader-election priority level.
 func checkLeaseFlowSchema(ctx context.Context, t *testing.T, cfg *rest.Config, name string) {
 	t.Helper()
-	hc, err := rest.HTTPClientFor(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
+	metrics, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var metrics bytes.Buffer
-	if _, err := metrics.ReadFrom(resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(metrics.String(), "\n") {
+	for _, line := range strings.Split(string(metrics), "\n") {
 		if strings.HasPrefix(line, "apiserver_flowcontrol_dispatched_requests_total{") &&
 			strings.Contains(line, `flow_schema="`+name+`"`) && strings.Contains(line, `priority_level="leader-election"`) {
 			t.Logf("Lease requests through FlowSchema %s: %s", name, line)
