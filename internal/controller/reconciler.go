@@ -551,8 +551,8 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	}
 	apply := func(i int) {
 		c := children[i]
-		if err := r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			errs[i] = fmt.Errorf("apply %s %s: %w", c.kind, c.name, err)
+		if err := r.write(ctx, c, actions[i]); err != nil {
+			errs[i] = fmt.Errorf("%s %s %s: %w", actions[i], c.kind, c.name, err)
 			return
 		}
 		if i == 0 && actions[0] == actionRepair && len(s.configDrift.extra) > 0 {

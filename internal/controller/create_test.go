@@ -1,0 +1,74 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/datapilot/datapilot/internal/controller"
+	"github.com/datapilot/datapilot/internal/testwait"
+)
+
+// managers lists an object's field managers as "manager/operation".
+func managers(o metav1.Object) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range o.GetManagedFields() {
+		out[m.Manager+"/"+string(m.Operation)] = true
+	}
+	return out
+}
+
+// A child that does not exist is created with a POST (its fields recorded
+// for the operator's Update entry), and the first change hands those
+// fields to the operator's apply: a field the rendering drops then leaves
+// the object. With the created fields left to the Update entry, the
+// dropped label would stay on the TaskManagers' pods for good.
+func TestCreatedChildrenDropWhatTheRenderingDrops(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	u := example(t, ns, "dedicated-pool.yaml")
+	if err := k8s.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	name := u.GetName()
+	key := client.ObjectKey{Namespace: ns, Name: name + "-taskmanager"}
+	var sts appsv1.StatefulSet
+	testwait.Until(t, 15*time.Second, func() error { return k8s.Get(ctx, key, &sts) })
+	if m := managers(&sts); !m[controller.FieldManager+"/Update"] || m[controller.FieldManager+"/Apply"] {
+		t.Errorf("new StatefulSet's field managers %v, want the operator's create (Update) alone", m)
+	}
+	var cm corev1.ConfigMap
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-config"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if m := managers(&cm); !m[controller.FieldManager+"/Update"] {
+		t.Errorf("new ConfigMap's field managers %v, want the operator's create", m)
+	}
+	if sts.Spec.Template.Labels["team"] != "data-platform" {
+		t.Fatalf("TaskManager pod labels %v, want the podTemplate's team", sts.Spec.Template.Labels)
+	}
+
+	fc := getCluster(t, ns, name)
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"taskManager":{"podTemplate":{"metadata":{"labels":{"team":null}}}}}}`))
+	if err := k8s.Patch(ctx, fc, patch); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 15*time.Second, func() error {
+		if err := k8s.Get(ctx, key, &sts); err != nil {
+			return err
+		}
+		if v, ok := sts.Spec.Template.Labels["team"]; ok {
+			return fmt.Errorf("the dropped label team=%s is still on the TaskManager pods", v)
+		}
+		return nil
+	})
+	if m := managers(&sts); m[controller.FieldManager+"/Update"] || !m[controller.FieldManager+"/Apply"] {
+		t.Errorf("updated StatefulSet's field managers %v, want the operator's apply alone", m)
+	}
+}
