@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +14,11 @@ import (
 	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// Taking over the created fields reads each kind created by POST once.
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get
+// +kubebuilder:rbac:groups="",resources=services,verbs=get
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get
 
 // write sends one child: a child the cache does not hold is created (a
 // POST, which the API server takes without the merge of a server-side
@@ -31,8 +37,10 @@ func (r *Reconciler) write(ctx context.Context, c child, a action) error {
 		if !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-	} else if err := r.ownCreatedFields(ctx, c); err != nil {
-		return err
+	} else if CreatedFieldsPending(c.cached) {
+		if err := r.ownCreatedFields(ctx, c); err != nil {
+			return err
+		}
 	}
 	return r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership)
 }
@@ -46,10 +54,10 @@ var createdByPost = map[string]bool{"ConfigMap": true, "Service": true, "Deploym
 // ownCreatedFields hands the fields a create recorded for the operator (an
 // Update entry of its field manager) to its server-side apply entry, as
 // client-go's csaupgrade does for kubectl: otherwise a field the rendering
-// later drops would stay, owned by the create, and never be removed. It
-// reads the object around the cache (which strips managed fields) and
-// writes only while an Update entry remains: on the first change after the
-// create.
+// later drops would stay, owned by the create, and never be removed. The
+// cache keeps only the names of such entries (CreatedFieldsPending), so
+// this reads the object around it, once per child: on its first change
+// after the create.
 func (r *Reconciler) ownCreatedFields(ctx context.Context, c child) error {
 	obj, err := asObject(c.desired)
 	if err != nil {
@@ -80,4 +88,30 @@ func asObject(ac runtime.ApplyConfiguration) (*unstructured.Unstructured, error)
 		return nil, fmt.Errorf("unmarshal apply configuration: %w", err)
 	}
 	return u, nil
+}
+
+// CreatedFieldsPending reports whether an object still has the operator's
+// Update entry from its create, by the name the cache keeps of it
+// (KeepCreatedFieldsEntry).
+func CreatedFieldsPending(o metav1.Object) bool {
+	for _, m := range o.GetManagedFields() {
+		if m.Manager == FieldManager && m.Operation == metav1.ManagedFieldsOperationUpdate && m.Subresource == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// KeepCreatedFieldsEntry is the cache's managed fields of an object: of
+// all its entries only the operator's Update entry, without its fields (a
+// few bytes, where the entries in full are about as large as the rest of
+// a child), so CreatedFieldsPending can tell without a read.
+func KeepCreatedFieldsEntry(o metav1.Object) {
+	var keep []metav1.ManagedFieldsEntry
+	for _, m := range o.GetManagedFields() {
+		if m.Manager == FieldManager && m.Operation == metav1.ManagedFieldsOperationUpdate && m.Subresource == "" {
+			keep = append(keep, metav1.ManagedFieldsEntry{Manager: m.Manager, Operation: m.Operation})
+		}
+	}
+	o.SetManagedFields(keep)
 }

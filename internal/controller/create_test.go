@@ -72,3 +72,39 @@ func TestCreatedChildrenDropWhatTheRenderingDrops(t *testing.T) {
 		t.Errorf("updated StatefulSet's field managers %v, want the operator's apply alone", m)
 	}
 }
+
+// The cache keeps of an object's managed fields only the name of the
+// operator's own Update entry on the object itself, without its fields.
+func TestKeepCreatedFieldsEntry(t *testing.T) {
+	fields := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}
+	entry := func(manager string, op metav1.ManagedFieldsOperationType, sub string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Subresource: sub, FieldsType: "FieldsV1", FieldsV1: fields}
+	}
+	for _, tc := range []struct {
+		name    string
+		in      []metav1.ManagedFieldsEntry
+		pending bool
+	}{
+		{"created by the operator", []metav1.ManagedFieldsEntry{entry(controller.FieldManager, metav1.ManagedFieldsOperationUpdate, ""), entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "status")}, true},
+		{"taken over", []metav1.ManagedFieldsEntry{entry(controller.FieldManager, metav1.ManagedFieldsOperationApply, "")}, false},
+		{"the operator's status write", []metav1.ManagedFieldsEntry{entry(controller.FieldManager, metav1.ManagedFieldsOperationUpdate, "status")}, false},
+		{"someone else's update", []metav1.ManagedFieldsEntry{entry("kubectl", metav1.ManagedFieldsOperationUpdate, "")}, false},
+		{"none", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &metav1.ObjectMeta{ManagedFields: tc.in}
+			controller.KeepCreatedFieldsEntry(o)
+			if got := controller.CreatedFieldsPending(o); got != tc.pending {
+				t.Errorf("pending = %v after the cache's transform, want %v", got, tc.pending)
+			}
+			if n := len(o.ManagedFields); tc.pending && n != 1 || !tc.pending && n != 0 {
+				t.Errorf("the cache keeps %d entries: %+v", n, o.ManagedFields)
+			}
+			for _, m := range o.ManagedFields {
+				if m.FieldsV1 != nil {
+					t.Errorf("the cache keeps the fields of %s", m.Manager)
+				}
+			}
+		})
+	}
+}

@@ -86,7 +86,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	// the number of clusters, not the size of the platform.
 	managed := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	cacheOpts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: stripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:            {Label: managed, Transform: slimWorkloads()},
 			&appsv1.StatefulSet{}:           {Label: managed, Transform: slimWorkloads()},

@@ -3,8 +3,10 @@ package operator
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/datapilot/datapilot/internal/controller"
 )
 
 // slimWorkloads is the cache transform of the JobManager Deployments and
@@ -15,7 +17,7 @@ import (
 // container images, status everything in status. Nothing writes a cached
 // workload back: children are applied from what the operator builds.
 func slimWorkloads() toolscache.TransformFunc {
-	strip := cache.TransformStripManagedFields()
+	strip := stripManagedFields()
 	return func(in any) (any, error) {
 		switch o := in.(type) {
 		case *appsv1.Deployment:
@@ -24,6 +26,21 @@ func slimWorkloads() toolscache.TransformFunc {
 			o.Spec = appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas, Template: slimTemplate(o.Spec.Template)}
 		}
 		return strip(in)
+	}
+}
+
+// stripManagedFields is the cache transform of every kind: managed fields
+// are dropped, but for the name of the operator's own Update entry, which
+// says a child created by POST has not had its fields taken over by the
+// operator's apply yet (controller.CreatedFieldsPending).
+func stripManagedFields() toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		// As controller-runtime's TransformStripManagedFields: only an
+		// object that has managed fields is touched (kubernetes#124337).
+		if o, err := meta.Accessor(in); err == nil && o.GetManagedFields() != nil {
+			controller.KeepCreatedFieldsEntry(o)
+		}
+		return in, nil
 	}
 }
 
