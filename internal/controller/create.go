@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -58,20 +59,28 @@ var createdByPost = map[string]bool{"ConfigMap": true, "Service": true, "Deploym
 // cache keeps only the names of such entries (CreatedFieldsPending), so
 // this reads the object around it, once per child: on its first change
 // after the create.
+//
+// The patch carries the resourceVersion it read, so a write in between
+// (kube-controller-manager's status of a Deployment, say, which under load
+// lands within a PATCH's latency) is a conflict: read again and retry,
+// rather than fail the child's change with an ApplyFailed.
 func (r *Reconciler) ownCreatedFields(ctx context.Context, c child) error {
 	obj, err := asObject(c.desired)
 	if err != nil {
 		return err
 	}
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	if err := r.APIReader.Get(ctx, key, obj); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldManager), FieldManager)
-	if err != nil || patch == nil {
-		return err
-	}
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := r.APIReader.Get(ctx, key, obj); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldManager), FieldManager)
+		if err != nil || patch == nil {
+			return err
+		}
+		return r.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+	})
+	if err != nil {
 		return fmt.Errorf("take over the created fields of %s %s: %w", c.kind, c.name, err)
 	}
 	return nil
