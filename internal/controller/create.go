@@ -2,8 +2,8 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,27 +88,24 @@ func (r *Reconciler) ownCreatedFields(ctx context.Context, c child) error {
 
 // asObject is an apply configuration as the object it describes.
 func asObject(ac runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
-	raw, err := json.Marshal(ac)
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ac)
 	if err != nil {
-		return nil, fmt.Errorf("marshal apply configuration: %w", err)
+		return nil, fmt.Errorf("convert apply configuration: %w", err)
 	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(raw); err != nil {
-		return nil, fmt.Errorf("unmarshal apply configuration: %w", err)
-	}
-	return u, nil
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// createEntry: a managed fields entry a create of the operator recorded
+// (its Update entry on the object itself, not a subresource).
+func createEntry(m metav1.ManagedFieldsEntry) bool {
+	return m.Manager == FieldManager && m.Operation == metav1.ManagedFieldsOperationUpdate && m.Subresource == ""
 }
 
 // CreatedFieldsPending reports whether an object still has the operator's
 // Update entry from its create, by the name the cache keeps of it
 // (KeepCreatedFieldsEntry).
 func CreatedFieldsPending(o metav1.Object) bool {
-	for _, m := range o.GetManagedFields() {
-		if m.Manager == FieldManager && m.Operation == metav1.ManagedFieldsOperationUpdate && m.Subresource == "" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(o.GetManagedFields(), createEntry)
 }
 
 // KeepCreatedFieldsEntry is the cache's managed fields of an object: of
@@ -118,7 +115,7 @@ func CreatedFieldsPending(o metav1.Object) bool {
 func KeepCreatedFieldsEntry(o metav1.Object) {
 	var keep []metav1.ManagedFieldsEntry
 	for _, m := range o.GetManagedFields() {
-		if m.Manager == FieldManager && m.Operation == metav1.ManagedFieldsOperationUpdate && m.Subresource == "" {
+		if createEntry(m) {
 			keep = append(keep, metav1.ManagedFieldsEntry{Manager: m.Manager, Operation: m.Operation})
 		}
 	}
