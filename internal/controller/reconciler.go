@@ -690,7 +690,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, closing bool) er
 		return nil
 	}
 	if closing && onlyCreating(s, &st) {
-		s.statusWait = creatingWait
+		s.statusWait = CreatingWait
 		return nil
 	}
 	if err := r.applyStatus(ctx, fc, st); err != nil {
@@ -700,15 +700,15 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, closing bool) er
 	return nil
 }
 
-// creatingWait is how long a first status that would say only Creating
+// CreatingWait is how long a first status that would say only Creating
 // waits (onlyCreating): pods that start at once (images cached, a
 // simulated node) are ready by then, and a slower start is said as
 // WaitingForPods a second late.
-const creatingWait = time.Second
+const CreatingWait = time.Second
 
 // onlyCreating: the cluster's first status would say only that its
 // children are being created, which this reconcile just did. It is not
-// written: the next reconcile, creatingWait later or at once when the pods
+// written: the next reconcile, CreatingWait later or at once when the pods
 // turn ready, writes what it finds: pods still pending, or the cluster
 // Available (with its job's ID, before the job is submitted). Nothing
 // durable waits: nothing runs yet (the first deploy is decided again, from

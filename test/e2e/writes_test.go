@@ -21,11 +21,13 @@ import (
 )
 
 // TestJobClusterWrites pins what a job cluster costs from creation to its
-// recorded stable spec: its five children, two or three status writes and
+// recorded stable spec: its five children, two or three status writes (a
+// fourth when its pods are slower than controller.CreatingWait) and
 // no event. The finalizer that stops the job with a savepoint when the
 // cluster is deleted costs no write of the operator's: the operator's
-// mutating webhook puts it into the cluster's own create. The pods are ready within a second here, so no status says
-// only Creating: the first is Available with the job's ID, before the job
+// mutating webhook puts it into the cluster's own create. No status says
+// only Creating: the first, when the pods are ready within
+// controller.CreatingWait, is Available with the job's ID, before the job
 // is submitted; then the job RUNNING; then its first checkpoint with the
 // spec recorded stable (two checkpoints here; the two ride together when
 // the job is first seen RUNNING with both). An operator started afresh, as a
@@ -56,11 +58,18 @@ func TestJobClusterWrites(t *testing.T) {
 		min, max int
 	}{
 		{"configmaps", 1, 1}, {"deployments", 1, 1}, {"statefulsets", 1, 1}, {"services", 1, 1}, {"poddisruptionbudgets", 1, 1},
-		{"flinkclusters", 0, 0}, {"flinkclusters/status", 2, 3},
+		{"flinkclusters", 0, 0}, {"flinkclusters/status", 2, 4},
 		{"events", 0, 0},
 	} {
 		if n := got["patch "+tc.resource] + got["create "+tc.resource] + got["update "+tc.resource]; n < tc.min || n > tc.max {
 			t.Errorf("%s: %d writes, want %d to %d (all writes: %v)", tc.resource, n, tc.min, tc.max, got)
+		}
+	}
+	// A fourth is WaitingForPods, when the workloads were slower than
+	// CreatingWait (TestSessionClusterWrites).
+	if got["patch flinkclusters/status"] == 4 {
+		if err := secondStatusWriteJustified(auditWrites(t, ns), start, converged, controller.CreatingWait); err != nil {
+			t.Error(err)
 		}
 	}
 
@@ -127,9 +136,14 @@ func finalizerWebhookAnswers(t *testing.T, fc *v1.FlinkCluster) {
 }
 
 // TestSessionClusterWrites pins what a session cluster costs until it is
-// Available: its five children and one status write, no finalizer (it has
-// nothing for one to clean up) and no event. Its pods are ready within a
-// second, so its first status says Available (no Creating before it).
+// Available: its five children, no finalizer (it has nothing for one to
+// clean up), no event, and one status write when its workloads are ready
+// within controller.CreatingWait: a first status that would say only Creating is not
+// written. Under a full run's load the workload controllers may say Ready
+// later; then a second status write is the truth (WaitingForPods, then
+// Available), and the audit log must show why: the first status write came
+// no sooner than CreatingWait after the children were created, and a
+// workload's status changed between the two writes.
 func TestSessionClusterWrites(t *testing.T) {
 	alone(t)
 	start := time.Now()
@@ -140,20 +154,67 @@ func TestSessionClusterWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, ns, "session", v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
-	got := operatorWrites(t, ns, start, auditFence(t, ns))
+	fence := auditFence(t, ns)
+	got := operatorWrites(t, ns, start, fence)
 	t.Logf("writes until Available: %v", got)
 	for _, tc := range []struct {
 		resource string
 		min, max int
 	}{
 		{"configmaps", 1, 1}, {"deployments", 1, 1}, {"statefulsets", 1, 1}, {"services", 1, 1}, {"poddisruptionbudgets", 1, 1},
-		{"flinkclusters", 0, 0}, {"flinkclusters/status", 1, 1},
+		{"flinkclusters", 0, 0}, {"flinkclusters/status", 1, 2},
 		{"events", 0, 0},
 	} {
 		if n := got["patch "+tc.resource] + got["create "+tc.resource] + got["update "+tc.resource]; n < tc.min || n > tc.max {
 			t.Errorf("%s: %d writes, want %d to %d (all writes: %v)", tc.resource, n, tc.min, tc.max, got)
 		}
 	}
+	if err := secondStatusWriteJustified(auditWrites(t, ns), start, fence, controller.CreatingWait); err != nil {
+		t.Error(err)
+	}
+}
+
+// secondStatusWriteJustified checks, from the audit log, that a session
+// cluster's second status write before Available was caused by slow
+// workloads, not by the operator: the first came at least creatingWait
+// after the operator's last child create, and the workload controllers
+// wrote a workload's status between the two. One status write needs no
+// justification.
+func secondStatusWriteJustified(events []auditEvent, from, to time.Time, creatingWait time.Duration) error {
+	var lastCreate time.Time
+	var statusWrites, workloadStatus []time.Time
+	for _, e := range events {
+		at := e.StageTimestamp.Time
+		if at.Before(from) || !at.Before(to) {
+			continue
+		}
+		ours := strings.HasPrefix(e.UserAgent, "datapilot/")
+		switch r := e.ObjectRef.Resource + "/" + e.ObjectRef.Subresource; {
+		case ours && e.Verb == "create" && (r == "deployments/" || r == "statefulsets/") && at.After(lastCreate):
+			lastCreate = at
+		case ours && r == "flinkclusters/status":
+			statusWrites = append(statusWrites, at)
+		case !ours && (r == "deployments/status" || r == "statefulsets/status"):
+			workloadStatus = append(workloadStatus, at)
+		}
+	}
+	if len(statusWrites) < 2 {
+		return nil
+	}
+	slices.SortFunc(statusWrites, func(a, b time.Time) int { return a.Compare(b) })
+	first, second := statusWrites[0], statusWrites[1]
+	if lastCreate.IsZero() {
+		return fmt.Errorf("two status writes, and no create of the workloads in the audit log")
+	}
+	if waited := first.Sub(lastCreate); waited < creatingWait {
+		return fmt.Errorf("the first status write came %v after the workloads were created, sooner than creatingWait %v: "+
+			"a status saying only Creating was written", waited, creatingWait)
+	}
+	if !slices.ContainsFunc(workloadStatus, func(at time.Time) bool { return at.After(first) && at.Before(second) }) {
+		return fmt.Errorf("two status writes (%s, %s) with no workload status change between them",
+			first.Format(time.StampMicro), second.Format(time.StampMicro))
+	}
+	return nil
 }
 
 func condition(fc *v1.FlinkCluster, typ string, want metav1.ConditionStatus) bool {
@@ -242,4 +303,47 @@ func auditWrites(t *testing.T, ns string) []auditEvent {
 		t.Fatal(fmt.Errorf("read audit log: %w", err))
 	}
 	return out
+}
+
+// TestSecondStatusWriteJustified: the audit check above tells a second
+// status write caused by slow workloads from one the operator should not
+// have made.
+func TestSecondStatusWriteJustified(t *testing.T) {
+	parallel(t)
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	ev := func(agent, verb, resource, sub string, at time.Time) auditEvent {
+		e := auditEvent{Verb: verb, UserAgent: agent, StageTimestamp: metav1.NewMicroTime(at)}
+		e.ObjectRef = &struct {
+			Resource    string `json:"resource"`
+			Subresource string `json:"subresource"`
+			Namespace   string `json:"namespace"`
+			Name        string `json:"name"`
+		}{Resource: resource, Subresource: sub}
+		return e
+	}
+	op, kcm := "datapilot/test", "kube-controller-manager/v1.34"
+	created := []auditEvent{ev(op, "create", "deployments", "", ms(0)), ev(op, "create", "statefulsets", "", ms(10))}
+	for _, tc := range []struct {
+		name   string
+		events []auditEvent
+		ok     bool
+	}{
+		{"one status write", append(created, ev(op, "patch", "flinkclusters", "status", ms(300))), true},
+		{"slow workloads", append(created, ev(op, "patch", "flinkclusters", "status", ms(1100)),
+			ev(kcm, "update", "statefulsets", "status", ms(2000)), ev(op, "patch", "flinkclusters", "status", ms(2100))), true},
+		{"Creating written at once", append(created, ev(op, "patch", "flinkclusters", "status", ms(200)),
+			ev(kcm, "update", "statefulsets", "status", ms(2000)), ev(op, "patch", "flinkclusters", "status", ms(2100))), false},
+		{"nothing changed between", append(created, ev(kcm, "update", "statefulsets", "status", ms(1000)),
+			ev(op, "patch", "flinkclusters", "status", ms(1100)), ev(op, "patch", "flinkclusters", "status", ms(2100))), false},
+		{"the operator's own workload write is no change", append(created, ev(op, "patch", "flinkclusters", "status", ms(1100)),
+			ev(op, "update", "statefulsets", "status", ms(2000)), ev(op, "patch", "flinkclusters", "status", ms(2100))), false},
+		{"no create seen", []auditEvent{ev(op, "patch", "flinkclusters", "status", ms(1100)),
+			ev(kcm, "update", "statefulsets", "status", ms(2000)), ev(op, "patch", "flinkclusters", "status", ms(2100))}, false},
+	} {
+		err := secondStatusWriteJustified(tc.events, t0, ms(10000), time.Second)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: err = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
 }
