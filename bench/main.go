@@ -86,7 +86,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds of the interleaved phases (baselines, session clusters, job clusters); every figure is reported as the median and spread over them")
 	flag.BoolVar(&c.shapes, "shapes", true, "run each round's baseline in every child shape (JobManager as StatefulSet, no PodDisruptionBudget, server-side apply), not only the operator's")
 	flag.IntVar(&c.shardedN, "sharded", -1, "session clusters created under two sharded replicas at the end, before one is killed; -1 means n, 0 skips the sharded mode")
-	flag.StringVar(&c.heapProfile, "heap-profile", "", "when set, the operator serves pprof and its heap profile after the last round's operator phases is written to <this>-converged.pb.gz")
+	flag.StringVar(&c.heapProfile, "heap-profile", "", "when set, the operator serves pprof and its heap profile is written to <this>-start.pb.gz once the operator is idle and to <this>-converged.pb.gz after the last round's operator phases")
 	flag.Parse()
 	if c.jobs < 0 {
 		c.jobs = c.n
@@ -280,6 +280,9 @@ func run(ctx context.Context, c config) error {
 	meter := cpuMeter{pids: pl.PIDs, op: op}
 	time.Sleep(3 * time.Second) // leader, caches synced; measured as the idle footprint
 	r.rssBeforeLoad = rss(op.pid())
+	if err := saveHeapProfile(op.pprofAddr, c.heapProfile, "start"); err != nil {
+		return err
+	}
 
 	// The rounds, interleaved: every shape's baseline, then the operator's
 	// two phases; the shapes' order turns each round, so none always runs
