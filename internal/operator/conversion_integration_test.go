@@ -294,9 +294,13 @@ func TestConversionWebhook(t *testing.T) {
 
 	t.Run("a second replica's CA joins the bundle and nothing flaps", func(t *testing.T) {
 		before := ce.crd(t)
+		crds, err := webhookcert.CRDClient(ce.cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		second, err := webhookcert.New(webhookcert.Options{
 			CRDName: operator.FlinkClusterCRD, URL: ce.webhookURL, Hosts: []string{"127.0.0.1"},
-			CertDir: t.TempDir(), Reader: c, Writer: c,
+			CertDir: t.TempDir(), CRDs: crds, Reader: c, Writer: c,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -85,8 +85,12 @@ func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 	if o.WebhookCertMode != WebhookCertSelfSigned {
 		return nil
 	}
+	crds, err := webhookcert.CRDClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
 	io := webhookcert.Options{
-		CRDName: FlinkClusterCRD, CertDir: certDir,
+		CRDName: FlinkClusterCRD, CertDir: certDir, CRDs: crds,
 		Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
 		Log: ctrl.Log.WithName("webhook-cert"),
 	}

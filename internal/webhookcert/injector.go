@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -34,7 +35,11 @@ type Options struct {
 	// Validating and Mutating, when set, are kept trusting the same CA.
 	Validating *Validating
 	Mutating   *Mutating
-	// Reader reads the CRD (uncached); Writer patches it.
+	// CRDs is a REST client of apiextensions.k8s.io/v1 (see CRDClient)
+	// that reads and patches the CRD.
+	CRDs rest.Interface
+	// Reader (uncached) and Writer read and write the webhook
+	// configurations.
 	Reader client.Reader
 	Writer client.Writer
 	// Interval between checks that the CRD still trusts this replica;
@@ -162,12 +167,12 @@ func (in *Injector) Inject(ctx context.Context) error {
 	ca := in.pair.CAPEM
 	in.mu.Unlock()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := in.o.Reader.Get(ctx, client.ObjectKey{Name: in.o.CRDName}, crd); err != nil {
+		cur, err := readConversion(ctx, in.o.CRDs, in.o.CRDName)
+		if err != nil {
 			return fmt.Errorf("reading CRD %s: %w", in.o.CRDName, err)
 		}
 		var bundle []byte
-		if c := crd.Spec.Conversion; c != nil && c.Webhook != nil && c.Webhook.ClientConfig != nil {
+		if c := cur.Spec.Conversion; c != nil && c.Webhook != nil && c.Webhook.ClientConfig != nil {
 			bundle = c.Webhook.ClientConfig.CABundle
 		}
 		want := &apiextensionsv1.CustomResourceConversion{
@@ -184,14 +189,10 @@ func (in *Injector) Inject(ctx context.Context) error {
 			u := in.o.URL
 			want.Webhook.ClientConfig.URL = &u
 		}
-		if equality.Semantic.DeepEqual(crd.Spec.Conversion, want) {
+		if equality.Semantic.DeepEqual(cur.Spec.Conversion, want) {
 			return nil
 		}
-		patched := crd.DeepCopy()
-		patched.Spec.Conversion = want
-		// The resourceVersion in the patch makes a concurrent write by
-		// another replica a conflict, retried with its bundle.
-		if err := in.o.Writer.Patch(ctx, patched, client.MergeFromWithOptions(crd, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patchConversion(ctx, in.o.CRDs, in.o.CRDName, cur, want); err != nil {
 			return err
 		}
 		in.o.Log.Info("Pointed the CRD's conversion webhook at this operator", "crd", in.o.CRDName, "caBundleCertificates", countCerts(want.Webhook.ClientConfig.CABundle))

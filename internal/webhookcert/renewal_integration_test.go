@@ -47,6 +47,10 @@ func TestRenewalKeepsConversionsWorking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	crds, err := CRDClient(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -59,7 +63,7 @@ func TestRenewalKeepsConversionsWorking(t *testing.T) {
 	dir := t.TempDir()
 	in, err := New(Options{
 		CRDName: "flinkclusters.data.example.com", URL: fmt.Sprintf("https://127.0.0.1:%d/convert", port),
-		Hosts: []string{"127.0.0.1"}, CertDir: dir, Reader: c, Writer: c,
+		Hosts: []string{"127.0.0.1"}, CertDir: dir, CRDs: crds, Reader: c, Writer: c,
 		Interval: 200 * time.Millisecond, Log: zap.New(zap.UseDevMode(true)),
 	})
 	if err != nil {
