@@ -68,6 +68,7 @@ type config struct {
 	jobs        int
 	jarURL      string
 	heapProfile string
+	cpuProfile  string
 	rounds      int
 	shapes      bool
 	shardedN    int
@@ -87,6 +88,7 @@ func main() {
 	flag.BoolVar(&c.shapes, "shapes", true, "run each round's baseline in every child shape (JobManager as StatefulSet, no PodDisruptionBudget, server-side apply), not only the operator's")
 	flag.IntVar(&c.shardedN, "sharded", -1, "session clusters created under two sharded replicas at the end, before one is killed; -1 means n, 0 skips the sharded mode")
 	flag.StringVar(&c.heapProfile, "heap-profile", "", "when set, the operator serves pprof and its heap profile is written to <this>-start.pb.gz once the operator is idle and to <this>-converged.pb.gz after the last round's operator phases")
+	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "when set, the CPU profile of the bench process itself (its client, the Flink simulator, the watches that measure) over each baseline and operator phase of the last round is written to <this>-<phase>.pb.gz")
 	flag.Parse()
 	if c.jobs < 0 {
 		c.jobs = c.n
@@ -124,6 +126,8 @@ type results struct {
 	// while idle, by namespace.
 	idleREST               map[string]float64
 	peakRSS, rssBeforeLoad int64
+	// memStart and memConverged say what the resident set is made of.
+	memStart, memConverged memBreakdown
 	nodes                  int
 	operatorCPUSeconds     float64
 	// restarts are the leader's exits the bench restarted it after.
@@ -280,6 +284,7 @@ func run(ctx context.Context, c config) error {
 	meter := cpuMeter{pids: pl.PIDs, op: op}
 	time.Sleep(3 * time.Second) // leader, caches synced; measured as the idle footprint
 	r.rssBeforeLoad = rss(op.pid())
+	r.memStart = readMemBreakdown(op)
 	if err := saveHeapProfile(op.pprofAddr, c.heapProfile, "start"); err != nil {
 		return err
 	}
@@ -295,7 +300,9 @@ func run(ctx context.Context, c config) error {
 			ns := baselineNamespace(i, k)
 			fmt.Printf("Round %d, baseline %q: creating the children of %d clusters directly\n", i+1, sh.name, c.n)
 			cpu0 := meter.sample()
+			stopProfile := c.profileCPU(i, "baseline-"+sh.name)
 			took, err := baseline(ctx, k8s, c, ns, sh)
+			stopProfile()
 			cpu := meter.sample().since(cpu0)
 			if err != nil {
 				return fmt.Errorf("baseline %q: %w", sh.name, err)
@@ -312,13 +319,19 @@ func run(ctx context.Context, c config) error {
 			}
 		}
 		fmt.Printf("Round %d, operator: creating %d session clusters\n", i+1, c.n)
-		if rd.session, err = operatorPhase(ctx, k8s, c, meter, rd.sessNS, c.n, false); err != nil {
+		stopProfile := c.profileCPU(i, "session")
+		rd.session, err = operatorPhase(ctx, k8s, c, meter, rd.sessNS, c.n, false)
+		stopProfile()
+		if err != nil {
 			return fmt.Errorf("operator, session clusters: %w", err)
 		}
 		fmt.Printf("Round %d, operator: all session clusters Available in %s\n", i+1, rd.session.took.Round(time.Millisecond))
 		if c.jobs > 0 {
 			fmt.Printf("Round %d, operator: creating %d job clusters\n", i+1, c.jobs)
-			if rd.job, err = operatorPhase(ctx, k8s, c, meter, rd.jobsNS, c.jobs, true); err != nil {
+			stopProfile := c.profileCPU(i, "job")
+			rd.job, err = operatorPhase(ctx, k8s, c, meter, rd.jobsNS, c.jobs, true)
+			stopProfile()
+			if err != nil {
 				return fmt.Errorf("operator, job clusters: %w", err)
 			}
 			fmt.Printf("Round %d, operator: all job clusters Available, jobs RUNNING and recorded stable, in %s\n", i+1, rd.job.took.Round(time.Millisecond))
@@ -338,6 +351,7 @@ func run(ctx context.Context, c config) error {
 		r.rounds = append(r.rounds, rd)
 		if i == c.rounds-1 {
 			r.session, r.job = rd.session, rd.job
+			r.memConverged = readMemBreakdown(op)
 			if err := saveHeapProfile(op.pprofAddr, c.heapProfile, "converged"); err != nil {
 				return err
 			}
@@ -675,7 +689,6 @@ func cpuSeconds(pid int) float64 {
 }
 
 func report(c config, r results) error {
-	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## N = %d, %s\n\n", c.n, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
@@ -745,6 +758,7 @@ func report(c config, r results) error {
 	goal := 60*(1<<20) + 40*1024*int64(clusters)
 	fmt.Fprintf(&b, "| Operator memory: after start / peak (%d clusters) | %s / %s | ≤ %s |\n", clusters, mib(r.rssBeforeLoad), mib(r.peakRSS), mib(goal))
 	fmt.Fprintf(&b, "| Operator memory per cluster ((peak − start) / clusters) | %.1f KiB | |\n", float64(r.peakRSS-r.rssBeforeLoad)/1024/float64(clusters))
+	fmt.Fprintf(&b, "| Operator resident set after start / converged: anonymous (Go heap in use; heap free, not yet returned; stacks) + file-backed (the binary's pages) | %s / %s | |\n", r.memStart, r.memConverged)
 	fmt.Fprintf(&b, "| Operator CPU time, until the takeover | %.1f s | |\n", r.operatorCPUSeconds)
 	restarts := []string{}
 	for _, rs := range r.restarts {

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -226,4 +228,51 @@ func saveHeapProfile(pprofAddr, prefix, phase string) error {
 		return err
 	}
 	return os.WriteFile(prefix+"-"+phase+".pb.gz", raw, 0o644)
+}
+
+// memBreakdown is what a resident set is made of: the kernel's split of
+// it (smaps_rollup) and the Go runtime's account of the anonymous part
+// (its metrics), so a memory figure says what could shrink.
+type memBreakdown struct {
+	anon, file                       int64
+	heapInuse, heapUnreturned, stack int64
+}
+
+func readMemBreakdown(o *operatorProc) memBreakdown {
+	path := fmt.Sprintf("/proc/%d/smaps_rollup", o.pid())
+	m := memBreakdown{anon: procKB(path, "Anonymous:") * 1024, file: (procKB(path, "Rss:") - procKB(path, "Anonymous:")) * 1024}
+	if p, err := scrape(o.metricsAddr); err == nil {
+		m.heapInuse = int64(p.sum("go_memstats_heap_inuse_bytes"))
+		m.heapUnreturned = int64(p.sum("go_memstats_heap_idle_bytes") - p.sum("go_memstats_heap_released_bytes"))
+		m.stack = int64(p.sum("go_memstats_stack_inuse_bytes"))
+	}
+	return m
+}
+
+func (m memBreakdown) String() string {
+	return fmt.Sprintf("%s (%s; %s; %s) + %s", mib(m.anon), mib(m.heapInuse), mib(m.heapUnreturned), mib(m.stack), mib(m.file))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// profileCPU profiles the bench process over one phase of the last round,
+// when asked to; the returned func ends the profile and writes it.
+func (c config) profileCPU(round int, phase string) (stop func()) {
+	if c.cpuProfile == "" || round != c.rounds-1 {
+		return func() {}
+	}
+	f, err := os.Create(c.cpuProfile + "-" + strings.NewReplacer(" ", "-", "'", "", "(", "", ")", "").Replace(phase) + ".pb.gz")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: CPU profile:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: CPU profile:", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
