@@ -6,6 +6,7 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -84,5 +85,10 @@ func finalizerWebhook(cc admissionregistrationv1.WebhookClientConfig) admissionr
 		ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
 		AdmissionReviewVersions: []string{"v1"},
 		TimeoutSeconds:          ptr.To(int32(10)),
+		// Stated as the API server defaults them: a webhook without them
+		// differs from the one read back, and the Injector's check would
+		// patch it every minute.
+		NamespaceSelector: &metav1.LabelSelector{},
+		ObjectSelector:    &metav1.LabelSelector{},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -73,5 +74,10 @@ func validatingWebhook(cc admissionregistrationv1.WebhookClientConfig) admission
 		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 		AdmissionReviewVersions: []string{"v1"},
 		TimeoutSeconds:          ptr.To(int32(10)),
+		// Stated as the API server defaults them: a webhook without them
+		// differs from the one read back, and the Injector's check would
+		// patch it every minute.
+		NamespaceSelector: &metav1.LabelSelector{},
+		ObjectSelector:    &metav1.LabelSelector{},
 	}
 }

@@ -89,15 +89,31 @@ func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 	if err != nil {
 		return err
 	}
-	io := webhookcert.Options{
-		CRDName: FlinkClusterCRD, CertDir: certDir, CRDs: crds,
-		Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
-		Log: ctrl.Log.WithName("webhook-cert"),
+	io, err := injectorOptions(o, certDir)
+	if err != nil {
+		return err
 	}
+	io.CRDs, io.Reader, io.Writer = crds, mgr.GetAPIReader(), mgr.GetClient()
+	io.Log = ctrl.Log.WithName("webhook-cert")
+	injector, err := webhookcert.New(io)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(injector); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("conversion-ca", injector.Checker)
+}
+
+// injectorOptions is what the self-signed Injector keeps, for the operator
+// options: the CRD's conversion, and the validating and mutating webhooks,
+// pointing at the webhook URL or Service. The clients are the caller's.
+func injectorOptions(o Options, certDir string) (webhookcert.Options, error) {
+	io := webhookcert.Options{CRDName: FlinkClusterCRD, CertDir: certDir}
 	if o.WebhookURL != "" {
 		u, err := url.Parse(o.WebhookURL)
 		if err != nil {
-			return err
+			return io, err
 		}
 		io.URL, io.Hosts = o.WebhookURL, []string{u.Hostname()}
 		validate, mutate := *u, *u
@@ -109,7 +125,7 @@ func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 	} else {
 		ns, name, err := webhookService(o.WebhookService)
 		if err != nil {
-			return err
+			return io, err
 		}
 		io.Service = &apiextensionsv1.ServiceReference{Namespace: ns, Name: name, Path: ptr.To("/convert"), Port: ptr.To(int32(o.WebhookPort))}
 		io.Validating = &webhookcert.Validating{Name: ValidatingWebhookName,
@@ -120,14 +136,7 @@ func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 				Namespace: ns, Name: name, Path: ptr.To(FinalizerPath), Port: ptr.To(int32(o.WebhookPort))}})}
 		io.Hosts = []string{name + "." + ns + ".svc", name + "." + ns + ".svc.cluster.local", name + "." + ns, name}
 	}
-	injector, err := webhookcert.New(io)
-	if err != nil {
-		return err
-	}
-	if err := mgr.Add(injector); err != nil {
-		return err
-	}
-	return mgr.AddReadyzCheck("conversion-ca", injector.Checker)
+	return io, nil
 }
 
 // webhookService splits [namespace/]name; a bare name is in the pod's
