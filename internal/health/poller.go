@@ -168,8 +168,11 @@ func (p *Poller) Start(ctx context.Context) error {
 // most Workers probe at once.
 func (p *Poller) round(ctx context.Context) {
 	log := logf.FromContext(ctx)
+	// The cache's own objects, not copies: the round holds every cluster
+	// for half the interval, and deep copies of 1200 FlinkClusters were
+	// 3 of the operator's 37 MB live heap. A probe only reads its cluster.
 	var list v1.FlinkClusterList
-	if err := p.Reader.List(ctx, &list); err != nil {
+	if err := p.Reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		log.Error(err, "Listing FlinkClusters for the health round")
 		return
 	}
