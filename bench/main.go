@@ -237,6 +237,9 @@ func run(ctx context.Context, c config) error {
 	var watched []string
 	for i := range c.rounds {
 		watched = append(watched, sessionNS(i), jobNS(i))
+		for k := range r.shapes {
+			watched = append(watched, baselineNamespace(i, k))
+		}
 	}
 	watched = append(watched, shardedNS)
 	for _, ns := range watched {
@@ -301,7 +304,7 @@ func run(ctx context.Context, c config) error {
 			fmt.Printf("Round %d, baseline %q: creating the children of %d clusters directly\n", i+1, sh.name, c.n)
 			cpu0 := meter.sample()
 			stopProfile := c.profileCPU(i, "baseline-"+sh.name)
-			took, err := baseline(ctx, k8s, c, ns, sh)
+			took, err := baseline(ctx, k8s, c, watch, ns, sh)
 			stopProfile()
 			cpu := meter.sample().since(cpu0)
 			if err != nil {
@@ -320,7 +323,7 @@ func run(ctx context.Context, c config) error {
 		}
 		fmt.Printf("Round %d, operator: creating %d session clusters\n", i+1, c.n)
 		stopProfile := c.profileCPU(i, "session")
-		rd.session, err = operatorPhase(ctx, k8s, c, meter, rd.sessNS, c.n, false)
+		rd.session, err = operatorPhase(ctx, k8s, c, meter, watch, rd.sessNS, c.n, false)
 		stopProfile()
 		if err != nil {
 			return fmt.Errorf("operator, session clusters: %w", err)
@@ -329,7 +332,7 @@ func run(ctx context.Context, c config) error {
 		if c.jobs > 0 {
 			fmt.Printf("Round %d, operator: creating %d job clusters\n", i+1, c.jobs)
 			stopProfile := c.profileCPU(i, "job")
-			rd.job, err = operatorPhase(ctx, k8s, c, meter, rd.jobsNS, c.jobs, true)
+			rd.job, err = operatorPhase(ctx, k8s, c, meter, watch, rd.jobsNS, c.jobs, true)
 			stopProfile()
 			if err != nil {
 				return fmt.Errorf("operator, job clusters: %w", err)
@@ -464,7 +467,7 @@ func run(ctx context.Context, c config) error {
 	// lose one of them.
 	if c.shardedN > 0 {
 		standby.stop()
-		if r.sharded, err = shardedPhase(ctx, k8s, c, bin, opArgs, audit, int(total)); err != nil {
+		if r.sharded, err = shardedPhase(ctx, k8s, c, watch, bin, opArgs, audit, int(total)); err != nil {
 			return fmt.Errorf("sharded mode: %w", err)
 		}
 	}
@@ -608,7 +611,7 @@ func parallel(n, workers int, f func(i int) error) error {
 
 // operatorPhase creates n clusters in ns and waits until every one is
 // Available (and, for job clusters, its job RUNNING).
-func operatorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter, ns string, n int, job bool) (phase, error) {
+func operatorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter, watch *readiness, ns string, n int, job bool) (phase, error) {
 	p := phase{n: n, job: job}
 	cpu0 := meter.sample()
 	start := time.Now()
@@ -622,8 +625,7 @@ func operatorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMe
 		return p, err
 	}
 	err = waitFor(ctx, c.timeout, func() (int, error) {
-		ready, err := countAvailable(ctx, k8s, ns, job)
-		return n - ready, err
+		return n - watch.converged(ns, job), nil
 	})
 	p.took = time.Since(start)
 	p.cpu = meter.sample().since(cpu0)

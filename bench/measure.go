@@ -37,15 +37,19 @@ type readiness struct {
 	podReady  map[string]time.Time // namespace/pod
 	podOf     map[string]string    // namespace/pod → namespace/cluster
 	available map[string]time.Time // namespace/cluster
-	// workloads is when each cluster's JobManager Deployment and
-	// TaskManager StatefulSet both first reported ready in their status,
-	// which kube-controller-manager writes after the pods turn Ready.
-	workloads map[string]map[string]time.Time // namespace/cluster → kind → time
+	// stable is when a job cluster was first Available with its job
+	// RUNNING and its spec recorded stable: its converged state.
+	stable map[string]time.Time // namespace/cluster
+	// workloads is when each of a cluster's two workloads (the JobManager
+	// Deployment, or StatefulSet in one baseline shape, and the TaskManager
+	// StatefulSet) first reported ready in its status, which
+	// kube-controller-manager writes after the pods turn Ready.
+	workloads map[string]map[string]time.Time // namespace/cluster → kind/name → time
 }
 
 func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string) (*readiness, error) {
 	r := &readiness{podReady: map[string]time.Time{}, podOf: map[string]string{}, available: map[string]time.Time{},
-		workloads: map[string]map[string]time.Time{}}
+		stable: map[string]time.Time{}, workloads: map[string]map[string]time.Time{}}
 	nss := map[string]cache.Config{}
 	for _, ns := range namespaces {
 		nss[ns] = cache.Config{}
@@ -86,12 +90,12 @@ func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string)
 				if w.Status.ReadyReplicas < 1 {
 					return
 				}
-				kind, cluster = "jm", w.Namespace+"/"+w.Labels[resources.LabelInstance]
+				kind, cluster = "Deployment/"+w.Name, w.Namespace+"/"+w.Labels[resources.LabelInstance]
 			case *appsv1.StatefulSet:
 				if w.Spec.Replicas == nil || w.Status.ReadyReplicas < *w.Spec.Replicas {
 					return
 				}
-				kind, cluster = "tm", w.Namespace+"/"+w.Labels[resources.LabelInstance]
+				kind, cluster = "StatefulSet/"+w.Name, w.Namespace+"/"+w.Labels[resources.LabelInstance]
 			default:
 				return
 			}
@@ -122,6 +126,11 @@ func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string)
 		defer r.mu.Unlock()
 		if _, seen := r.available[key]; !seen {
 			r.available[key] = time.Now()
+		}
+		if fc.Status.Job != nil && fc.Status.Job.State == "RUNNING" && fc.Status.LastStableSpec != nil {
+			if _, seen := r.stable[key]; !seen {
+				r.stable[key] = time.Now()
+			}
 		}
 	}
 	if _, err := fcs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onFC, UpdateFunc: func(_, o any) { onFC(o) }}); err != nil {
@@ -168,13 +177,15 @@ func (r *readiness) lags(ns string, pods int) (total, controllers, operator []ti
 			continue
 		}
 		w := r.workloads[cl]
-		if count[cl] < pods || w["jm"].IsZero() || w["tm"].IsZero() {
+		if count[cl] < pods || len(w) < 2 {
 			incomplete++
 			continue
 		}
-		ready := w["jm"]
-		if w["tm"].After(ready) {
-			ready = w["tm"]
+		var ready time.Time
+		for _, at := range w {
+			if at.After(ready) {
+				ready = at
+			}
 		}
 		total = append(total, avail.Sub(last[cl]))
 		controllers = append(controllers, ready.Sub(last[cl]))
@@ -313,23 +324,44 @@ func countWrites(path, agentPrefix, namespace string, from, to time.Time, byKind
 	return n
 }
 
-// countAvailable counts the clusters of ns that say Available=True (and,
-// for job clusters, whose job runs and whose spec is recorded stable: the
+// The phases end on what the bench's watch has seen, not on LISTs: a LIST
+// of a thousand FlinkClusters (JSON) or of their workloads every 250 ms
+// loaded the API server whose time is measured.
+
+// converged counts the clusters of ns the watch has seen Available (job
+// clusters: with the job running and the spec recorded stable, the
 // lifecycle's steady state).
-func countAvailable(ctx context.Context, k8s client.Client, ns string, job bool) (int, error) {
-	var list v1.FlinkClusterList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return 0, err
+func (r *readiness) converged(ns string, job bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := r.available
+	if job {
+		seen = r.stable
 	}
+	return countIn(seen, ns)
+}
+
+// workloadsReady counts the clusters of ns whose JobManager Deployment and
+// TaskManager StatefulSet the watch has both seen report ready: the
+// baseline's end.
+func (r *readiness) workloadsReady(ns string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	n := 0
-	for _, fc := range list.Items {
-		if !meta.IsStatusConditionTrue(fc.Status.Conditions, v1.ConditionAvailable) {
-			continue
+	for cl, kinds := range r.workloads {
+		if strings.HasPrefix(cl, ns+"/") && len(kinds) == 2 {
+			n++
 		}
-		if job && (fc.Status.Job == nil || fc.Status.Job.State != "RUNNING" || fc.Status.LastStableSpec == nil) {
-			continue
-		}
-		n++
 	}
-	return n, nil
+	return n
+}
+
+func countIn[V any](m map[string]V, ns string) int {
+	n := 0
+	for k := range m {
+		if strings.HasPrefix(k, ns+"/") {
+			n++
+		}
+	}
+	return n
 }

@@ -126,7 +126,7 @@ func (s shape) send(ctx context.Context, k8s client.Client, ns string, obj any) 
 
 // baseline creates n clusters' children in ns in shape s, and waits until
 // every JobManager and TaskManager is ready.
-func baseline(ctx context.Context, k8s client.Client, c config, ns string, s shape) (time.Duration, error) {
+func baseline(ctx context.Context, k8s client.Client, c config, watch *readiness, ns string, s shape) (time.Duration, error) {
 	if err := ensureNamespace(ctx, k8s, ns); err != nil {
 		return 0, err
 	}
@@ -147,32 +147,7 @@ func baseline(ctx context.Context, k8s client.Client, c config, ns string, s sha
 		return 0, err
 	}
 	err = waitFor(ctx, c.timeout, func() (int, error) {
-		var deps appsv1.DeploymentList
-		var sts appsv1.StatefulSetList
-		if err := k8s.List(ctx, &deps, client.InNamespace(ns)); err != nil {
-			return 0, err
-		}
-		if err := k8s.List(ctx, &sts, client.InNamespace(ns)); err != nil {
-			return 0, err
-		}
-		ready := map[string]int{}
-		for _, d := range deps.Items {
-			if d.Status.ReadyReplicas >= 1 {
-				ready[d.Labels[resources.LabelInstance]]++
-			}
-		}
-		for _, s := range sts.Items {
-			if s.Status.ReadyReplicas == *s.Spec.Replicas {
-				ready[s.Labels[resources.LabelInstance]]++
-			}
-		}
-		n := 0
-		for _, v := range ready {
-			if v == 2 {
-				n++
-			}
-		}
-		return c.n - n, nil
+		return c.n - watch.workloadsReady(ns), nil
 	})
 	return time.Since(start), err
 }

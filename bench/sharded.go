@@ -50,7 +50,7 @@ type shardResult struct {
 // shardedPhase runs two sharded replicas over the clusters there are
 // (existing), creates c.shardedN session clusters under them, then kills
 // one and times the survivor's takeover.
-func shardedPhase(ctx context.Context, k8s client.Client, c config, bin string, opArgs []string, audit string, existing int) (*shardResult, error) {
+func shardedPhase(ctx context.Context, k8s client.Client, c config, watch *readiness, bin string, opArgs []string, audit string, existing int) (*shardResult, error) {
 	res := &shardResult{owned: map[string]int{}, resynced: map[string]float64{}, wroteFor: map[string]int{}, existing: existing, created: c.shardedN}
 	args := append(slices.Clone(opArgs), fmt.Sprintf("--shards=%d", benchShards), "--shard-replicas=2")
 	// Both start at once: each takes its fair share, none all four.
@@ -108,7 +108,7 @@ func shardedPhase(ctx context.Context, k8s client.Client, c config, bin string, 
 
 	from := time.Now()
 	fmt.Printf("Sharded: creating %d session clusters under both replicas\n", c.shardedN)
-	p, err := operatorPhase(ctx, k8s, c, cpuMeter{}, shardedNS, c.shardedN, false)
+	p, err := operatorPhase(ctx, k8s, c, cpuMeter{}, watch, shardedNS, c.shardedN, false)
 	if err != nil {
 		return nil, err
 	}
