@@ -229,8 +229,10 @@ func (w *watcher) sync(ctx context.Context, ns string) (again bool, err error) {
 	// The cache's own objects, not copies: a namespace is read whole at
 	// every change in it, and copying its pods was a third of the
 	// simulator's CPU at a thousand clusters. Nothing here writes to
-	// them: observeNamespace copies what it keeps into its own types, and
-	// an update replaces a cached object rather than changing it.
+	// them: observeNamespace copies what the Engine keeps into its own
+	// types, except the network, which keeps pointers to the pods and
+	// Services and only reads them (Dial); an update replaces a cached
+	// object rather than changing it.
 	for _, l := range []client.ObjectList{&pods, &svcs, &cms} {
 		if err := w.cache.List(ctx, l, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return false, err
