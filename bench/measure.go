@@ -289,6 +289,10 @@ type auditEvent struct {
 	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
 }
 
+// notFound marks, in countWrites' byKind, writes the API server answered
+// 404: into a namespace already deleted, say.
+const notFound = " (404)"
+
 // countWrites counts audited writes by user agent prefix, namespace (empty:
 // any) and time window (zero: open), optionally by verb and resource.
 func countWrites(path, agentPrefix, namespace string, from, to time.Time, byKind map[string]int) int {
@@ -317,6 +321,9 @@ func countWrites(path, agentPrefix, namespace string, from, to time.Time, byKind
 			k := e.Verb + " " + e.ObjectRef.Resource
 			if e.ObjectRef.Subresource != "" {
 				k += "/" + e.ObjectRef.Subresource
+			}
+			if e.ResponseStatus != nil && e.ResponseStatus.Code == http.StatusNotFound {
+				k += notFound
 			}
 			byKind[k]++
 		}
