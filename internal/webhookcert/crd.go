@@ -37,6 +37,9 @@ func CRDClient(cfg *rest.Config, hc *http.Client) (rest.Interface, error) {
 	c.APIPath = "/apis"
 	c.GroupVersion = &apiextensionsv1.SchemeGroupVersion
 	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	// readConversion decodes the raw body as JSON, whatever the config
+	// asks of other clients.
+	c.ContentType, c.AcceptContentTypes = "application/json", "application/json"
 	if hc == nil {
 		return rest.RESTClientFor(c)
 	}
