@@ -691,6 +691,14 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 			env[e.Name] = e.Value
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			env[e.Name] = dep.Namespace
+		case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory" &&
+			e.ValueFrom.ResourceFieldRef.ContainerName == c.Name && e.ValueFrom.ResourceFieldRef.Divisor.IsZero():
+			// The kubelet's value: the limit in bytes.
+			limit, ok := c.Resources.Limits[corev1.ResourceMemory]
+			if !ok {
+				t.Fatalf("env %s is the memory limit, which the container does not set", e.Name)
+			}
+			env[e.Name] = strconv.FormatInt(limit.Value(), 10)
 		default:
 			t.Fatalf("env %s comes from %+v, which this test cannot resolve", e.Name, e.ValueFrom)
 		}
@@ -701,6 +709,11 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 	opts, err := operator.Defaults()
 	if err != nil {
 		t.Fatalf("The operator rejects its environment: %v", err)
+	}
+	// Go's soft memory limit is the container's, in a form the runtime
+	// reads (a plain number is bytes).
+	if limit, err := strconv.ParseInt(env["GOMEMLIMIT"], 10, 64); err != nil || limit < 64<<20 {
+		t.Errorf("GOMEMLIMIT = %q, want the container's memory limit in bytes", env["GOMEMLIMIT"])
 	}
 	if len(c.Command) != 0 || len(c.Args) == 0 || c.Args[0] != "operator" {
 		t.Fatalf("args = %v, want the operator subcommand first and no command", c.Args)
