@@ -240,7 +240,8 @@ type memBreakdown struct {
 
 func readMemBreakdown(o *operatorProc) memBreakdown {
 	path := fmt.Sprintf("/proc/%d/smaps_rollup", o.pid())
-	m := memBreakdown{anon: procKB(path, "Anonymous:") * 1024, file: (procKB(path, "Rss:") - procKB(path, "Anonymous:")) * 1024}
+	anon := procKB(path, "Anonymous:") * 1024
+	m := memBreakdown{anon: anon, file: procKB(path, "Rss:")*1024 - anon}
 	if p, err := scrape(o.metricsAddr); err == nil {
 		m.heapInuse = int64(p.sum("go_memstats_heap_inuse_bytes"))
 		m.heapUnreturned = int64(p.sum("go_memstats_heap_idle_bytes") - p.sum("go_memstats_heap_released_bytes"))

@@ -9,23 +9,28 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/api/v1alpha1"
 	"github.com/datapilot/datapilot/internal/testenv"
 )
 
-// TestInjectPatchesOnlyTheConversion: the Injector reads the CRD raw and
-// sends a merge patch of spec.conversion alone. A conversion another
-// install left (a Service reference with a stale bundle) is replaced, not
-// merged into; the rest of the CRD is untouched; an unchanged injection
-// writes nothing; a patch against a stale resourceVersion is a conflict,
-// which Inject's retry reads again.
-func TestInjectPatchesOnlyTheConversion(t *testing.T) {
+// startAPIServer starts a real API server with the project's CRDs and
+// returns a client of the types the tests read and the Injector's CRD
+// client.
+func startAPIServer(t *testing.T) (client.Client, rest.Interface) {
+	t.Helper()
 	_, cfg := testenv.Start(t)
 	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	utilruntime.Must(v1.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +39,17 @@ func TestInjectPatchesOnlyTheConversion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, crds
+}
+
+// TestInjectPatchesOnlyTheConversion: the Injector reads the CRD raw and
+// sends a merge patch of spec.conversion alone. A conversion another
+// install left (a Service reference with a stale bundle) is replaced, not
+// merged into; the rest of the CRD is untouched; an unchanged injection
+// writes nothing; a patch against a stale resourceVersion is a conflict,
+// which Inject's retry reads again.
+func TestInjectPatchesOnlyTheConversion(t *testing.T) {
+	c, crds := startAPIServer(t)
 	ctx := context.Background()
 	const name = "flinkclusters.data.example.com"
 	get := func() *apiextensionsv1.CustomResourceDefinition {

@@ -18,9 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -28,7 +25,6 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/api/v1alpha1"
-	"github.com/datapilot/datapilot/internal/testenv"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -37,20 +33,7 @@ import (
 // webhook without pause, and no conversion fails. A real API server (envtest)
 // calls the webhook over TLS with the CRD's caBundle, as in a cluster.
 func TestRenewalKeepsConversionsWorking(t *testing.T) {
-	_, cfg := testenv.Start(t)
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	utilruntime.Must(v1.AddToScheme(scheme))
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := CRDClient(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, crds := startAPIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -93,7 +76,7 @@ func TestRenewalKeepsConversionsWorking(t *testing.T) {
 	watcher.WithWatchInterval(100 * time.Millisecond)
 	go func() { _ = watcher.Start(ctx) }()
 	mux := http.NewServeMux()
-	mux.Handle("/convert", conversion.NewWebhookHandler(scheme, conversion.NewRegistry()))
+	mux.Handle("/convert", conversion.NewWebhookHandler(c.Scheme(), conversion.NewRegistry()))
 	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{GetCertificate: watcher.GetCertificate, MinVersion: tls.VersionTLS12}, ReadHeaderTimeout: 10 * time.Second}
 	srv.SetKeepAlivesEnabled(false)
 	wl, err := tls.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port), srv.TLSConfig)
