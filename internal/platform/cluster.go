@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
@@ -226,6 +227,40 @@ func (p *Platform) installCRDs(ctx context.Context) error {
 		})
 		if err != nil {
 			return err
+		}
+	}
+	// Established is not yet in discovery: the API server publishes it a
+	// moment later, and a client whose REST mapper looks before then finds
+	// "no matches for kind". Start returns once every served version is
+	// discoverable.
+	dc, err := discovery.NewDiscoveryClientForConfig(p.RESTConfig())
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	for _, c := range crds {
+		for _, v := range c.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			gv, plural := c.Spec.Group+"/"+v.Name, c.Spec.Names.Plural
+			err := p.poll(ctx, "CRD "+c.Name+" "+v.Name+" discoverable", func(context.Context) (bool, error) {
+				list, err := dc.ServerResourcesForGroupVersion(gv)
+				if apierrors.IsNotFound(err) {
+					return false, nil
+				}
+				if err != nil {
+					return false, err
+				}
+				for _, r := range list.APIResources {
+					if r.Name == plural {
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil
