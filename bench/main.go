@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +70,7 @@ type config struct {
 	jarURL      string
 	heapProfile string
 	cpuProfile  string
+	simLog      string
 	rounds      int
 	shapes      bool
 	shardedN    int
@@ -87,6 +89,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds of the interleaved phases (baselines, session clusters, job clusters); every figure is reported as the median and spread over them")
 	flag.BoolVar(&c.shapes, "shapes", true, "run each round's baseline in every child shape (JobManager as StatefulSet, no PodDisruptionBudget, server-side apply), not only the operator's")
 	flag.IntVar(&c.shardedN, "sharded", -1, "session clusters created under two sharded replicas at the end, before one is killed; -1 means n, 0 skips the sharded mode")
+	flag.StringVar(&c.simLog, "sim-log", "", "when set, the Flink simulator's logs, its refused connections among them, are written to this file")
 	flag.StringVar(&c.heapProfile, "heap-profile", "", "when set, the operator serves pprof and its heap profile is written to <this>-start.pb.gz once the operator is idle and to <this>-converged.pb.gz after the last round's operator phases")
 	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "when set, the CPU profile of the bench process itself (its client, the Flink simulator, the watches that measure) over each baseline and operator phase of the last round is written to <this>-<phase>.pb.gz")
 	flag.Parse()
@@ -218,7 +221,12 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 
-	sim, err := flinksim.New(pl.RESTConfig(), flinksim.Options{ListenAddr: "127.0.0.1:0"})
+	simLog, closeSimLog, err := fileLogger(c.simLog)
+	if err != nil {
+		return err
+	}
+	defer closeSimLog()
+	sim, err := flinksim.New(pl.RESTConfig(), flinksim.Options{ListenAddr: "127.0.0.1:0", Log: simLog})
 	if err != nil {
 		return err
 	}
@@ -881,4 +889,23 @@ func cpuRows(b *strings.Builder, kind string, n int, rounds []round, pick func(r
 	total := collect(rounds, func(rd round) (float64, bool) { return 1000 * pick(rd).total() / float64(n), len(pick(rd)) > 0 })
 	fmt.Fprintf(b, "| %s: CPU time per cluster, every process, ms | %s | |\n", kind, total.format(func(v float64) string { return fmt.Sprintf("%.0f", v) }))
 	fmt.Fprintf(b, "| %s: the same by process, last round, ms per cluster | %s | |\n", kind, last.format(n))
+}
+
+// fileLogger writes every log line, verbose ones too, to path; an empty
+// path discards them.
+func fileLogger(path string) (logr.Logger, func(), error) {
+	if path == "" {
+		return logr.Discard(), func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return logr.Logger{}, nil, err
+	}
+	var mu sync.Mutex
+	log := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(f, time.Now().UTC().Format(time.RFC3339Nano), prefix, args)
+	}, funcr.Options{Verbosity: 1})
+	return log, func() { _ = f.Close() }, nil
 }

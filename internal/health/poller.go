@@ -24,12 +24,15 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/teardown"
 )
 
 // What health needs; the reconciler's markers grant the same.
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Namespaces (get, list, watch) are granted where internal/teardown reads them.
+// (and namespaces: get;list;watch, internal/teardown)
 
 // Defaults of a Poller.
 const (
@@ -236,10 +239,12 @@ func (p *Poller) round(ctx context.Context) {
 // them into the cluster's Verdict in the Tracker, records a Warning Event
 // and the failure metric for every failed probe, and sends the cluster on
 // Notify when the Verdict changed (or an earlier change could not be sent).
-// A cluster being deleted is forgotten and returns the zero Verdict.
+// A cluster being deleted, or in a namespace being deleted (whose children
+// go in no order, often before it), is forgotten and returns the zero
+// Verdict.
 func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 	key := client.ObjectKeyFromObject(fc)
-	if fc.DeletionTimestamp != nil {
+	if fc.DeletionTimestamp != nil || teardown.Terminating(ctx, p.Reader, fc.Namespace) {
 		p.Tracker.Forget(key)
 		return Verdict{}
 	}

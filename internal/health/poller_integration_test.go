@@ -706,6 +706,44 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("a cluster in a namespace being deleted is skipped, its JobManager gone first", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("tearing-down", "demo", true, nil)
+		h.probe(fc)
+		key := client.ObjectKeyFromObject(fc)
+		if _, ok := h.poller.Tracker.Get(key); !ok {
+			t.Fatal("no verdict")
+		}
+		// The namespace controller deletes the children in no order: here
+		// the JobManager Deployment before the FlinkCluster, which is not
+		// yet marked for deletion (this API server runs no namespace
+		// controller, so the namespace stays Terminating).
+		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}}
+		if err := h.k8s.Delete(h.ctx, dep); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.k8s.Delete(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fc.Namespace}}); err != nil {
+			t.Fatal(err)
+		}
+		h.refresh(fc)
+		if fc.DeletionTimestamp != nil {
+			t.Fatal("the FlinkCluster is marked for deletion; the case needs it unmarked")
+		}
+		before := h.probes(LevelJobManager)
+		if v, notified := h.probe(fc); notified || v.Levels != nil {
+			t.Errorf("tearing down: notified %v, verdict %+v", notified, v)
+		}
+		if _, ok := h.poller.Tracker.Get(key); ok {
+			t.Error("verdict kept for a cluster whose namespace is being deleted")
+		}
+		if h.probes(LevelJobManager) != before {
+			t.Error("a cluster whose namespace is being deleted was probed")
+		}
+		if n := h.rec.total(fc); n != 0 {
+			t.Errorf("%d Events recorded into a namespace being deleted", n)
+		}
+	})
+
 	t.Run("a cluster recreated under the same name starts afresh", func(t *testing.T) {
 		h.t = t
 		fc := h.cluster("recreated", "demo", true, nil)

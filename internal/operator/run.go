@@ -42,6 +42,7 @@ import (
 	"github.com/datapilot/datapilot/internal/pacing"
 	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/sharding"
+	"github.com/datapilot/datapilot/internal/teardown"
 )
 
 // Scheme holds every type the operator reads or writes.
@@ -142,13 +143,18 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	// Events about objects in a namespace being deleted are not sent
+	// (teardown): the namespaces' metadata is cached for that.
+	if err := teardown.Watch(context.Background(), mgr.GetCache()); err != nil {
+		return nil, fmt.Errorf("watch namespaces: %w", err)
+	}
 	// API latency and client-side throttling, which say where a slow
 	// reconcile spends its time.
 	restClientMetrics()
 	r := &controller.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("datapilot"),
+		Recorder:  teardown.Recorder(mgr.GetEventRecorder("datapilot"), mgr.GetCache()),
 		Metrics:   metrics(),
 		Resolver:  flink.Resolver{Override: o.FlinkRESTOverride, PodOverride: o.FlinkRESTPodOverride},
 		Platform:  o.Platform(),
@@ -169,7 +175,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	poller := &health.Poller{
 		Reader: mgr.GetCache(), Resolver: r.Resolver, HTTPClient: r.HTTPClient,
 		Interval: o.ReconcileInterval, Pace: pacer, Tracker: r.Health,
-		Recorder: mgr.GetEventRecorder("datapilot-health"), Notify: notify,
+		Recorder: teardown.Recorder(mgr.GetEventRecorder("datapilot-health"), mgr.GetCache()), Notify: notify,
 		Metrics: healthMetrics(),
 	}
 	r.Prober = poller
