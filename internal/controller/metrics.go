@@ -32,24 +32,28 @@ type Metrics struct {
 	RollbackDuration *prometheus.HistogramVec
 
 	// Per cluster, from the status each reconcile computes: its phase, its
-	// conditions and when its state was last saved (see clusterSeries).
-	ClusterPhase       *prometheus.GaugeVec
-	ClusterCondition   *prometheus.GaugeVec
-	LastSavepointTime  *prometheus.GaugeVec
-	LastCheckpointSeen *prometheus.GaugeVec
+	// conditions and when its state was last saved. They are made at
+	// scrape time from series (clusterCollector), not kept as gauges: a
+	// gauge vector holds every series' label pairs, 6 KB per cluster, a
+	// copy of what series already says.
+	clusters *clusterCollector
 
 	mu     sync.Mutex
-	phases map[types.NamespacedName]v1.Phase
-	series map[types.NamespacedName]clusterSeries
+	series map[types.NamespacedName]*clusterSeries
 }
 
-// clusterSeries are the label sets a cluster's gauges were last set with,
-// so a changed phase or condition deletes its old series instead of
-// leaving a stale 1 behind.
+// clusterSeries is what one cluster's series say, from its last status.
+// A changed phase or condition is simply not exported again, so no stale
+// 1 is left behind.
 type clusterSeries struct {
 	phase      v1.Phase
-	conditions map[string][2]string // type -> status, reason
+	conditions []conditionSeries
+	// lastSavepoint and lastCheckpoint are Unix seconds, 0 until the
+	// status first carries them; a status without them keeps them.
+	lastSavepoint, lastCheckpoint float64
 }
+
+type conditionSeries struct{ typ, status, reason string }
 
 // Results the lifecycle counters and histograms are created with, so every
 // series exists at zero before its first event.
@@ -108,28 +112,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from the start of an automatic rollback to its end, by result (succeeded, failed).",
 			Buckets: prometheus.ExponentialBuckets(2, 2, 12),
 		}, []string{"result"}),
-		ClusterPhase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "datapilot_flinkcluster_phase",
-			Help: "1 for each FlinkCluster's current phase.",
-		}, []string{"namespace", "name", "phase"}),
-		ClusterCondition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "datapilot_flinkcluster_condition",
-			Help: "1 for each condition a FlinkCluster's status carries, with its status and reason.",
-		}, []string{"namespace", "name", "type", "status", "reason"}),
-		LastSavepointTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "datapilot_flinkcluster_last_savepoint_timestamp_seconds",
-			Help: "When Flink reported the FlinkCluster's job's latest savepoint complete (status.job.lastSavepoint.completedAt), Unix seconds.",
-		}, []string{"namespace", "name"}),
-		LastCheckpointSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "datapilot_flinkcluster_last_checkpoint_timestamp_seconds",
-			Help: "When the operator first saw the FlinkCluster's job's latest completed checkpoint (status.job.lastCheckpoint.observedAt), Unix seconds.",
-		}, []string{"namespace", "name"}),
-		phases: map[types.NamespacedName]v1.Phase{},
-		series: map[types.NamespacedName]clusterSeries{},
+		series: map[types.NamespacedName]*clusterSeries{},
 	}
+	m.clusters = newClusterCollector(m)
 	m.Autopilot = newAutopilotMetrics(reg)
 	reg.MustRegister(m.Clusters, m.Applies, m.StatusWrites, m.Savepoints, m.SavepointAge, m.Submissions, m.Upgrades, m.Rollbacks, m.JobsLost,
-		m.UpgradeDuration, m.RollbackDuration, m.ClusterPhase, m.ClusterCondition, m.LastSavepointTime, m.LastCheckpointSeen)
+		m.UpgradeDuration, m.RollbackDuration, m.clusters)
 	for _, p := range []v1.Phase{v1.PhasePending, v1.PhaseRunning, v1.PhaseScaling, v1.PhaseUpdating, v1.PhaseDegraded, v1.PhaseTerminating} {
 		m.Clusters.WithLabelValues(string(p)).Set(0)
 	}
@@ -146,51 +134,32 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// observe moves one cluster's count to its current phase and sets its
-// gauges from the status st.
+// observe moves one cluster's count to its current phase and records the
+// series of the status st.
 func (m *Metrics) observe(fc *v1.FlinkCluster, st *v1.FlinkClusterStatus) {
 	key := client.ObjectKeyFromObject(fc)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.setClusterSeries(key, st)
-	p := st.Phase
-	if old, ok := m.phases[key]; ok {
-		if old == p {
-			return
-		}
-		m.Clusters.WithLabelValues(string(old)).Dec()
+	cs := m.series[key]
+	switch {
+	case cs == nil:
+		cs = &clusterSeries{}
+		m.series[key] = cs
+		m.Clusters.WithLabelValues(string(st.Phase)).Inc()
+	case cs.phase != st.Phase:
+		m.Clusters.WithLabelValues(string(cs.phase)).Dec()
+		m.Clusters.WithLabelValues(string(st.Phase)).Inc()
 	}
-	m.phases[key] = p
-	m.Clusters.WithLabelValues(string(p)).Inc()
-}
-
-// setClusterSeries sets one cluster's gauges, deleting the series of a
-// phase or condition it no longer has. Called with mu held.
-func (m *Metrics) setClusterSeries(key types.NamespacedName, st *v1.FlinkClusterStatus) {
-	ns, name := key.Namespace, key.Name
-	old := m.series[key]
-	now := clusterSeries{phase: st.Phase, conditions: map[string][2]string{}}
-	if old.phase != "" && old.phase != now.phase {
-		m.ClusterPhase.DeleteLabelValues(ns, name, string(old.phase))
-	}
-	m.ClusterPhase.WithLabelValues(ns, name, string(now.phase)).Set(1)
+	cs.phase = st.Phase
+	cs.conditions = cs.conditions[:0]
 	for _, c := range st.Conditions {
-		now.conditions[c.Type] = [2]string{string(c.Status), c.Reason}
+		cs.conditions = append(cs.conditions, conditionSeries{typ: c.Type, status: string(c.Status), reason: c.Reason})
 	}
-	for t, sr := range old.conditions {
-		if now.conditions[t] != sr {
-			m.ClusterCondition.DeleteLabelValues(ns, name, t, sr[0], sr[1])
-		}
-	}
-	for t, sr := range now.conditions {
-		m.ClusterCondition.WithLabelValues(ns, name, t, sr[0], sr[1]).Set(1)
-	}
-	m.series[key] = now
 	if j := st.Job; j != nil && j.LastSavepoint != nil && j.LastSavepoint.CompletedAt != nil {
-		m.LastSavepointTime.WithLabelValues(ns, name).Set(float64(j.LastSavepoint.CompletedAt.Unix()))
+		cs.lastSavepoint = float64(j.LastSavepoint.CompletedAt.Unix())
 	}
 	if j := st.Job; j != nil && j.LastCheckpoint != nil {
-		m.LastCheckpointSeen.WithLabelValues(ns, name).Set(float64(j.LastCheckpoint.ObservedAt.Unix()))
+		cs.lastCheckpoint = float64(j.LastCheckpoint.ObservedAt.Unix())
 	}
 }
 
@@ -200,15 +169,9 @@ func (m *Metrics) setClusterSeries(key types.NamespacedName, st *v1.FlinkCluster
 func (m *Metrics) Retain(keep func(types.NamespacedName) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for key, old := range m.phases {
-		if !keep(key) {
-			m.Clusters.WithLabelValues(string(old)).Dec()
-			delete(m.phases, key)
-		}
-	}
 	for key := range m.series {
 		if !keep(key) {
-			m.dropSeries(key)
+			m.dropLocked(key)
 		}
 	}
 }
@@ -217,22 +180,65 @@ func (m *Metrics) Retain(keep func(types.NamespacedName) bool) {
 func (m *Metrics) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.series[key]; ok {
-		m.dropSeries(key)
-	}
-	if old, ok := m.phases[key]; ok {
-		m.Clusters.WithLabelValues(string(old)).Dec()
-		delete(m.phases, key)
+	m.dropLocked(key)
+}
+
+// dropLocked removes one cluster from the phase counts and the series.
+// Called with mu held.
+func (m *Metrics) dropLocked(key types.NamespacedName) {
+	if cs, ok := m.series[key]; ok {
+		m.Clusters.WithLabelValues(string(cs.phase)).Dec()
+		delete(m.series, key)
 	}
 }
 
-// dropSeries deletes one cluster's per-cluster series. Called with mu held.
-func (m *Metrics) dropSeries(key types.NamespacedName) {
-	match := prometheus.Labels{"namespace": key.Namespace, "name": key.Name}
-	for _, g := range []*prometheus.GaugeVec{m.ClusterPhase, m.ClusterCondition, m.LastSavepointTime, m.LastCheckpointSeen} {
-		g.DeletePartialMatch(match)
+// clusterCollector exports the per-cluster series from Metrics.series at
+// each scrape.
+type clusterCollector struct {
+	m                                          *Metrics
+	phase, condition, lastSavepoint, lastCheck *prometheus.Desc
+}
+
+func newClusterCollector(m *Metrics) *clusterCollector {
+	return &clusterCollector{
+		m: m,
+		phase: prometheus.NewDesc("datapilot_flinkcluster_phase",
+			"1 for each FlinkCluster's current phase.", []string{"namespace", "name", "phase"}, nil),
+		condition: prometheus.NewDesc("datapilot_flinkcluster_condition",
+			"1 for each condition a FlinkCluster's status carries, with its status and reason.",
+			[]string{"namespace", "name", "type", "status", "reason"}, nil),
+		lastSavepoint: prometheus.NewDesc("datapilot_flinkcluster_last_savepoint_timestamp_seconds",
+			"When Flink reported the FlinkCluster's job's latest savepoint complete (status.job.lastSavepoint.completedAt), Unix seconds.",
+			[]string{"namespace", "name"}, nil),
+		lastCheck: prometheus.NewDesc("datapilot_flinkcluster_last_checkpoint_timestamp_seconds",
+			"When the operator first saw the FlinkCluster's job's latest completed checkpoint (status.job.lastCheckpoint.observedAt), Unix seconds.",
+			[]string{"namespace", "name"}, nil),
 	}
-	delete(m.series, key)
+}
+
+func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.phase
+	ch <- c.condition
+	ch <- c.lastSavepoint
+	ch <- c.lastCheck
+}
+
+func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	for key, cs := range c.m.series {
+		ns, name := key.Namespace, key.Name
+		ch <- prometheus.MustNewConstMetric(c.phase, prometheus.GaugeValue, 1, ns, name, string(cs.phase))
+		for _, cd := range cs.conditions {
+			ch <- prometheus.MustNewConstMetric(c.condition, prometheus.GaugeValue, 1, ns, name, cd.typ, cd.status, cd.reason)
+		}
+		if cs.lastSavepoint != 0 {
+			ch <- prometheus.MustNewConstMetric(c.lastSavepoint, prometheus.GaugeValue, cs.lastSavepoint, ns, name)
+		}
+		if cs.lastCheckpoint != 0 {
+			ch <- prometheus.MustNewConstMetric(c.lastCheck, prometheus.GaugeValue, cs.lastCheckpoint, ns, name)
+		}
+	}
 }
 
 // count feeds the lifecycle metrics from the transitions a step made at

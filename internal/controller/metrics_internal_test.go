@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,7 +94,29 @@ func TestClusterSeriesFollowTheStatus(t *testing.T) {
 		}
 	}
 
+	// A status that no longer carries the job keeps its last times; the
+	// phase count follows the phase.
+	m.observe(fc, &v1.FlinkClusterStatus{Phase: v1.PhaseRunning})
+	for _, tc := range []struct {
+		metric string
+		want   []string
+	}{
+		{"datapilot_flinkcluster_phase", []string{"name=demo,namespace=team-a,phase=Running: 1"}},
+		{"datapilot_flinkcluster_condition", nil},
+		{"datapilot_flinkcluster_last_savepoint_timestamp_seconds", []string{"name=demo,namespace=team-a: 1.7e+09"}},
+	} {
+		if got := series(t, reg, tc.metric); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("after a status without job or conditions, %s:\n got %q\nwant %q", tc.metric, got, tc.want)
+		}
+	}
+	if got := series(t, reg, "datapilot_flinkclusters"); !slices.Contains(got, "phase=Running: 1") || !slices.Contains(got, "phase=Degraded: 0") {
+		t.Errorf("datapilot_flinkclusters: %q, want Running 1 and Degraded 0", got)
+	}
+
 	m.forget(types.NamespacedName{Namespace: "team-a", Name: "demo"})
+	if got := series(t, reg, "datapilot_flinkclusters"); !slices.Contains(got, "phase=Running: 0") {
+		t.Errorf("datapilot_flinkclusters after forget: %q, want Running 0", got)
+	}
 	for _, name := range []string{"datapilot_flinkcluster_phase", "datapilot_flinkcluster_condition",
 		"datapilot_flinkcluster_last_savepoint_timestamp_seconds", "datapilot_flinkcluster_last_checkpoint_timestamp_seconds"} {
 		if got := series(t, reg, name); len(got) > 0 {

@@ -96,7 +96,7 @@ func TestMetricsRetain(t *testing.T) {
 	if got.GetGauge().GetValue() != 1 {
 		t.Errorf("Running clusters after retaining one: %v, want 1", got.GetGauge().GetValue())
 	}
-	if n := testutil.CollectAndCount(m.ClusterPhase); n != 1 {
+	if n := testutil.CollectAndCount(m.clusters, "datapilot_flinkcluster_phase"); n != 1 {
 		t.Errorf("%d per-cluster phase series after retaining one, want 1", n)
 	}
 }
