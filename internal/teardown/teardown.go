@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,21 +39,20 @@ func Watch(ctx context.Context, c cache.Informers) error {
 	return err
 }
 
-// Terminating reports whether namespace is being deleted or is gone. A
-// read that fails says no: the Event is then recorded, as before.
+// Terminating reports whether namespace is being deleted. A namespace the
+// cache does not hold is not: it may be new, its watch event behind that
+// of a FlinkCluster created in it (a namespace is gone only once its
+// FlinkClusters are). A read that fails says no too: the Event is then
+// recorded, as before.
 func Terminating(ctx context.Context, r client.Reader, namespace string) bool {
 	if namespace == "" {
 		return false
 	}
 	ns := namespaceMeta()
-	switch err := r.Get(ctx, client.ObjectKey{Name: namespace}, ns); {
-	case apierrors.IsNotFound(err):
-		return true
-	case err != nil:
+	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		return false
-	default:
-		return ns.DeletionTimestamp != nil
 	}
+	return ns.DeletionTimestamp != nil
 }
 
 // Recorder records through next every Event but those about an object in a
