@@ -363,13 +363,21 @@ const parallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
 // parallelism the program did not set is derived from it later
 // (SchedulerBase#computeVertexParallelismStore), so it follows too. The
 // value is a Map option, "id:parallelism,id:parallelism"
-// (ConfigurationUtils#convertToMap), each parallelism an int
-// (Integer#parseInt).
+// (ConfigurationUtils#convertToMap, which refuses an item without ':'
+// whatever its key). Only the value of a vertex the graph has is parsed,
+// by Integer#parseInt, as the loop over the graph's vertices reaches it:
+// an unknown ID's value is never read. JobVertex#setParallelism (1.16+,
+// so every minor with overrides) takes a parallelism of at least one, or
+// -1 (ExecutionConfig#PARALLELISM_DEFAULT, unset), which the scheduler
+// runs as 1 (SchedulerBase#normalizeParallelism, also the base of the
+// default max parallelism, getDefaultMaxParallelism). A later apache/flink
+// master moves this into ParallelismOverrideUtil, which refuses -1; that is
+// not modelled, as no minor here is known to ship it.
 func applyParallelismOverrides(dispatcher *conf, sub *submission) error {
 	if _, known := sub.conf.minor.Options[parallelismOverrides]; !known {
 		return nil
 	}
-	overrides := map[string]int{}
+	overrides := map[string]string{}
 	confs := []*conf{dispatcher}
 	if readsJobOverrides(sub.conf.version) {
 		confs = append(confs, sub.conf)
@@ -380,9 +388,19 @@ func applyParallelismOverrides(dispatcher *conf, sub *submission) error {
 		}
 	}
 	for _, v := range sub.graph {
-		n, ok := overrides[v.id]
+		raw, ok := overrides[v.id]
 		if !ok {
 			continue
+		}
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return fmt.Errorf("java.lang.NumberFormatException: For input string: \"%s\"", raw)
+		}
+		switch {
+		case n == parallelismDefault:
+			n = 1 // SchedulerBase#normalizeParallelism
+		case n < 1:
+			return fmt.Errorf("java.lang.IllegalArgumentException: The parallelism must be at least one, or %d (unset).", parallelismDefault)
 		}
 		v.parallelism, v.upper = n, n
 		if !v.explicitMax {
@@ -391,6 +409,9 @@ func applyParallelismOverrides(dispatcher *conf, sub *submission) error {
 	}
 	return nil
 }
+
+// parallelismDefault is ExecutionConfig#PARALLELISM_DEFAULT.
+const parallelismDefault = -1
 
 // readsJobOverrides: the Dispatcher of v applies the job's own overrides,
 // not only its configuration's (FLINK-33534: release-1.18 after 1.18.0,
@@ -401,8 +422,8 @@ func readsJobOverrides(v flink.Version) bool {
 	return v.AtLeast(1, 19) || (v.Major == 1 && v.Minor == 18 && v.Patch >= 1)
 }
 
-// readOverrides adds a configuration's overrides to into.
-func readOverrides(cf *conf, into map[string]int) error {
+// readOverrides adds a configuration's overrides to into, unparsed.
+func readOverrides(cf *conf, into map[string]string) error {
 	if cf == nil {
 		return nil
 	}
@@ -415,15 +436,7 @@ func readOverrides(cf *conf, into map[string]int) error {
 		if !found {
 			return parseErr(parallelismOverrides, raw, fmt.Errorf("java.lang.IllegalArgumentException: Map item is not a key-value pair (missing ':'?)"))
 		}
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil {
-			return fmt.Errorf("java.lang.NumberFormatException: For input string: \"%s\"", strings.TrimSpace(v))
-		}
-		if n < 1 {
-			// JobVertex#setParallelism.
-			return fmt.Errorf("java.lang.IllegalArgumentException: The parallelism must be at least one.")
-		}
-		into[strings.TrimSpace(k)] = n
+		into[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	return nil
 }

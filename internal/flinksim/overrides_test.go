@@ -68,20 +68,62 @@ func TestParallelismOverridesFromTheClusterConfiguration(t *testing.T) {
 	}
 }
 
+// Dispatcher#applyParallelismOverrides parses the value of a vertex the
+// graph has (Integer#parseInt) and JobVertex#setParallelism takes at
+// least one or -1; a value under an unknown ID is never parsed, but every
+// item must be a key-value pair (ConfigurationUtils#convertToMap).
 func TestParallelismOverridesRefused(t *testing.T) {
+	e, clk := newTestEngine(t)
+	e.Observe(key, simple(tms(1), nil).Observation())
+	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
+		t.Fatal(err)
+	}
+	ids := vertexIDs(t, e, clk)
+	const unknown = "0123456789abcdef0123456789abcdef"
 	for _, tc := range []struct {
 		name, value, want string
 	}{
-		{"no integer", "0123456789abcdef0123456789abcdef:four", "NumberFormatException"},
-		{"no key-value pair", "0123456789abcdef0123456789abcdef", "Map item is not a key-value pair"},
-		{"below one", "0123456789abcdef0123456789abcdef:0", "The parallelism must be at least one"},
+		{"no integer", ids[1] + ":four", `NumberFormatException: For input string: "four"`},
+		{"no key-value pair", unknown, "Map item is not a key-value pair"},
+		{"zero", ids[1] + ":0", "The parallelism must be at least one, or -1 (unset)."},
+		{"below -1", ids[1] + ":-2", "The parallelism must be at least one, or -1 (unset)."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, _ := newTestEngine(t)
-			e.Observe(key, simple(tms(1), nil).Observation())
 			_, err := e.RunJar(key, upload(t, e), flink.JarRunRequest{FlinkConfiguration: map[string]string{parallelismOverrides: tc.value}})
 			wantErr(t, err, http.StatusBadRequest, tc.want)
 		})
+	}
+	t.Run("an unknown vertex's value is not read", func(t *testing.T) {
+		id := running(t, e, clk, flink.JarRunRequest{Parallelism: 1, FlinkConfiguration: map[string]string{parallelismOverrides: unknown + ":four," + unknown[1:] + "a:0"}})
+		if got := fmt.Sprint(parallelisms(jobDetails(t, e, id))); got != "[1 1 1]" {
+			t.Errorf("parallelisms %s, want [1 1 1]", got)
+		}
+		if err := e.CancelJob(key, id, ""); err != nil {
+			t.Fatal(err)
+		}
+		clk.step(2 * time.Second)
+	})
+}
+
+// An override of -1 unsets the vertex's parallelism
+// (ExecutionConfig#PARALLELISM_DEFAULT), which the scheduler runs as 1
+// (SchedulerBase#normalizeParallelism), whatever the job's parallelism.
+func TestParallelismOverrideMinusOneRunsTheVertexAtOne(t *testing.T) {
+	e, clk := newTestEngine(t)
+	e.Observe(key, simple(tms(2), nil).Observation())
+	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
+		t.Fatal(err)
+	}
+	ids := vertexIDs(t, e, clk)
+	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 3, FlinkConfiguration: map[string]string{parallelismOverrides: ids[1] + ":-1"}})
+	j := jobDetails(t, e, id)
+	if got := fmt.Sprint(parallelisms(j)); got != "[3 1 3]" {
+		t.Fatalf("parallelisms %s, want [3 1 3]", got)
+	}
+	// The default max parallelism follows the normalized 1
+	// (SchedulerBase#getDefaultMaxParallelism).
+	if got := j.Vertices[1].MaxParallelism; got != 128 {
+		t.Errorf("max parallelism %d, want 128", got)
 	}
 }
 
