@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -153,7 +154,11 @@ func (m *Metrics) observe(fc *v1.FlinkCluster, st *v1.FlinkClusterStatus) {
 	cs.phase = st.Phase
 	cs.conditions = cs.conditions[:0]
 	for _, c := range st.Conditions {
-		cs.conditions = append(cs.conditions, conditionSeries{typ: c.Type, status: string(c.Status), reason: c.Reason})
+		// One series per type, as the API's list map keys them: a
+		// duplicate would fail the whole scrape.
+		if !slices.ContainsFunc(cs.conditions, func(o conditionSeries) bool { return o.typ == c.Type }) {
+			cs.conditions = append(cs.conditions, conditionSeries{typ: c.Type, status: string(c.Status), reason: c.Reason})
+		}
 	}
 	if j := st.Job; j != nil && j.LastSavepoint != nil && j.LastSavepoint.CompletedAt != nil {
 		cs.lastSavepoint = float64(j.LastSavepoint.CompletedAt.Unix())
@@ -226,17 +231,24 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
+	// A series that cannot be made (a label value that is not UTF-8) is
+	// left out: a panic here would end the process, not one scrape.
+	emit := func(d *prometheus.Desc, v float64, labels ...string) {
+		if m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...); err == nil {
+			ch <- m
+		}
+	}
 	for key, cs := range c.m.series {
 		ns, name := key.Namespace, key.Name
-		ch <- prometheus.MustNewConstMetric(c.phase, prometheus.GaugeValue, 1, ns, name, string(cs.phase))
+		emit(c.phase, 1, ns, name, string(cs.phase))
 		for _, cd := range cs.conditions {
-			ch <- prometheus.MustNewConstMetric(c.condition, prometheus.GaugeValue, 1, ns, name, cd.typ, cd.status, cd.reason)
+			emit(c.condition, 1, ns, name, cd.typ, cd.status, cd.reason)
 		}
 		if cs.lastSavepoint != 0 {
-			ch <- prometheus.MustNewConstMetric(c.lastSavepoint, prometheus.GaugeValue, cs.lastSavepoint, ns, name)
+			emit(c.lastSavepoint, cs.lastSavepoint, ns, name)
 		}
 		if cs.lastCheckpoint != 0 {
-			ch <- prometheus.MustNewConstMetric(c.lastCheck, prometheus.GaugeValue, cs.lastCheckpoint, ns, name)
+			emit(c.lastCheck, cs.lastCheckpoint, ns, name)
 		}
 	}
 }

@@ -370,9 +370,9 @@ const parallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
 // so every minor with overrides) takes a parallelism of at least one, or
 // -1 (ExecutionConfig#PARALLELISM_DEFAULT, unset), which the scheduler
 // runs as 1 (SchedulerBase#normalizeParallelism, also the base of the
-// default max parallelism, getDefaultMaxParallelism). A later apache/flink
-// master moves this into ParallelismOverrideUtil, which refuses -1; that is
-// not modelled, as no minor here is known to ship it.
+// default max parallelism, getDefaultMaxParallelism). A later change to
+// apache/flink moves this out of the Dispatcher (ParallelismOverrideUtil),
+// and a revision of it refuses -1; no minor modelled here ships it.
 func applyParallelismOverrides(dispatcher *conf, sub *submission) error {
 	if _, known := sub.conf.minor.Options[parallelismOverrides]; !known {
 		return nil
@@ -392,7 +392,8 @@ func applyParallelismOverrides(dispatcher *conf, sub *submission) error {
 		if !ok {
 			continue
 		}
-		n, err := strconv.Atoi(raw)
+		n64, err := strconv.ParseInt(raw, 10, 32) // an int, as Integer#parseInt
+		n := int(n64)
 		if err != nil {
 			return fmt.Errorf("java.lang.NumberFormatException: For input string: \"%s\"", raw)
 		}
@@ -432,8 +433,9 @@ func readOverrides(cf *conf, into map[string]string) error {
 		return nil
 	}
 	for _, entry := range strings.Split(raw, ",") {
+		// Exactly two parts (ConfigurationUtils#convertToProperties).
 		k, v, found := strings.Cut(entry, ":")
-		if !found {
+		if !found || strings.Contains(v, ":") {
 			return parseErr(parallelismOverrides, raw, fmt.Errorf("java.lang.IllegalArgumentException: Map item is not a key-value pair (missing ':'?)"))
 		}
 		into[strings.TrimSpace(k)] = strings.TrimSpace(v)

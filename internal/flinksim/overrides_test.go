@@ -85,6 +85,8 @@ func TestParallelismOverridesRefused(t *testing.T) {
 	}{
 		{"no integer", ids[1] + ":four", `NumberFormatException: For input string: "four"`},
 		{"no key-value pair", unknown, "Map item is not a key-value pair"},
+		{"three parts", unknown + ":1:2", "Map item is not a key-value pair"},
+		{"beyond an int", ids[1] + ":2147483648", `NumberFormatException: For input string: "2147483648"`},
 		{"zero", ids[1] + ":0", "The parallelism must be at least one, or -1 (unset)."},
 		{"below -1", ids[1] + ":-2", "The parallelism must be at least one, or -1 (unset)."},
 	} {

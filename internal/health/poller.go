@@ -31,8 +31,7 @@ import (
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// Namespaces (get, list, watch) are granted where internal/teardown reads them.
-// (and namespaces: get;list;watch, internal/teardown)
+// Namespaces (get) are granted where internal/teardown reads them.
 
 // Defaults of a Poller.
 const (
@@ -111,6 +110,10 @@ type Poller struct {
 	ProbeTimeout time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Teardown, when set, says whether a cluster's namespace is being
+	// deleted: a cluster there whose probes fail is forgotten, not
+	// reported.
+	Teardown *teardown.Checker
 	// Owns, when set, is the replica's share of the clusters (the shards
 	// it leads, internal/sharding): the poller then runs on every replica
 	// and probes only those.
@@ -244,7 +247,7 @@ func (p *Poller) round(ctx context.Context) {
 // Verdict.
 func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 	key := client.ObjectKeyFromObject(fc)
-	if fc.DeletionTimestamp != nil || teardown.Terminating(ctx, p.Reader, fc.Namespace) {
+	if fc.DeletionTimestamp != nil {
 		p.Tracker.Forget(key)
 		return Verdict{}
 	}
@@ -253,6 +256,12 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		// Shutting down: the REST calls were cut short by us, not by Flink.
 		v, _ := p.Tracker.Get(key)
 		return v
+	}
+	if failed(probes) && p.Teardown.Terminating(ctx, fc.Namespace) {
+		// The namespace's deletion took the children first; asked only
+		// on a failure, so a healthy round reads nothing more.
+		p.Tracker.Forget(key)
+		return Verdict{}
 	}
 	now := p.now()
 
@@ -314,6 +323,11 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		}
 	}
 	return next.clone()
+}
+
+// failed reports whether a probe reached a failing verdict.
+func failed(probes []Probe) bool {
+	return slices.ContainsFunc(probes, func(pr Probe) bool { return !pr.OK && !pr.Unknown })
 }
 
 // probe checks the levels bottom-up. It returns the probes, and the jobs

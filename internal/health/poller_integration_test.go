@@ -32,6 +32,7 @@ import (
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/teardown"
 	"github.com/datapilot/datapilot/internal/testenv"
 )
 
@@ -173,6 +174,7 @@ func newHarness(t *testing.T) *harness {
 		Notify:       h.notify,
 		Metrics:      h.metrics,
 		ProbeTimeout: 2 * time.Second,
+		Teardown:     &teardown.Checker{Reader: k8s},
 	}
 	return h
 }
@@ -706,7 +708,7 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("a cluster in a namespace being deleted is skipped, its JobManager gone first", func(t *testing.T) {
+	t.Run("a cluster in a namespace being deleted, its JobManager gone first, is forgotten, not reported", func(t *testing.T) {
 		h.t = t
 		fc := h.cluster("tearing-down", "demo", true, nil)
 		h.probe(fc)
@@ -737,7 +739,7 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 			t.Error("verdict kept for a cluster whose namespace is being deleted")
 		}
 		if h.probes(LevelJobManager) != before {
-			t.Error("a cluster whose namespace is being deleted was probed")
+			t.Error("a probe of a cluster whose namespace is being deleted was counted")
 		}
 		if n := h.rec.total(fc); n != 0 {
 			t.Errorf("%d Events recorded into a namespace being deleted", n)

@@ -143,18 +143,16 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
-	// Events about objects in a namespace being deleted are not sent
-	// (teardown): the namespaces' metadata is cached for that.
-	if err := teardown.Watch(context.Background(), mgr.GetCache()); err != nil {
-		return nil, fmt.Errorf("watch namespaces: %w", err)
-	}
+	// Events about objects in a namespace being deleted are not sent, and
+	// its clusters' failing probes not reported (teardown).
+	terminating := &teardown.Checker{Reader: mgr.GetAPIReader()}
 	// API latency and client-side throttling, which say where a slow
 	// reconcile spends its time.
 	restClientMetrics()
 	r := &controller.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  teardown.Recorder(mgr.GetEventRecorder("datapilot"), mgr.GetCache()),
+		Recorder:  teardown.Recorder(mgr.GetEventRecorder("datapilot"), terminating),
 		Metrics:   metrics(),
 		Resolver:  flink.Resolver{Override: o.FlinkRESTOverride, PodOverride: o.FlinkRESTPodOverride},
 		Platform:  o.Platform(),
@@ -175,8 +173,8 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	poller := &health.Poller{
 		Reader: mgr.GetCache(), Resolver: r.Resolver, HTTPClient: r.HTTPClient,
 		Interval: o.ReconcileInterval, Pace: pacer, Tracker: r.Health,
-		Recorder: teardown.Recorder(mgr.GetEventRecorder("datapilot-health"), mgr.GetCache()), Notify: notify,
-		Metrics: healthMetrics(),
+		Recorder: teardown.Recorder(mgr.GetEventRecorder("datapilot-health"), terminating), Notify: notify,
+		Metrics: healthMetrics(), Teardown: terminating,
 	}
 	r.Prober = poller
 	if o.Shards > 1 {

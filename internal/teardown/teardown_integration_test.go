@@ -2,6 +2,7 @@ package teardown
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/datapilot/datapilot/internal/testenv"
@@ -26,15 +26,25 @@ func (r *recorded) AnnotatedEventf(_, _ runtime.Object, _ map[string]string, _, 
 	r.reasons = append(r.reasons, reason)
 }
 
-// TestTerminatingFollowsTheNamespace, against a real API server (which
-// has no namespace controller here, so a deleted namespace stays
-// Terminating): a live namespace is not terminating, nor is one the cache
-// has not seen, one being deleted is, and the Recorder drops exactly the
-// Events about objects in it.
-func TestTerminatingFollowsTheNamespace(t *testing.T) {
+// countingReader counts the reads that reach the API server.
+type countingReader struct {
+	client.Reader
+	reads int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.reads++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestCheckerFollowsTheNamespace, against a real API server (which has no
+// namespace controller here, so a deleted namespace stays Terminating): a
+// live namespace is not terminating, nor is one that does not exist, one
+// being deleted is and is remembered for a while; the Recorder drops
+// exactly the Events about objects in it.
+func TestCheckerFollowsTheNamespace(t *testing.T) {
 	_, cfg := testenv.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -44,44 +54,36 @@ func TestTerminatingFollowsTheNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The cache only holds what Watch registered: a read of anything else
-	// fails the test instead of quietly starting another informer.
-	ca, err := cache.New(cfg, cache.Options{Scheme: clientgoscheme.Scheme, ReaderFailOnMissingInformer: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Watch(ctx, ca); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = ca.Start(ctx) }()
-	if !ca.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
+	now := time.Unix(1700000000, 0)
+	reader := &countingReader{Reader: c}
+	check := &Checker{Reader: reader, Now: func() time.Time { return now }}
 
-	for _, ns := range []string{"live", "doomed", ""} {
-		if Terminating(ctx, ca, ns) {
+	for _, ns := range []string{"live", "doomed", "", "never-created"} {
+		if check.Terminating(ctx, ns) {
 			t.Errorf("Terminating(%q) = true before any deletion", ns)
 		}
-	}
-	if Terminating(ctx, ca, "not-yet-seen") {
-		t.Error(`Terminating("not-yet-seen") = true, want false: a namespace the cache has not seen yet may be new`)
 	}
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !Terminating(ctx, ca, "doomed") {
-		if time.Now().After(deadline) {
-			t.Fatal(`Terminating("doomed") still false 30s after its deletion`)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Not remembered while it was live: asked again, now terminating.
+	if !check.Terminating(ctx, "doomed") {
+		t.Fatal(`Terminating("doomed") = false after its deletion`)
 	}
-	if Terminating(ctx, ca, "live") {
+	if check.Terminating(ctx, "live") {
 		t.Error(`Terminating("live") = true after another namespace's deletion`)
+	}
+	before := reader.reads
+	if !check.Terminating(ctx, "doomed") || reader.reads != before {
+		t.Errorf("a namespace found terminating was read again at once (%d reads, want %d)", reader.reads, before)
+	}
+	now = now.Add(remember)
+	if !check.Terminating(ctx, "doomed") || reader.reads != before+1 {
+		t.Errorf("after %s: %d reads, want %d", remember, reader.reads, before+1)
 	}
 
 	next := &recorded{}
-	rec := Recorder(next, ca)
+	rec := Recorder(next, check)
 	pod := func(ns, name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
@@ -90,13 +92,11 @@ func TestTerminatingFollowsTheNamespace(t *testing.T) {
 	rec.AnnotatedEventf(pod("doomed", "c"), nil, nil, corev1.EventTypeNormal, "AnnotatedInDoomed", "Test", "note")
 	rec.AnnotatedEventf(pod("live", "d"), nil, nil, corev1.EventTypeNormal, "AnnotatedInLive", "Test", "note")
 	rec.Eventf(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "live"}}, nil, corev1.EventTypeNormal, "ClusterScoped", "Test", "note")
-	want := []string{"InLive", "AnnotatedInLive", "ClusterScoped"}
-	if len(next.reasons) != len(want) {
+	if want := []string{"InLive", "AnnotatedInLive", "ClusterScoped"}; !slices.Equal(next.reasons, want) {
 		t.Fatalf("recorded %v, want %v", next.reasons, want)
 	}
-	for i := range want {
-		if next.reasons[i] != want[i] {
-			t.Fatalf("recorded %v, want %v", next.reasons, want)
-		}
+	// A nil Checker (not wired) says no and records everything.
+	if (*Checker)(nil).Terminating(ctx, "doomed") {
+		t.Error("a nil Checker said terminating")
 	}
 }
