@@ -242,9 +242,9 @@ func (p *Poller) round(ctx context.Context) {
 // them into the cluster's Verdict in the Tracker, records a Warning Event
 // and the failure metric for every failed probe, and sends the cluster on
 // Notify when the Verdict changed (or an earlier change could not be sent).
-// A cluster being deleted, or in a namespace being deleted (whose children
-// go in no order, often before it), is forgotten and returns the zero
-// Verdict.
+// A cluster being deleted, or one whose probes fail while its namespace is
+// being deleted (whose children go in no order, often before it), is
+// forgotten and returns the zero Verdict.
 func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 	key := client.ObjectKeyFromObject(fc)
 	if fc.DeletionTimestamp != nil {
