@@ -25,17 +25,24 @@ func vertexIDs(t *testing.T, e *Engine, clk *fakeClock) []string {
 	return out
 }
 
+// pipelineEngine is an engine with taskManagers TaskManagers running the test
+// pipeline, and the pipeline's vertex IDs.
+func pipelineEngine(t *testing.T, taskManagers int) (*Engine, *fakeClock, []string) {
+	t.Helper()
+	e, clk := newTestEngine(t)
+	e.Observe(key, simple(tms(taskManagers), nil).Observation())
+	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
+		t.Fatal(err)
+	}
+	return e, clk, vertexIDs(t, e, clk)
+}
+
 // Dispatcher#applyParallelismOverrides: the run request's
 // pipeline.jobvertex-parallelism-overrides sets each named vertex's
 // parallelism; the others keep the job's; an unknown ID is ignored; the
 // job takes the slots of its widest vertex.
 func TestParallelismOverridesInTheRunRequest(t *testing.T) {
-	e, clk := newTestEngine(t)
-	e.Observe(key, simple(tms(2), nil).Observation())
-	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
-		t.Fatal(err)
-	}
-	ids := vertexIDs(t, e, clk)
+	e, clk, ids := pipelineEngine(t, 2)
 	overrides := fmt.Sprintf("%s:1,%s:4,%s:9", ids[0], ids[1], "0123456789abcdef0123456789abcdef")
 	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 2, FlinkConfiguration: map[string]string{parallelismOverrides: overrides}})
 	j := jobDetails(t, e, id)
@@ -50,12 +57,7 @@ func TestParallelismOverridesInTheRunRequest(t *testing.T) {
 // The same option in the cluster's configuration (the Dispatcher's) is
 // applied too, and the request's wins over it.
 func TestParallelismOverridesFromTheClusterConfiguration(t *testing.T) {
-	e, clk := newTestEngine(t)
-	e.Observe(key, simple(tms(2), nil).Observation())
-	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
-		t.Fatal(err)
-	}
-	ids := vertexIDs(t, e, clk)
+	e, clk, ids := pipelineEngine(t, 2)
 	// The same program on a cluster configured with overrides.
 	e, clk = newTestEngine(t)
 	e.Observe(key, simple(tms(2), map[string]string{parallelismOverrides: ids[0] + ":3," + ids[2] + ":3"}).Observation())
@@ -73,12 +75,7 @@ func TestParallelismOverridesFromTheClusterConfiguration(t *testing.T) {
 // least one or -1; a value under an unknown ID is never parsed, but every
 // item must be a key-value pair (ConfigurationUtils#convertToMap).
 func TestParallelismOverridesRefused(t *testing.T) {
-	e, clk := newTestEngine(t)
-	e.Observe(key, simple(tms(1), nil).Observation())
-	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
-		t.Fatal(err)
-	}
-	ids := vertexIDs(t, e, clk)
+	e, clk, ids := pipelineEngine(t, 1)
 	const unknown = "0123456789abcdef0123456789abcdef"
 	for _, tc := range []struct {
 		name, value, want string
@@ -111,12 +108,7 @@ func TestParallelismOverridesRefused(t *testing.T) {
 // (ExecutionConfig#PARALLELISM_DEFAULT), which the scheduler runs as 1
 // (SchedulerBase#normalizeParallelism), whatever the job's parallelism.
 func TestParallelismOverrideMinusOneRunsTheVertexAtOne(t *testing.T) {
-	e, clk := newTestEngine(t)
-	e.Observe(key, simple(tms(2), nil).Observation())
-	if err := e.SetWorkload(key, pipeline(RateShape{Kind: "constant", Base: 100})); err != nil {
-		t.Fatal(err)
-	}
-	ids := vertexIDs(t, e, clk)
+	e, clk, ids := pipelineEngine(t, 2)
 	id := running(t, e, clk, flink.JarRunRequest{Parallelism: 3, FlinkConfiguration: map[string]string{parallelismOverrides: ids[1] + ":-1"}})
 	j := jobDetails(t, e, id)
 	if got := fmt.Sprint(parallelisms(j)); got != "[3 1 3]" {

@@ -321,6 +321,26 @@ func (h *harness) probe(fc *v1.FlinkCluster) (Verdict, bool) {
 	}
 }
 
+// expectForgotten runs a round for fc, which must leave no verdict, wake
+// no reconcile, count no probe and record no Event.
+func (h *harness) expectForgotten(fc *v1.FlinkCluster, what string) {
+	t := h.t
+	t.Helper()
+	before, events := h.probes(LevelJobManager), h.rec.total(fc)
+	if v, notified := h.probe(fc); notified || v.Levels != nil {
+		t.Errorf("%s: notified %v, verdict %+v", what, notified, v)
+	}
+	if _, ok := h.poller.Tracker.Get(client.ObjectKeyFromObject(fc)); ok {
+		t.Errorf("verdict kept for %s", what)
+	}
+	if h.probes(LevelJobManager) != before {
+		t.Errorf("a probe of %s was counted", what)
+	}
+	if n := h.rec.total(fc) - events; n != 0 {
+		t.Errorf("%d Events recorded for %s", n, what)
+	}
+}
+
 // warnings lists the Warning Events about fc with the reason, from the
 // API server.
 func (h *harness) warnings(fc *v1.FlinkCluster, reason string) []eventsv1.Event {
@@ -692,16 +712,7 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.refresh(fc)
-		before := h.probes(LevelJobManager)
-		if v, notified := h.probe(fc); notified || v.Levels != nil {
-			t.Errorf("deleting: notified %v, verdict %+v", notified, v)
-		}
-		if _, ok := h.poller.Tracker.Get(key); ok {
-			t.Error("verdict kept for a cluster being deleted")
-		}
-		if h.probes(LevelJobManager) != before {
-			t.Error("a cluster being deleted was probed")
-		}
+		h.expectForgotten(fc, "a cluster being deleted")
 		fc.Finalizers = nil
 		if err := h.k8s.Update(h.ctx, fc); err != nil {
 			t.Fatal(err)
@@ -731,19 +742,7 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		if fc.DeletionTimestamp != nil {
 			t.Fatal("the FlinkCluster is marked for deletion; the case needs it unmarked")
 		}
-		before := h.probes(LevelJobManager)
-		if v, notified := h.probe(fc); notified || v.Levels != nil {
-			t.Errorf("tearing down: notified %v, verdict %+v", notified, v)
-		}
-		if _, ok := h.poller.Tracker.Get(key); ok {
-			t.Error("verdict kept for a cluster whose namespace is being deleted")
-		}
-		if h.probes(LevelJobManager) != before {
-			t.Error("a probe of a cluster whose namespace is being deleted was counted")
-		}
-		if n := h.rec.total(fc); n != 0 {
-			t.Errorf("%d Events recorded into a namespace being deleted", n)
-		}
+		h.expectForgotten(fc, "a cluster whose namespace is being deleted")
 	})
 
 	t.Run("a cluster recreated under the same name starts afresh", func(t *testing.T) {

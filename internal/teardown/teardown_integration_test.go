@@ -7,9 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/datapilot/datapilot/internal/testenv"
@@ -98,5 +101,56 @@ func TestCheckerFollowsTheNamespace(t *testing.T) {
 	// A nil Checker (not wired) says no and records everything.
 	if (*Checker)(nil).Terminating(ctx, "doomed") {
 		t.Error("a nil Checker said terminating")
+	}
+}
+
+// TestCheckerNeedsOnlyARoleInTheNamespace: with WATCH_NAMESPACE the chart
+// grants the operator's rules in a Role per namespace. A Role granting get
+// on namespaces lets the Checker read its own namespace (the API server
+// authorizes GET /api/v1/namespaces/{name} as a request in {name}), not
+// another one, whose read fails and says not terminating.
+func TestCheckerNeedsOnlyARoleInTheNamespace(t *testing.T) {
+	_, cfg := testenv.Start(t)
+	ctx := context.Background()
+	admin, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"watched", "other"} {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "watched", Name: "operator"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "watched", Name: "operator"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "operator"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "operator"}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"watched", "other"} {
+		if err := admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: "operator"}
+	op, err := client.New(as, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The API server enforces RBAC here: the other namespace is refused.
+	if err := op.Get(ctx, client.ObjectKey{Name: "other"}, &corev1.Namespace{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("GET of a namespace without a Role in it: %v, want Forbidden", err)
+	}
+	check := &Checker{Reader: op}
+	if !check.Terminating(ctx, "watched") {
+		t.Error(`Terminating("watched") = false with a Role granting get in it`)
+	}
+	if check.Terminating(ctx, "other") {
+		t.Error(`Terminating("other") = true without the right to read it`)
 	}
 }
