@@ -21,6 +21,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/lifecycle"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -87,9 +88,9 @@ func rolledOutTo(want *resources.Desired, obs observed) bool {
 	return jm.Annotations[resources.AnnotationSpecHash] == specHash(want.JobManager.Annotations) &&
 		tm.Annotations[resources.AnnotationSpecHash] == specHash(want.TaskManager.Annotations) &&
 		jm.Status.ObservedGeneration >= jm.Generation && tm.Status.ObservedGeneration >= tm.Generation &&
-		resources.JobManagerReady(jm) && jm.Status.UpdatedReplicas == jm.Status.Replicas &&
+		obs.jobManagerReady() && jm.Status.UpdatedReplicas == jm.Status.Replicas &&
 		tm.Status.UpdateRevision == tm.Status.CurrentRevision &&
-		tm.Status.ReadyReplicas == *want.TaskManager.Spec.Replicas && tm.Status.UpdatedReplicas == *want.TaskManager.Spec.Replicas
+		obs.tmReady == *want.TaskManager.Spec.Replicas && tm.Status.UpdatedReplicas == *want.TaskManager.Spec.Replicas
 }
 
 // renderingDrift reports whether the JobManager or TaskManagers run a pod
@@ -322,21 +323,13 @@ func (r *Reconciler) jobManagerPod(ctx context.Context, fc *v1.FlinkCluster) (*c
 	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) {
+		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && readiness.PodReady(p) {
 			return p, nil
 		}
 	}
 	return nil, fmt.Errorf("no JobManager pod of %s is ready to take the job's jar", klog.KObj(fc))
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 // submit uploads the jar of the job being deployed (the last stable one
 // in a rollback), runs it under the recorded job ID, and deletes the jar:

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -55,20 +57,20 @@ func (h childHandler) Create(_ context.Context, e event.CreateEvent, q workqueue
 }
 
 func (h childHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	sibling := func() bool { return h.siblingReady(ctx, e.ObjectNew) }
-	enqueueOwner(q, e.ObjectNew, updateOpts(e.ObjectOld, e.ObjectNew, sibling, h.delay))
+	ready := func() bool { return h.clusterReady(ctx, e.ObjectNew) }
+	enqueueOwner(q, e.ObjectNew, updateOpts(e.ObjectOld, e.ObjectNew, ready, h.delay))
 }
 
-// updateOpts decides how an update of a child is queued; siblingReady is
+// updateOpts decides how an update of a child is queued; clusterReady is
 // asked only when the child itself just turned ready.
-func updateOpts(old, cur client.Object, siblingReady func() bool, delay time.Duration) priorityqueue.AddOpts {
+func updateOpts(old, cur client.Object, clusterReady func() bool, delay time.Duration) priorityqueue.AddOpts {
 	switch wasReady, ready := workloadReady(old), workloadReady(cur); {
 	case old.GetResourceVersion() == cur.GetResourceVersion():
 		// A resync: nothing changed.
 		return priorityqueue.AddOpts{Priority: new(handler.LowPriority)}
 	case wasReady && !ready:
 		return priorityqueue.AddOpts{Priority: new(ReadinessPriority)}
-	case ready && !wasReady && siblingReady():
+	case ready && !wasReady && clusterReady():
 		return priorityqueue.AddOpts{Priority: new(ReadinessPriority)}
 	}
 	return priorityqueue.AddOpts{After: delay}
@@ -82,34 +84,32 @@ func (childHandler) Generic(_ context.Context, e event.GenericEvent, q workqueue
 	enqueueOwner(q, e.Object, priorityqueue.AddOpts{})
 }
 
-// siblingReady reports whether the cluster's other workload is ready too,
-// so the cluster as a whole just turned ready. Without a reader, or when
-// the sibling cannot be read, the event counts as progress: the delayed
-// reconcile still reports it.
-func (h childHandler) siblingReady(ctx context.Context, obj client.Object) bool {
-	owner := metav1.GetControllerOf(obj)
-	if h.reader == nil || owner == nil {
+// clusterReady reports whether the cluster of obj (a workload or a pod) is
+// ready as a whole, as availability() will count it: a ready JobManager
+// and every desired TaskManager ready. Without a reader it says yes (the
+// reconcile finds out); when the workloads cannot be read, no.
+func (h childHandler) clusterReady(ctx context.Context, obj client.Object) bool {
+	key, ok := clusterOf(obj)
+	if h.reader == nil || !ok {
 		return h.reader == nil
 	}
-	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: owner.Name}}
-	var sibling client.Object
-	var key string
-	switch obj.(type) {
-	case *appsv1.Deployment:
-		sibling, key = &appsv1.StatefulSet{}, resources.TaskManagerName(fc)
-	case *appsv1.StatefulSet:
-		sibling, key = &appsv1.Deployment{}, resources.JobManagerName(fc)
-	default:
+	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	jm, tm := &appsv1.Deployment{}, &appsv1.StatefulSet{}
+	if h.reader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: resources.JobManagerName(fc)}, jm) != nil ||
+		h.reader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: resources.TaskManagerName(fc)}, tm) != nil ||
+		tm.Spec.Replicas == nil {
 		return false
 	}
-	if err := h.reader.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: key}, sibling); err != nil {
+	pods, err := readiness.Pods(ctx, h.reader, key.Namespace, key.Name)
+	if err != nil {
 		return false
 	}
-	return workloadReady(sibling)
+	return readiness.JobManagers(jm, pods) >= 1 && readiness.TaskManagers(tm, pods) >= *tm.Spec.Replicas
 }
 
-// workloadReady is the readiness availability() reads: a ready JobManager
-// pod, all desired TaskManagers ready. Other kinds are never ready.
+// workloadReady is the readiness a workload's own status shows: a ready
+// JobManager pod, all desired TaskManagers ready. Other kinds are never
+// ready.
 func workloadReady(obj client.Object) bool {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
@@ -120,15 +120,67 @@ func workloadReady(obj client.Object) bool {
 	return false
 }
 
-func enqueueOwner(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object, opts priorityqueue.AddOpts) {
+// podHandler wakes a cluster when a pod's readiness changes it: ahead of
+// the queue when its last pod turned ready (it can now say Available,
+// before the workloads' status says so) or a pod stopped being ready. A
+// pod's other changes wake nothing: the workloads' status reports
+// progress, and a pod no workload counts yet is not the cluster's news.
+type podHandler struct{ cluster childHandler }
+
+var _ handler.EventHandler = podHandler{}
+
+func (podHandler) Create(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+func (h podHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	switch wasReady, ready := podCounts(e.ObjectOld), podCounts(e.ObjectNew); {
+	case wasReady && !ready, ready && !wasReady && h.cluster.clusterReady(ctx, e.ObjectNew):
+		enqueueOwner(q, e.ObjectNew, priorityqueue.AddOpts{Priority: new(ReadinessPriority)})
+	}
+}
+
+func (podHandler) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if podCounts(e.Object) {
+		enqueueOwner(q, e.Object, priorityqueue.AddOpts{Priority: new(ReadinessPriority)})
+	}
+}
+
+func (podHandler) Generic(context.Context, event.GenericEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+// podCounts: the pod is one readiness may count, Ready and not being
+// deleted.
+func podCounts(obj client.Object) bool {
+	p, ok := obj.(*corev1.Pod)
+	return ok && p.DeletionTimestamp == nil && readiness.PodReady(p)
+}
+
+// clusterOf names the FlinkCluster an object belongs to: the controller
+// of a child, the instance label of a pod (its controller is a workload).
+func clusterOf(obj client.Object) (types.NamespacedName, bool) {
+	if _, pod := obj.(*corev1.Pod); pod {
+		l := obj.GetLabels()
+		if l[resources.LabelManagedBy] != resources.ManagedBy || l[resources.LabelInstance] == "" {
+			return types.NamespacedName{}, false
+		}
+		return types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[resources.LabelInstance]}, true
+	}
 	owner := metav1.GetControllerOf(obj)
 	if owner == nil || owner.Kind != "FlinkCluster" {
-		return
+		return types.NamespacedName{}, false
 	}
 	if gv, err := schema.ParseGroupVersion(owner.APIVersion); err != nil || gv.Group != v1.GroupVersion.Group {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: owner.Name}, true
+}
+
+func enqueueOwner(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object, opts priorityqueue.AddOpts) {
+	key, ok := clusterOf(obj)
+	if !ok {
 		return
 	}
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: owner.Name}}
+	req := reconcile.Request{NamespacedName: key}
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
 		pq.AddWithOpts(opts, req)
 		return

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/resources"
 )
 
 var testOwner = []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "FlinkCluster", Name: "fc", UID: "u", Controller: ptr.To(true)}}
@@ -36,7 +38,7 @@ func TestUpdateOpts(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		old, new     client.Object
-		siblingReady bool
+		clusterReady bool
 		wantPrio     int
 		wantAfter    time.Duration
 	}{
@@ -50,7 +52,7 @@ func TestUpdateOpts(t *testing.T) {
 		{"resync", sts("1", 1), sts("1", 1), true, handler.LowPriority, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := updateOpts(tc.old, tc.new, func() bool { return tc.siblingReady }, delay)
+			got := updateOpts(tc.old, tc.new, func() bool { return tc.clusterReady }, delay)
 			if ptr.Deref(got.Priority, 0) != tc.wantPrio || got.After != tc.wantAfter {
 				t.Errorf("opts = priority %d after %s, want %d after %s", ptr.Deref(got.Priority, 0), got.After, tc.wantPrio, tc.wantAfter)
 			}
@@ -81,3 +83,94 @@ func TestChildHandlerQueues(t *testing.T) {
 		t.Errorf("%d more items ready, want none (the foreign one is not ours)", n)
 	}
 }
+
+// TestPodHandlerQueues: a pod's readiness wakes its cluster (by the pod's
+// instance label; its controller is a workload) ahead of the queue when the
+// cluster just turned ready or a pod stopped being ready; a pod's other
+// changes, and the pods of workloads not ours, wake nothing.
+func TestPodHandlerQueues(t *testing.T) {
+	pod := func(rv string, ready bool, labels map[string]string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fc-taskmanager-0", ResourceVersion: rv, Labels: labels}}
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+		return p
+	}
+	ours := map[string]string{resources.LabelManagedBy: resources.ManagedBy, resources.LabelInstance: "fc"}
+	other := map[string]string{resources.LabelInstance: "fc"}
+	deleting := func(p *corev1.Pod) *corev1.Pod { p.DeletionTimestamp = &metav1.Time{Time: time.Now()}; return p }
+	for _, tc := range []struct {
+		name         string
+		send         func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request])
+		clusterReady bool
+		wantQueued   bool
+	}{
+		{"the last pod turns ready", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("1", false, ours), ObjectNew: pod("2", true, ours)}, q)
+		}, true, true},
+		{"a pod turns ready, others are not", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("1", false, ours), ObjectNew: pod("2", true, ours)}, q)
+		}, false, false},
+		{"a pod stops being ready", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("1", true, ours), ObjectNew: pod("2", false, ours)}, q)
+		}, true, true},
+		{"a ready pod is being deleted", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("1", true, ours), ObjectNew: deleting(pod("2", true, ours))}, q)
+		}, true, true},
+		{"a ready pod is gone", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Delete(context.Background(), event.DeleteEvent{Object: pod("1", true, ours)}, q)
+		}, true, true},
+		{"a pending pod is gone", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Delete(context.Background(), event.DeleteEvent{Object: pod("1", false, ours)}, q)
+		}, true, false},
+		{"a ready pod changes otherwise", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("1", true, ours), ObjectNew: pod("2", true, ours)}, q)
+		}, true, false},
+		{"a pod is created", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Create(context.Background(), event.CreateEvent{Object: pod("1", true, ours)}, q)
+		}, true, false},
+		{"a pod not managed by Datapilot", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("1", true, other), ObjectNew: pod("2", false, other)}, q)
+		}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := priorityqueue.New[reconcile.Request]("test")
+			defer q.ShutDown()
+			h := podHandler{cluster: childHandler{reader: readyReader(tc.clusterReady)}}
+			tc.send(h, q)
+			if !tc.wantQueued {
+				if n := q.Len(); n != 0 {
+					t.Errorf("%d items queued, want none", n)
+				}
+				return
+			}
+			item, prio, _ := q.GetWithPriority()
+			if item != (reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "fc"}}) || prio != ReadinessPriority {
+				t.Errorf("queued %v at %d, want ns/fc at %d", item, prio, ReadinessPriority)
+			}
+			q.Done(item)
+		})
+	}
+}
+
+// readyReader serves one cluster "fc" whose JobManager and two TaskManagers
+// are ready by their status, or not; the pods it lists are none.
+type readyReader bool
+
+func (r readyReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	n := int32(0)
+	if r {
+		n = 2
+	}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		o.Name, o.Status.ReadyReplicas = key.Name, min(n, 1)
+	case *appsv1.StatefulSet:
+		o.Name, o.Spec.Replicas, o.Status.ReadyReplicas = key.Name, ptr.To[int32](2), n
+	}
+	return nil
+}
+
+func (readyReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }

@@ -36,6 +36,7 @@ import (
 	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/lifecycle"
 	"github.com/datapilot/datapilot/internal/policy"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -63,7 +64,7 @@ const Finalizer = "data.example.com/cleanup"
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;deletecollection
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler reconciles FlinkClusters.
@@ -364,7 +365,7 @@ func (r *Reconciler) decide(s *scope) error {
 // health verdict is read here: it judges the job the step records.
 func (r *Reconciler) record(ctx context.Context, s *scope) error {
 	fc := s.fc
-	s.obs.health = r.healthVerdict(ctx, fc, s.base(), s.obs.jobManager)
+	s.obs.health = r.healthVerdict(ctx, fc, s.base(), s.obs)
 	if s.next == nil {
 		return nil
 	}
@@ -458,12 +459,12 @@ func (r *Reconciler) recordEvents(fc *v1.FlinkCluster, events []lifecycle.Event)
 // behind what this reconcile saw: a JobManager that turned ready, a job
 // just recorded for submission, or a job the lifecycle just saw RUNNING
 // (after a submission or an upgrade).
-func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, st *v1.FlinkClusterStatus, jm *appsv1.Deployment) *health.Verdict {
+func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, st *v1.FlinkClusterStatus, obs observed) *health.Verdict {
 	if r.Health == nil {
 		return nil
 	}
 	v, ok := r.Health.Get(client.ObjectKeyFromObject(fc))
-	jmReady := resources.JobManagerReady(jm)
+	jmReady := obs.jobManagerReady()
 	jobRunning := st.Job != nil && st.Job.State == "RUNNING" && st.Upgrade == nil
 	// A verdict from before this reconcile recorded the job's submission
 	// would be written now and corrected a poll later: two writes.
@@ -661,14 +662,19 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) 
 	if r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.TaskManagerName(fc)}, tm) == nil {
 		obs.taskManager = tm
 	}
+	// The pods say a cluster is ready before the workloads' status does;
+	// when they cannot be read, the status alone counts.
+	pods, err := readiness.Pods(ctx, r.Client, fc.Namespace, fc.Name)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "Counting ready pods from the workloads' status alone", "flinkcluster", klog.KObj(fc))
+	}
+	obs.jmReady, obs.tmReady = readiness.JobManagers(obs.jobManager, pods), readiness.TaskManagers(obs.taskManager, pods)
 	obs.configHash = fc.Status.ConfigHash
 	return obs
 }
 
 // jobManagerReady: a JobManager pod is Ready. The one definition of it.
-func (o observed) jobManagerReady() bool {
-	return resources.JobManagerReady(o.jobManager)
-}
+func (o observed) jobManagerReady() bool { return o.jmReady >= 1 }
 
 func specHash(annotations map[string]string) string { return annotations[resources.AnnotationSpecHash] }
 

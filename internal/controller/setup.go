@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/readiness"
 )
 
 // SetupWithManager registers the controller. It watches the FlinkClusters
@@ -39,6 +42,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healt
 		delay = DefaultProgressDelay
 	}
 	children := childHandler{reader: mgr.GetCache(), delay: delay}
+	if err := readiness.IndexPods(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("flinkcluster").
 		For(&v1.FlinkCluster{}, builder.WithPredicates(specChanged)).
@@ -47,6 +53,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healt
 		// (childHandler).
 		Watches(&appsv1.Deployment{}, children).
 		Watches(&appsv1.StatefulSet{}, children).
+		// The pods say a cluster turned ready before the workloads' status
+		// does (readiness).
+		Watches(&corev1.Pod{}, podHandler{cluster: children}).
 		// Only the metadata of these is read (metadataOnly).
 		Watches(&corev1.Service{}, children, builder.OnlyMetadata).
 		Watches(&corev1.ConfigMap{}, children, builder.OnlyMetadata).

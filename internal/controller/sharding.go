@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -41,14 +40,14 @@ func (r *Reconciler) shardContext(ctx context.Context, key types.NamespacedName)
 }
 
 // ownedByShard admits the events of the clusters this replica owns, and of
-// their children (by their controller reference).
+// their children (by their controller reference) and pods (clusterOf).
 func ownedByShard(s Shards) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool {
 		if _, ok := o.(*v1.FlinkCluster); ok {
 			return s.Owns(client.ObjectKeyFromObject(o))
 		}
-		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "FlinkCluster" {
-			return s.Owns(types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name})
+		if key, ok := clusterOf(o); ok {
+			return s.Owns(key)
 		}
 		return false
 	})

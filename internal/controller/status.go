@@ -20,6 +20,9 @@ import (
 type observed struct {
 	jobManager  *appsv1.Deployment
 	taskManager *appsv1.StatefulSet
+	// jmReady and tmReady are their ready pods (readiness): the
+	// workloads' status, or the pods where they already show more.
+	jmReady, tmReady int32
 	// deployed and stable are status.deployedSpec and lastStableSpec.
 	deployed, stable *v1.FlinkClusterSpec
 	// job: the lifecycle runs (spec.job, a deployed job or an upgrade).
@@ -69,13 +72,13 @@ func computeStatus(fc *v1.FlinkCluster, base *v1.FlinkClusterStatus, obs observe
 	st.TaskManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", tmDesired)}
 	if d := obs.jobManager; d != nil {
 		st.JobManager.Replicas = d.Status.Replicas
-		st.JobManager.ReadyReplicas = d.Status.ReadyReplicas
-		st.JobManager.Ready = fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, jmDesired)
+		st.JobManager.ReadyReplicas = obs.jmReady
+		st.JobManager.Ready = fmt.Sprintf("%d/%d", obs.jmReady, jmDesired)
 	}
 	if s := obs.taskManager; s != nil {
 		st.TaskManager.Replicas = s.Status.Replicas
-		st.TaskManager.ReadyReplicas = s.Status.ReadyReplicas
-		st.TaskManager.Ready = fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, tmDesired)
+		st.TaskManager.ReadyReplicas = obs.tmReady
+		st.TaskManager.Ready = fmt.Sprintf("%d/%d", obs.tmReady, tmDesired)
 	}
 
 	avail, prog, deg := availability(tmDesired, obs), progress(tmDesired, obs), degradation(obs)
@@ -107,14 +110,10 @@ type verdict struct {
 
 func availability(tmDesired int32, obs observed) verdict {
 	switch {
-	case !resources.JobManagerReady(obs.jobManager):
+	case !obs.jobManagerReady():
 		return verdict{metav1.ConditionFalse, "JobManagerNotReady", "No JobManager pod is ready"}
-	case obs.taskManager == nil || obs.taskManager.Status.ReadyReplicas < tmDesired:
-		ready := int32(0)
-		if obs.taskManager != nil {
-			ready = obs.taskManager.Status.ReadyReplicas
-		}
-		return verdict{metav1.ConditionFalse, "TaskManagersNotReady", fmt.Sprintf("%d of %d TaskManagers are ready", ready, tmDesired)}
+	case obs.tmReady < tmDesired:
+		return verdict{metav1.ConditionFalse, "TaskManagersNotReady", fmt.Sprintf("%d of %d TaskManagers are ready", obs.tmReady, tmDesired)}
 	}
 	if h := obs.health; h != nil {
 		// A health level that failed its threshold makes the cluster
@@ -144,7 +143,7 @@ func progress(tmDesired int32, obs observed) verdict {
 		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", s.Status.Replicas, tmDesired)}
 	case d.Status.ObservedGeneration < d.Generation || s.Status.ObservedGeneration < s.Generation:
 		return verdict{metav1.ConditionTrue, "Applying", "Waiting for the workload controllers to observe the change"}
-	case !resources.JobManagerReady(d) || s.Status.ReadyReplicas < tmDesired:
+	case !obs.jobManagerReady() || obs.tmReady < tmDesired:
 		return verdict{metav1.ConditionTrue, "WaitingForPods", "Waiting for pods to become ready"}
 	}
 	return verdict{metav1.ConditionFalse, "AllTaskManagersRegistered", "The cluster matches its spec"}

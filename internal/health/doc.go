@@ -5,7 +5,8 @@
 // The levels, each judged only when the one below it passes:
 //
 //   - JobManager (ConditionJobManagerReady): the cached JobManager
-//     Deployment <name>-jobmanager has status.readyReplicas >= 1.
+//     Deployment <name>-jobmanager has a ready pod: status.readyReplicas
+//     >= 1, or a ready pod the cache already shows (internal/readiness).
 //   - Rest (ConditionRestAvailable): GET /overview answers.
 //   - Jobs (ConditionJobsRunning): with spec.job, the job in status.job.id
 //     (any job while that is empty) is RUNNING; a session cluster needs at

@@ -23,6 +23,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/teardown"
 )
@@ -30,6 +31,7 @@ import (
 // What health needs; the reconciler's markers grant the same.
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // Namespaces (get) are granted where internal/teardown reads them.
 
@@ -82,6 +84,11 @@ type Poller struct {
 	// Reader is the manager's cache: FlinkClusters and the JobManager
 	// Deployments are read from it, never from the API server.
 	Reader client.Reader
+	// Pods, when set, is the cache the clusters' pods are read from
+	// (indexed by readiness.IndexPods), so a JobManager pod counts as
+	// ready as soon as it is, as the reconciler counts it; nil counts the
+	// Deployment's status alone.
+	Pods client.Reader
 	// Resolver locates each cluster's REST API.
 	Resolver flink.Resolver
 	// HTTPClient sends the REST requests; nil means http.DefaultClient.
@@ -342,13 +349,13 @@ func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady bool)
 		return pr
 	}
 
-	jm, err := p.jobManager(ctx, fc)
+	jm, ready, err := p.jobManager(ctx, fc)
 	var l1 Probe
 	if err != nil {
 		l1 = add(Probe{Level: LevelJobManager, Unknown: true, Reason: ReasonJobManagerUnknown,
-			Message: sentence("Reading the JobManager Deployment failed: " + err.Error())})
+			Message: sentence("Reading the JobManager failed: " + err.Error())})
 	} else {
-		l1 = add(jobManagerProbe(jm, seenReady))
+		l1 = add(jobManagerProbe(jm, ready, seenReady))
 	}
 	if !l1.OK {
 		add(unknownAbove(LevelRest, l1))
@@ -385,19 +392,26 @@ func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady bool)
 	return probes, jobs, true
 }
 
-// jobManager reads the cluster's JobManager Deployment from the cache; nil
-// when it does not exist or belongs to another incarnation of the cluster.
-func (p *Poller) jobManager(ctx context.Context, fc *v1.FlinkCluster) (*appsv1.Deployment, error) {
+// jobManager reads the cluster's JobManager Deployment from the cache, nil
+// when it does not exist or belongs to another incarnation of the cluster,
+// and counts its ready pods (readiness).
+func (p *Poller) jobManager(ctx context.Context, fc *v1.FlinkCluster) (*appsv1.Deployment, int32, error) {
 	var dep appsv1.Deployment
 	err := p.Reader.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}, &dep)
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if owner := metav1.GetControllerOf(&dep); owner != nil && fc.UID != "" && owner.UID != fc.UID {
-		return nil, nil
+		return nil, 0, nil
 	}
-	return &dep, nil
+	var pods []corev1.Pod
+	if p.Pods != nil {
+		if pods, err = readiness.Pods(ctx, p.Pods, fc.Namespace, fc.Name); err != nil {
+			return nil, 0, err
+		}
+	}
+	return &dep, readiness.JobManagers(&dep, pods), nil
 }

@@ -12,7 +12,6 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
-	"github.com/datapilot/datapilot/internal/resources"
 )
 
 // Probe reasons.
@@ -43,12 +42,13 @@ const (
 const maxMessage = 512
 
 // jobManagerProbe judges level 1 from the cached JobManager Deployment (nil
-// when there is none). seenReady says whether the JobManager has ever been
-// ready: until then it is starting, which is no failure.
-func jobManagerProbe(dep *appsv1.Deployment, seenReady bool) Probe {
+// when there is none) and its ready pods (readiness.JobManagers).
+// seenReady says whether the JobManager has ever been ready: until then it
+// is starting, which is no failure.
+func jobManagerProbe(dep *appsv1.Deployment, ready int32, seenReady bool) Probe {
 	p := Probe{Level: LevelJobManager}
 	switch {
-	case resources.JobManagerReady(dep):
+	case dep != nil && ready >= 1:
 		p.OK, p.Reason, p.Message = true, ReasonJobManagerReady, "A JobManager pod is ready."
 	case !seenReady:
 		p.Unknown, p.Reason = true, ReasonJobManagerStarting
@@ -57,7 +57,7 @@ func jobManagerProbe(dep *appsv1.Deployment, seenReady bool) Probe {
 		p.Reason, p.Message = ReasonJobManagerMissing, "The JobManager Deployment does not exist."
 	default:
 		p.Reason = ReasonJobManagerNotReady
-		p.Message = fmt.Sprintf("No JobManager pod is ready (%d of %d ready).", dep.Status.ReadyReplicas, desiredReplicas(dep))
+		p.Message = fmt.Sprintf("No JobManager pod is ready (%d of %d ready).", ready, desiredReplicas(dep))
 	}
 	return p
 }

@@ -9,11 +9,14 @@ import (
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/readiness"
+	"github.com/datapilot/datapilot/internal/resources"
 )
 
 type outcome int
@@ -47,27 +50,35 @@ func checkProbe(t *testing.T, name string, p Probe, level Level, o outcome, reas
 func TestJobManagerProbe(t *testing.T) {
 	dep := func(ready int32, deleting bool) *appsv1.Deployment {
 		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)}, Status: appsv1.DeploymentStatus{ReadyReplicas: ready}}
+		d.Generation = 1
 		if deleting {
 			d.DeletionTimestamp = &metav1.Time{}
 		}
 		return d
 	}
+	readyPod := []corev1.Pod{{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{resources.LabelComponent: resources.ComponentJobManager}},
+		Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}}
 	for _, tc := range []struct {
 		name      string
 		dep       *appsv1.Deployment
+		pods      []corev1.Pod
 		seenReady bool
 		want      outcome
 		reason    string
 	}{
-		{"ready", dep(1, false), false, passes, ReasonJobManagerReady},
-		{"ready, seen before", dep(2, false), true, passes, ReasonJobManagerReady},
-		{"no Deployment yet: starting", nil, false, unknowable, ReasonJobManagerStarting},
-		{"never ready: starting", dep(0, false), false, unknowable, ReasonJobManagerStarting},
-		{"was ready, now not", dep(0, false), true, fails, ReasonJobManagerNotReady},
-		{"was ready, Deployment gone", nil, true, fails, ReasonJobManagerMissing},
-		{"was ready, Deployment being deleted", dep(1, true), true, fails, ReasonJobManagerNotReady},
+		{"ready", dep(1, false), nil, false, passes, ReasonJobManagerReady},
+		{"ready, seen before", dep(2, false), nil, true, passes, ReasonJobManagerReady},
+		{"its pod ready before its status says so", dep(0, false), readyPod, false, passes, ReasonJobManagerReady},
+		{"no Deployment yet: starting", nil, readyPod, false, unknowable, ReasonJobManagerStarting},
+		{"never ready: starting", dep(0, false), nil, false, unknowable, ReasonJobManagerStarting},
+		{"was ready, now not", dep(0, false), nil, true, fails, ReasonJobManagerNotReady},
+		{"was ready, Deployment gone", nil, nil, true, fails, ReasonJobManagerMissing},
+		{"was ready, Deployment being deleted", dep(1, true), readyPod, true, fails, ReasonJobManagerNotReady},
 	} {
-		checkProbe(t, tc.name, jobManagerProbe(tc.dep, tc.seenReady), LevelJobManager, tc.want, tc.reason)
+		ready := readiness.JobManagers(tc.dep, tc.pods)
+		checkProbe(t, tc.name, jobManagerProbe(tc.dep, ready, tc.seenReady), LevelJobManager, tc.want, tc.reason)
 	}
 }
 
@@ -183,7 +194,7 @@ func TestDuringUpgrade(t *testing.T) {
 }
 
 func TestUnknownAbove(t *testing.T) {
-	below := jobManagerProbe(&appsv1.Deployment{}, true)
+	below := jobManagerProbe(&appsv1.Deployment{}, 0, true)
 	p := unknownAbove(LevelRest, below)
 	checkProbe(t, "above a failed JobManager", p, LevelRest, unknowable, ReasonJobManagerNotReady)
 }

@@ -82,15 +82,17 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		klog.SetLogger(logger)
 	}
 
-	// Only Datapilot's children enter the cache, without managedFields and
-	// the workloads without their pod specs (slimWorkloads): memory follows
-	// the number of clusters, not the size of the platform.
+	// Only Datapilot's children enter the cache, without managedFields,
+	// the workloads without their pod specs (slimWorkloads) and the pods
+	// with only what says they are ready (slimPods): memory follows the
+	// number of clusters, not the size of the platform.
 	managed := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	cacheOpts := cache.Options{
 		DefaultTransform: stripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:            {Label: managed, Transform: slimWorkloads()},
 			&appsv1.StatefulSet{}:           {Label: managed, Transform: slimWorkloads()},
+			&corev1.Pod{}:                   {Label: managed, Transform: slimPods()},
 			&corev1.Service{}:               {Label: managed},
 			&corev1.ConfigMap{}:             {Label: managed},
 			&policyv1.PodDisruptionBudget{}: {Label: managed},
@@ -171,7 +173,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	pacer := newPacer(o)
 	r.Pacer = pacer
 	poller := &health.Poller{
-		Reader: mgr.GetCache(), Resolver: r.Resolver, HTTPClient: r.HTTPClient,
+		Reader: mgr.GetCache(), Pods: mgr.GetCache(), Resolver: r.Resolver, HTTPClient: r.HTTPClient,
 		Interval: o.ReconcileInterval, Pace: pacer, Tracker: r.Health,
 		Recorder: teardown.Recorder(mgr.GetEventRecorder("datapilot-health"), terminating), Notify: notify,
 		Metrics: healthMetrics(), Teardown: terminating,

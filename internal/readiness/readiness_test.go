@@ -1,0 +1,133 @@
+package readiness
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/datapilot/datapilot/internal/resources"
+)
+
+var created = metav1.NewTime(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
+
+// pod builds a pod of the component; opts change it.
+func pod(component string, ready bool, opts ...func(*corev1.Pod)) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: component, CreationTimestamp: created,
+		Labels: map[string]string{resources.LabelComponent: component, appsv1.ControllerRevisionHashLabelKey: "tm-new"},
+	}}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: status}}
+	for _, o := range opts {
+		o(&p)
+	}
+	return p
+}
+
+func deleting(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Minute)} }
+func oldRevision(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "tm-old" }
+func earlier(p *corev1.Pod)     { p.CreationTimestamp = metav1.NewTime(created.Add(-time.Second)) }
+
+func deployment(generation int64, ready int32) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: generation, CreationTimestamp: created}}
+	d.Status.ReadyReplicas = ready
+	return d
+}
+
+func statefulSet(updateRevision string, ready int32) *appsv1.StatefulSet {
+	s := &appsv1.StatefulSet{}
+	s.Status.ReadyReplicas, s.Status.UpdateRevision = ready, updateRevision
+	return s
+}
+
+func TestJobManagers(t *testing.T) {
+	jm := resources.ComponentJobManager
+	for _, tc := range []struct {
+		name string
+		d    *appsv1.Deployment
+		pods []corev1.Pod
+		want int32
+	}{
+		{"no Deployment", nil, []corev1.Pod{pod(jm, true)}, 0},
+		{"status alone", deployment(1, 1), nil, 1},
+		{"its pod ready before its status says so", deployment(1, 0), []corev1.Pod{pod(jm, true)}, 1},
+		{"status ahead of the cache's pods", deployment(1, 2), []corev1.Pod{pod(jm, true)}, 2},
+		{"a pod not ready", deployment(1, 0), []corev1.Pod{pod(jm, false)}, 0},
+		{"a ready pod being deleted", deployment(1, 0), []corev1.Pod{pod(jm, true, deleting)}, 0},
+		{"a TaskManager pod is no JobManager", deployment(1, 0), []corev1.Pod{pod(resources.ComponentTaskManager, true)}, 0},
+		// After its first change a Deployment does not say which of its
+		// pods run the current template: a stale Ready pod of the old one
+		// must not count.
+		{"changed since created: status alone", deployment(2, 0), []corev1.Pod{pod(jm, true)}, 0},
+		// A pod older than the Deployment is an earlier Deployment's,
+		// not yet deleted by the garbage collector.
+		{"a pod from before the Deployment", deployment(1, 0), []corev1.Pod{pod(jm, true, earlier)}, 0},
+		{"being deleted", func() *appsv1.Deployment {
+			d := deployment(1, 1)
+			d.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Minute)}
+			return d
+		}(), []corev1.Pod{pod(jm, true)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := JobManagers(tc.d, tc.pods); got != tc.want {
+				t.Errorf("JobManagers = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTaskManagers(t *testing.T) {
+	tm := resources.ComponentTaskManager
+	for _, tc := range []struct {
+		name string
+		s    *appsv1.StatefulSet
+		pods []corev1.Pod
+		want int32
+	}{
+		{"no StatefulSet", nil, []corev1.Pod{pod(tm, true)}, 0},
+		{"status alone", statefulSet("tm-new", 2), nil, 2},
+		{"pods of the update revision ready first", statefulSet("tm-new", 0), []corev1.Pod{pod(tm, true), pod(tm, true)}, 2},
+		{"status ahead of the cache's pods", statefulSet("tm-new", 2), []corev1.Pod{pod(tm, true)}, 2},
+		{"an old revision's ready pod does not count", statefulSet("tm-new", 0), []corev1.Pod{pod(tm, true, oldRevision), pod(tm, true)}, 1},
+		{"no update revision observed yet: status alone", statefulSet("", 0), []corev1.Pod{pod(tm, true)}, 0},
+		{"not ready, being deleted", statefulSet("tm-new", 0), []corev1.Pod{pod(tm, false), pod(tm, true, deleting)}, 0},
+		{"a JobManager pod is no TaskManager", statefulSet("tm-new", 0), []corev1.Pod{pod(resources.ComponentJobManager, true)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TaskManagers(tc.s, tc.pods); got != tc.want {
+				t.Errorf("TaskManagers = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSlimKeepsWhatIsCounted: a pod through the cache's transform counts
+// as the whole pod does, and keeps nothing else.
+func TestSlimKeepsWhatIsCounted(t *testing.T) {
+	full := pod(resources.ComponentTaskManager, true, deleting)
+	full.Labels[resources.LabelInstance] = "fc"
+	full.Labels["team"] = "data"
+	full.Annotations = map[string]string{"a": "b"}
+	full.Spec.Containers = []corev1.Container{{Name: "taskmanager", Image: "flink:1.20"}}
+	full.Status.PodIP = "10.0.0.1"
+	for _, p := range []corev1.Pod{full, pod(resources.ComponentTaskManager, true), pod(resources.ComponentTaskManager, false)} {
+		slim := Slim(&p)
+		s := statefulSet("tm-new", 0)
+		if got, want := TaskManagers(s, []corev1.Pod{*slim}), TaskManagers(s, []corev1.Pod{p}); got != want {
+			t.Errorf("%s: slim pod counts %d, the whole pod %d", p.Name, got, want)
+		}
+		if slim.Labels[resources.LabelInstance] != p.Labels[resources.LabelInstance] {
+			t.Errorf("the instance label (the index) is lost")
+		}
+	}
+	slim := Slim(&full)
+	if len(slim.Spec.Containers) != 0 || slim.Annotations != nil || slim.Status.PodIP != "" || slim.Labels["team"] != "" || len(slim.Status.Conditions) != 1 {
+		t.Errorf("slim pod keeps more than it needs: %+v", slim)
+	}
+}
