@@ -330,7 +330,6 @@ func (r *Reconciler) jobManagerPod(ctx context.Context, fc *v1.FlinkCluster) (*c
 	return nil, fmt.Errorf("no JobManager pod of %s is ready to take the job's jar", klog.KObj(fc))
 }
 
-
 // submit uploads the jar of the job being deployed (the last stable one
 // in a rollback), runs it under the recorded job ID, and deletes the jar:
 // Flink keeps every upload in the JobManager's web.upload.dir otherwise.

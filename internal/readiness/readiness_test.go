@@ -30,7 +30,7 @@ func pod(component string, ready bool, opts ...func(*corev1.Pod)) corev1.Pod {
 	return p
 }
 
-func deleting(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Minute)} }
+func deleting(p *corev1.Pod)    { p.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Minute)} }
 func oldRevision(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "tm-old" }
 func earlier(p *corev1.Pod)     { p.CreationTimestamp = metav1.NewTime(created.Add(-time.Second)) }
 
