@@ -756,7 +756,7 @@ func report(c config, r results) error {
 		opl := func(p phase) []time.Duration { return p.opLags }
 		fmt.Fprintf(&b, "| %s: last pod Ready → `Available`, median / p95 (%d clusters%s in the last round) | %s / %s | median ≤ 1 s |\n", kind, len(p.lags), incompleteNote(p.incomplete),
 			q(lags, 0.5).format(seconds), q(lags, 0.95).format(seconds))
-		fmt.Fprintf(&b, "| %s: of which last pod Ready → Deployment and StatefulSet status ready (kube-controller-manager) / then → `Available` (operator), medians | %s / %s | |\n", kind,
+		fmt.Fprintf(&b, "| %s: last pod Ready → Deployment and StatefulSet status ready (kube-controller-manager) / then → `Available` (operator; negative: before that status), medians | %s / %s | |\n", kind,
 			q(ctrl, 0.5).format(seconds), q(opl, 0.5).format(seconds))
 		fmt.Fprintf(&b, "| %s: the same two shares, p95 | %s / %s | |\n", kind, q(ctrl, 0.95).format(seconds), q(opl, 0.95).format(seconds))
 		writes := collect(r.rounds, func(rd round) (float64, bool) { return float64(pick(rd).writes) / float64(pick(rd).n), pick(rd).n > 0 })

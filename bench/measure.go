@@ -348,15 +348,24 @@ func (r *readiness) converged(ns string, job bool) int {
 	return countIn(seen, ns)
 }
 
-// workloadsReady counts the clusters of ns whose JobManager Deployment and
-// TaskManager StatefulSet the watch has both seen report ready: the
-// baseline's end.
-func (r *readiness) workloadsReady(ns string) int {
+// podsReady counts the clusters of ns of which the watch has seen pods pods
+// Ready: the baseline's end, the first moment anything could say the
+// cluster is ready. (Until 2026-12-05 the baseline ended when both
+// workloads' status said so, kube-controller-manager's write after the
+// pods; since the operator counts the pods itself, that would have given
+// it the controllers' lag for free.)
+func (r *readiness) podsReady(ns string, pods int) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	count := map[string]int{}
+	for pod := range r.podReady {
+		if cl := r.podOf[pod]; strings.HasPrefix(cl, ns+"/") {
+			count[cl]++
+		}
+	}
 	n := 0
-	for cl, kinds := range r.workloads {
-		if strings.HasPrefix(cl, ns+"/") && len(kinds) == 2 {
+	for _, c := range count {
+		if c >= pods {
 			n++
 		}
 	}

@@ -147,7 +147,7 @@ func baseline(ctx context.Context, k8s client.Client, c config, watch *readiness
 		return 0, err
 	}
 	err = waitFor(ctx, c.timeout, func() (int, error) {
-		return c.n - watch.workloadsReady(ns), nil
+		return c.n - watch.podsReady(ns, 3), nil
 	})
 	return time.Since(start), err
 }
