@@ -69,12 +69,12 @@ func TestPodsSayReadyBeforeTheWorkloads(t *testing.T) {
 		t.Errorf("Available = %+v, want False with TaskManagersNotReady", c)
 	}
 
-	// The StatefulSet replaced it: now every TaskManager runs the update
+	// The StatefulSet replaces it: now every TaskManager runs the update
 	// revision.
-	old.Labels[appsv1.ControllerRevisionHashLabelKey] = "tm-r1"
-	if err := k8s.Update(ctx, old); err != nil {
+	if err := k8s.Delete(ctx, old); err != nil {
 		t.Fatal(err)
 	}
+	readyPod(t, ns, name, resources.ComponentTaskManager, "taskmanager-11-replaced", "tm-r1")
 	fc = waitCondition(t, ns, name, v1.ConditionAvailable, metav1.ConditionTrue)
 	if fc.Status.TaskManager.Ready != "12/12" || fc.Status.Phase != v1.PhaseRunning {
 		t.Errorf("TaskManagers ready %q, phase %s; want 12/12, Running", fc.Status.TaskManager.Ready, fc.Status.Phase)
