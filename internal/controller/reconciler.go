@@ -668,9 +668,15 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) 
 	if err != nil {
 		log.FromContext(ctx).Error(err, "Counting ready pods from the workloads' status alone", "flinkcluster", klog.KObj(fc))
 	}
-	obs.jmReady, obs.tmReady = readiness.JobManagers(obs.jobManager, pods), readiness.TaskManagers(obs.taskManager, pods)
+	obs.countReady(pods)
 	obs.configHash = fc.Status.ConfigHash
 	return obs
+}
+
+// countReady counts the workloads' ready pods (readiness), once: every
+// verdict on readiness reads these.
+func (o *observed) countReady(pods []corev1.Pod) {
+	o.jmReady, o.tmReady = readiness.JobManagers(o.jobManager, pods), readiness.TaskManagers(o.taskManager, pods)
 }
 
 // jobManagerReady: a JobManager pod is Ready. The one definition of it.

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/resources"
 )
 
 // shardsOf owns the clusters named in owned, each with its own context.
@@ -27,13 +29,18 @@ func (s shardsOf) Context(k types.NamespacedName) (context.Context, bool) {
 func (s shardsOf) Owns(k types.NamespacedName) bool  { _, ok := s[k]; return ok }
 func (s shardsOf) Events() <-chan event.GenericEvent { return nil }
 
+func podOf(cluster string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: cluster + "-taskmanager-0",
+		Labels: resources.SelectorLabels(cluster, resources.ComponentTaskManager)}}
+}
+
 func TestOwnedByShard(t *testing.T) {
 	mine := types.NamespacedName{Namespace: "ns", Name: "mine"}
 	pred := ownedByShard(shardsOf{mine: context.Background()})
 	child := func(owner, kind string, controller bool) *appsv1.Deployment {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: owner + "-jobmanager"}}
 		if owner != "" {
-			d.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: owner, Controller: ptr.To(controller)}}
+			d.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: kind, Name: owner, Controller: ptr.To(controller)}}
 		}
 		return d
 	}
@@ -50,6 +57,8 @@ func TestOwnedByShard(t *testing.T) {
 		{"an object owned by something else", child("mine", "ReplicaSet", true), false},
 		{"a non-controller reference", child("mine", "FlinkCluster", false), false},
 		{"no owner", child("", "", false), false},
+		{"a pod of its own cluster (its controller is a workload)", podOf("mine"), true},
+		{"a pod of another replica's cluster", podOf("theirs"), false},
 	} {
 		if got := pred.Generic(event.GenericEvent{Object: tc.obj}); got != tc.want {
 			t.Errorf("%s: admitted %t, want %t", tc.name, got, tc.want)

@@ -6,12 +6,14 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/health"
+	"github.com/datapilot/datapilot/internal/resources"
 )
 
 func TestComputeStatus(t *testing.T) {
@@ -43,6 +45,7 @@ func TestComputeStatus(t *testing.T) {
 		{"REST failing", observed{jobManager: jm(1), taskManager: tm(3, 3, "a", "a"), health: restDown}, v1.PhaseDegraded, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, "RestUnavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.obs.countReady(nil)
 			st := computeStatus(fc, &fc.Status, tc.obs, metav1.NewTime(time.Unix(1000, 0)))
 			if st.Phase != tc.phase {
 				t.Errorf("phase = %s, want %s", st.Phase, tc.phase)
@@ -72,9 +75,34 @@ func TestComputeStatusIsStable(t *testing.T) {
 	fc.Spec.TaskManager.Replicas = 1
 	obs := observed{jobManager: &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1}},
 		taskManager: &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1}}}
+	obs.countReady(nil)
 	fc.Status = computeStatus(fc, &fc.Status, obs, metav1.NewTime(time.Unix(1000, 0)))
 	again := computeStatus(fc, &fc.Status, obs, metav1.NewTime(time.Unix(2000, 0)))
 	if !equality.Semantic.DeepEqual(fc.Status, again) {
 		t.Errorf("status changed on recompute:\n%+v\n%+v", fc.Status, again)
+	}
+}
+
+// TestComputeStatusCountsReadyPods: the pods the cache shows ready make the
+// cluster Available and Running before the workloads' status says so, and
+// the ready counts in status say the same.
+func TestComputeStatusCountsReadyPods(t *testing.T) {
+	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Generation: 1}}
+	fc.Spec = v1.FlinkClusterSpec{Version: "1.17.1", JobManager: v1.JobManagerSpec{Replicas: 1}, TaskManager: v1.TaskManagerSpec{Replicas: 2}}
+	jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1}}
+	tm := &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: 2, UpdatedReplicas: 2, CurrentRevision: "r", UpdateRevision: "r"}}
+	ready := func(component string) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{resources.LabelComponent: component, appsv1.ControllerRevisionHashLabelKey: "r"}}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return p
+	}
+	obs := observed{jobManager: jm, taskManager: tm}
+	obs.countReady([]corev1.Pod{ready(resources.ComponentJobManager), ready(resources.ComponentTaskManager), ready(resources.ComponentTaskManager)})
+	st := computeStatus(fc, &fc.Status, obs, metav1.NewTime(time.Unix(1000, 0)))
+	if !meta.IsStatusConditionTrue(st.Conditions, v1.ConditionAvailable) || st.Phase != v1.PhaseRunning {
+		t.Errorf("Available %v, phase %s; want True, Running", meta.FindStatusCondition(st.Conditions, v1.ConditionAvailable), st.Phase)
+	}
+	if st.JobManager.Ready != "1/1" || st.TaskManager.Ready != "2/2" || st.TaskManager.ReadyReplicas != 2 {
+		t.Errorf("ready JobManagers %s, TaskManagers %s (%d); want 1/1, 2/2", st.JobManager.Ready, st.TaskManager.Ready, st.TaskManager.ReadyReplicas)
 	}
 }
