@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -366,5 +367,27 @@ func TestRenderRefusesBadInput(t *testing.T) {
 				t.Errorf("an error, yet render printed:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// TestGCPercent: the operator collects at DefaultGCPercent unless GOGC is
+// set, which the runtime has read already and which wins.
+func TestGCPercent(t *testing.T) {
+	restore := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(restore)
+	for _, tc := range []struct {
+		gogc string
+		want int
+	}{{"", DefaultGCPercent}, {"100", 100}, {"off", 100}} {
+		debug.SetGCPercent(100)
+		setGCPercent(func(k string) string {
+			if k == "GOGC" {
+				return tc.gogc
+			}
+			return ""
+		})
+		if got := debug.SetGCPercent(100); got != tc.want {
+			t.Errorf("GOGC=%q: GC percent %d, want %d", tc.gogc, got, tc.want)
+		}
 	}
 }
