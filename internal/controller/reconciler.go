@@ -153,6 +153,20 @@ type scope struct {
 	// statusWait: the deferred status write waited (onlyCreating); the
 	// reconcile is looked at again this soon.
 	statusWait time.Duration
+	// held: the JobManager's REST API is still starting (restStarting);
+	// nothing was recorded, done or written.
+	held bool
+}
+
+// RestStartRetry is how soon a reconcile held by a starting REST API
+// (restStarting) looks again; the health poller bounds the start
+// (health.RestStartGrace), after which an unreachable API is a failure.
+const RestStartRetry = 250 * time.Millisecond
+
+// restStarting: the health verdict says the JobManager turned ready moments
+// ago and its REST API does not answer yet.
+func restStarting(v *health.Verdict) bool {
+	return v != nil && v.Levels[health.LevelRest].Reason == health.ReasonRestStarting
 }
 
 // reconcile moves one FlinkCluster towards its spec (Reconcile): observe,
@@ -230,6 +244,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.record(ctx, s); err != nil {
 		s.unrecorded = true
 		return ctrl.Result{}, err
+	}
+	if s.held {
+		return ctrl.Result{RequeueAfter: RestStartRetry}, nil
 	}
 	r.act(ctx, s)
 	if namespaceTerminating(s.obs.applyErr) {
@@ -366,6 +383,14 @@ func (r *Reconciler) decide(s *scope) error {
 func (r *Reconciler) record(ctx context.Context, s *scope) error {
 	fc := s.fc
 	s.obs.health = r.healthVerdict(ctx, fc, s.base(), s.obs)
+	if restStarting(s.obs.health) {
+		// The JobManager turned ready moments ago and its REST API does
+		// not answer yet: a job sent now would fail, and a status written
+		// now would change again as soon as it answers. Nothing is
+		// recorded, done or written; the reconcile looks again shortly.
+		s.held = true
+		return nil
+	}
 	if s.next == nil {
 		return nil
 	}
@@ -422,7 +447,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope) {
 // closeReconcile is the reconcile's deferred status write; then the events
 // of the step and the autopilot, once their status is written.
 func (r *Reconciler) closeReconcile(ctx context.Context, s *scope) error {
-	if s.unrecorded {
+	if s.unrecorded || s.held {
 		return nil
 	}
 	if err := r.writeStatus(ctx, s, true); err != nil {
@@ -469,7 +494,7 @@ func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, st 
 	// A verdict from before this reconcile recorded the job's submission
 	// would be written now and corrected a poll later: two writes.
 	justSubmitted := st.Job != nil && st.Job.ID != "" && v.Levels[health.LevelJobs].Reason == health.ReasonJobNotSubmitted
-	stale := !ok || v.Levels[health.LevelJobManager].Status != metav1.ConditionTrue ||
+	stale := !ok || v.Levels[health.LevelJobManager].Status != metav1.ConditionTrue || restStarting(&v) ||
 		jobRunning && v.Levels[health.LevelJobs].Status != metav1.ConditionTrue || justSubmitted
 	if r.Prober != nil && jmReady && stale {
 		probed := fc.DeepCopy()

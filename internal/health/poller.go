@@ -258,7 +258,13 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		p.Tracker.Forget(key)
 		return Verdict{}
 	}
-	probes, jobs, jobsSeen := p.probe(ctx, fc, p.Tracker.seenReady(key, fc.UID) || everReady(fc))
+	readyAt, now := p.Tracker.readyAt(key, fc.UID), p.now()
+	seenReady := !readyAt.IsZero() || everReady(fc)
+	// A JobManager that turned ready moments ago may not answer through
+	// its Service yet (kube-proxy routes it once the EndpointSlice
+	// controller has published the pod): that is a start, not a failure.
+	restStarting := !seenReady || now.Sub(readyAt) < RestStartGrace
+	probes, jobs, jobsSeen := p.probe(ctx, fc, seenReady, restStarting)
 	if ctx.Err() != nil {
 		// Shutting down: the REST calls were cut short by us, not by Flink.
 		v, _ := p.Tracker.Get(key)
@@ -270,8 +276,6 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		p.Tracker.Forget(key)
 		return Verdict{}
 	}
-	now := p.now()
-
 	var (
 		next   Verdict
 		notify bool
@@ -294,8 +298,8 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 			next.Jobs, next.JobsObservedAt = jobs, now
 		}
 		for _, pr := range probes {
-			if pr.Level == LevelJobManager && pr.OK {
-				e.seenReady = true
+			if pr.Level == LevelJobManager && pr.OK && e.readyAt.IsZero() {
+				e.readyAt = now
 			}
 		}
 		e.verdict = next
@@ -339,7 +343,7 @@ func failed(probes []Probe) bool {
 
 // probe checks the levels bottom-up. It returns the probes, and the jobs
 // when GET /jobs/overview answered.
-func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady bool) (probes []Probe, jobs []JobSummary, jobsSeen bool) {
+func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady, restStarting bool) (probes []Probe, jobs []JobSummary, jobsSeen bool) {
 	upgrading := fc.Status.Upgrade != nil
 	add := func(pr Probe) Probe {
 		if upgrading {
@@ -378,7 +382,7 @@ func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady bool)
 		// answer: that is level 2's failure.
 		ov, err = fl.JobsOverview(ctx)
 	}
-	l2 := add(restProbe(err))
+	l2 := add(restProbe(err, restStarting))
 	if !l2.OK {
 		add(unknownAbove(LevelJobs, l2))
 		return probes, nil, false

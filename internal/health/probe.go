@@ -1,7 +1,9 @@
 package health
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 	"unicode"
@@ -23,6 +25,7 @@ const (
 	ReasonJobManagerUnknown  = "JobManagerUnknown"
 
 	ReasonRestAvailable   = "RestAvailable"
+	ReasonRestStarting    = "RestStarting"
 	ReasonRestUnavailable = "RestUnavailable"
 	ReasonRestError       = "RestError"
 
@@ -36,6 +39,13 @@ const (
 	ReasonJobSuspended    = "JobSuspended"
 	ReasonNotRequired     = "NotRequired"
 )
+
+// RestStartGrace is how long after a JobManager first turned ready a REST
+// API that cannot be reached counts as starting (ReasonRestStarting): no
+// failure, no Warning. kube-proxy routes a Service to a pod only after the
+// EndpointSlice controller published it ready, which trails the pod under
+// load; a REST API still unreachable after this is a failure.
+const RestStartGrace = 10 * time.Second
 
 // maxMessage bounds probe messages; they become Event notes (1 kB) and
 // condition messages.
@@ -84,18 +94,31 @@ func everReady(fc *v1.FlinkCluster) bool {
 	return false
 }
 
-// restProbe judges level 2 from a REST error (nil: it answered).
-func restProbe(err error) Probe {
+// restProbe judges level 2 from a REST error (nil: it answered). starting:
+// the JobManager turned ready moments ago (RestStartGrace), when a REST API
+// that is not reachable yet is starting, not failing.
+func restProbe(err error, starting bool) Probe {
 	p := Probe{Level: LevelRest}
 	switch {
 	case err == nil:
 		p.OK, p.Reason, p.Message = true, ReasonRestAvailable, "The Flink REST API answers."
+	case starting && flink.IsUnavailable(err) && !noSuchHost(err):
+		p.Unknown, p.Reason = true, ReasonRestStarting
+		p.Message = sentence("The JobManager turned ready moments ago; its REST API does not answer yet: " + err.Error())
 	case flink.IsUnavailable(err):
 		p.Reason, p.Message = ReasonRestUnavailable, sentence(err.Error())
 	default:
 		p.Reason, p.Message = ReasonRestError, sentence(err.Error())
 	}
 	return p
+}
+
+// noSuchHost: the REST API's host name does not resolve. A Service's name
+// resolves from its creation on, well before its pods are ready, so this
+// is no start but a missing Service (or DNS).
+func noSuchHost(err error) bool {
+	var d *net.DNSError
+	return errors.As(err, &d) && d.IsNotFound
 }
 
 // unknownAbove is the probe of a level that was not judged because a level

@@ -2,6 +2,8 @@ package health
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -101,17 +103,30 @@ func TestEverReady(t *testing.T) {
 }
 
 func TestRestProbe(t *testing.T) {
-	checkProbe(t, "answers", restProbe(nil), LevelRest, passes, ReasonRestAvailable)
+	checkProbe(t, "answers", restProbe(nil, false), LevelRest, passes, ReasonRestAvailable)
+	checkProbe(t, "answers, starting", restProbe(nil, true), LevelRest, passes, ReasonRestAvailable)
+	unavailable := &flink.Error{Method: "GET", Endpoint: "/overview", StatusCode: http.StatusServiceUnavailable}
+	refused := &flink.Error{Method: "GET", Endpoint: "/overview", Err: errors.New("connection refused")}
+	internal := &flink.Error{Method: "GET", Endpoint: "/overview", StatusCode: http.StatusInternalServerError, Messages: []string{"boom\nstack"}}
 	for _, tc := range []struct {
-		err    error
-		reason string
+		err      error
+		starting bool
+		want     outcome
+		reason   string
 	}{
-		{&flink.Error{Method: "GET", Endpoint: "/overview", StatusCode: http.StatusServiceUnavailable}, ReasonRestUnavailable},
-		{&flink.Error{Method: "GET", Endpoint: "/overview", Err: errors.New("connection refused")}, ReasonRestUnavailable},
-		{&flink.Error{Method: "GET", Endpoint: "/overview", StatusCode: http.StatusInternalServerError, Messages: []string{"boom\nstack"}}, ReasonRestError},
-		{errors.New("decoding"), ReasonRestError},
+		{unavailable, false, fails, ReasonRestUnavailable},
+		{refused, false, fails, ReasonRestUnavailable},
+		{internal, false, fails, ReasonRestError},
+		{errors.New("decoding"), false, fails, ReasonRestError},
+		// Just after the JobManager turned ready, unreachable is a start;
+		// an error the REST API answered with is not.
+		{unavailable, true, unknowable, ReasonRestStarting},
+		{refused, true, unknowable, ReasonRestStarting},
+		{internal, true, fails, ReasonRestError},
+		// A Service's name resolves from its creation on: no start.
+		{&flink.Error{Method: "GET", Endpoint: "/overview", Err: &net.DNSError{Err: "no such host", Name: "fc-jobmanager.ns", IsNotFound: true}}, true, fails, ReasonRestUnavailable},
 	} {
-		checkProbe(t, tc.err.Error(), restProbe(tc.err), LevelRest, fails, tc.reason)
+		checkProbe(t, fmt.Sprintf("%v (starting %t)", tc.err, tc.starting), restProbe(tc.err, tc.starting), LevelRest, tc.want, tc.reason)
 	}
 }
 

@@ -2,6 +2,7 @@ package health
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -17,8 +18,9 @@ type entry struct {
 	// uid is the FlinkCluster's UID the entry describes.
 	uid     types.UID
 	verdict Verdict
-	// seenReady remembers that the JobManager has been ready at least once.
-	seenReady bool
+	// readyAt is when a probe first saw the JobManager ready; zero until
+	// then.
+	readyAt time.Time
 	// notifyPending is set when a change could not be sent on Notify (the
 	// channel was full); the next round sends it.
 	notifyPending bool
@@ -65,11 +67,15 @@ func (t *Tracker) retain(keep map[types.NamespacedName]bool) {
 	}
 }
 
-func (t *Tracker) seenReady(key types.NamespacedName, uid types.UID) bool {
+// readyAt is when a probe first saw the cluster's JobManager ready; zero
+// when none has.
+func (t *Tracker) readyAt(key types.NamespacedName, uid types.UID) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e, ok := t.entries[key]
-	return ok && e.uid == uid && e.seenReady
+	if e, ok := t.entries[key]; ok && e.uid == uid {
+		return e.readyAt
+	}
+	return time.Time{}
 }
 
 // update runs fn on the cluster's entry (a new one when absent) under the
