@@ -258,12 +258,14 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		p.Tracker.Forget(key)
 		return Verdict{}
 	}
-	readyAt, now := p.Tracker.readyAt(key, fc.UID), p.now()
+	readyAt, answered := p.Tracker.started(key, fc.UID)
+	now := p.now()
 	seenReady := !readyAt.IsZero() || everReady(fc)
 	// A JobManager that turned ready moments ago may not answer through
 	// its Service yet (kube-proxy routes it once the EndpointSlice
-	// controller has published the pod): that is a start, not a failure.
-	restStarting := !seenReady || now.Sub(readyAt) < RestStartGrace
+	// controller has published the pod): until its REST API first
+	// answers, that is a start, not a failure.
+	restStarting := !answered && (!seenReady || now.Sub(readyAt) < RestStartGrace)
 	probes, jobs, jobsSeen := p.probe(ctx, fc, seenReady, restStarting)
 	if ctx.Err() != nil {
 		// Shutting down: the REST calls were cut short by us, not by Flink.
@@ -300,6 +302,9 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		for _, pr := range probes {
 			if pr.Level == LevelJobManager && pr.OK && e.readyAt.IsZero() {
 				e.readyAt = now
+			}
+			if pr.Level == LevelRest && pr.OK {
+				e.restAnswered = true
 			}
 		}
 		e.verdict = next

@@ -416,6 +416,28 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		fc.Spec.Checkpointing = &v1.CheckpointingSpec{Interval: "10s"}
 	}
 
+	t.Run("a REST API not answering as its JobManager turns ready is starting", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("rest-start", "demo", true, nil)
+		failures := h.failures(LevelRest)
+		h.sim.InjectUnavailable(h.key(fc), 1)
+		v, _ := h.probe(fc)
+		if r := v.Levels[LevelRest]; r.Status != metav1.ConditionUnknown || r.Reason != ReasonRestStarting || v.Degraded {
+			t.Errorf("first round: Rest = %+v, degraded %v; want Unknown, RestStarting", r, v.Degraded)
+		}
+		if n := h.rec.total(fc); n != 0 || h.failures(LevelRest) != failures {
+			t.Errorf("a starting REST API recorded %d Events, %v failures", n, h.failures(LevelRest)-failures)
+		}
+		v, _ = h.probe(fc)
+		expectLevels(t, "once it answers", v, T, T, T)
+		// Once it answered, not answering is a failure however soon.
+		h.sim.InjectUnavailable(h.key(fc), 1)
+		h.probe(fc)
+		if h.failures(LevelRest) != failures+1 {
+			t.Errorf("a 503 after the REST API answered counted %v failures, want 1", h.failures(LevelRest)-failures)
+		}
+	})
+
 	t.Run("one 503 changes nothing, three degrade, recovery clears", func(t *testing.T) {
 		h.t = t
 		fc := h.cluster("rest", "demo", true, withJob)

@@ -19,8 +19,9 @@ type entry struct {
 	uid     types.UID
 	verdict Verdict
 	// readyAt is when a probe first saw the JobManager ready; zero until
-	// then.
-	readyAt time.Time
+	// then. restAnswered: its REST API has answered since.
+	readyAt      time.Time
+	restAnswered bool
 	// notifyPending is set when a change could not be sent on Notify (the
 	// channel was full); the next round sends it.
 	notifyPending bool
@@ -67,15 +68,15 @@ func (t *Tracker) retain(keep map[types.NamespacedName]bool) {
 	}
 }
 
-// readyAt is when a probe first saw the cluster's JobManager ready; zero
-// when none has.
-func (t *Tracker) readyAt(key types.NamespacedName, uid types.UID) time.Time {
+// started is when a probe first saw the cluster's JobManager ready (zero
+// when none has), and whether its REST API has answered since.
+func (t *Tracker) started(key types.NamespacedName, uid types.UID) (readyAt time.Time, restAnswered bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.entries[key]; ok && e.uid == uid {
-		return e.readyAt
+		return e.readyAt, e.restAnswered
 	}
-	return time.Time{}
+	return time.Time{}, false
 }
 
 // update runs fn on the cluster's entry (a new one when absent) under the
