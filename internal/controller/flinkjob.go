@@ -90,7 +90,7 @@ func rolledOutTo(want *resources.Desired, obs observed) bool {
 		jm.Status.ObservedGeneration >= jm.Generation && tm.Status.ObservedGeneration >= tm.Generation &&
 		obs.jobManagerReady() && jm.Status.UpdatedReplicas == jm.Status.Replicas &&
 		tm.Status.UpdateRevision == tm.Status.CurrentRevision &&
-		obs.tmReady == *want.TaskManager.Spec.Replicas && tm.Status.UpdatedReplicas == *want.TaskManager.Spec.Replicas
+		obs.tmPods.Ready == *want.TaskManager.Spec.Replicas && tm.Status.UpdatedReplicas == *want.TaskManager.Spec.Replicas
 }
 
 // renderingDrift reports whether the JobManager or TaskManagers run a pod

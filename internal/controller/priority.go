@@ -104,7 +104,7 @@ func (h childHandler) clusterReady(ctx context.Context, obj client.Object) bool 
 	if err != nil {
 		return false
 	}
-	return readiness.JobManagers(jm, pods) >= 1 && readiness.TaskManagers(tm, pods) >= *tm.Spec.Replicas
+	return readiness.JobManagers(jm, pods).Ready >= 1 && readiness.TaskManagers(tm, pods).Ready >= *tm.Spec.Replicas
 }
 
 // workloadReady is the readiness a workload's own status shows: a ready

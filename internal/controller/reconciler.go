@@ -89,6 +89,9 @@ type Reconciler struct {
 	// Available instead of one poll interval later.
 	Prober interface {
 		ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) health.Verdict
+		// RestStarting: the cluster's REST API has not answered since its
+		// JobManager first turned ready, moments ago (health.RestStartGrace).
+		RestStarting(fc *v1.FlinkCluster) bool
 	}
 	// ProgressDelay is how long mere progress of the children may wait
 	// for a reconcile; DefaultProgressDelay when zero.
@@ -154,8 +157,19 @@ type scope struct {
 	// reconcile is looked at again this soon.
 	statusWait time.Duration
 	// held: the JobManager's REST API is still starting (restStarting);
-	// nothing was recorded, done or written.
+	// nothing was decided, done or written.
 	held bool
+}
+
+// restStarting probes the REST API of a JobManager that turned ready
+// moments ago, before anything reads Flink, and says whether it is still
+// starting (health.ReasonRestStarting).
+func (r *Reconciler) restStarting(ctx context.Context, s *scope) bool {
+	if r.Prober == nil || !s.obs.jobManagerReady() || !r.Prober.RestStarting(s.fc) {
+		return false
+	}
+	v := r.Prober.ProbeOnce(ctx, s.fc)
+	return restStarting(&v)
 }
 
 // RestStartRetry is how soon a reconcile held by a starting REST API
@@ -233,6 +247,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// Fail closed: an upgrade decided from a status we cannot read
 		// could skip its savepoint. Nothing is applied until it is fixed.
 		return ctrl.Result{}, nil
+	case s.held:
+		// The JobManager turned ready moments ago and its REST API does
+		// not answer yet: a job sent now would fail, a first deploy would
+		// wait for Flink, and a status written now would change again as
+		// soon as it answers. Nothing is decided, done or written; the
+		// reconcile looks again shortly.
+		return ctrl.Result{RequeueAfter: RestStartRetry}, nil
 	}
 	if err := r.decide(s); err != nil {
 		// Admission validates the spec; an object that still fails to
@@ -244,9 +265,6 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.record(ctx, s); err != nil {
 		s.unrecorded = true
 		return ctrl.Result{}, err
-	}
-	if s.held {
-		return ctrl.Result{RequeueAfter: RestStartRetry}, nil
 	}
 	r.act(ctx, s)
 	if namespaceTerminating(s.obs.applyErr) {
@@ -273,6 +291,9 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) {
 	s.obs = r.observeWorkloads(ctx, fc)
 	s.obs.storage = observeStorage(fc, r.Platform)
 	if s.obs.storage.blocked() {
+		return
+	}
+	if s.held = r.restStarting(ctx, s); s.held {
 		return
 	}
 	var err error
@@ -383,14 +404,6 @@ func (r *Reconciler) decide(s *scope) error {
 func (r *Reconciler) record(ctx context.Context, s *scope) error {
 	fc := s.fc
 	s.obs.health = r.healthVerdict(ctx, fc, s.base(), s.obs)
-	if restStarting(s.obs.health) {
-		// The JobManager turned ready moments ago and its REST API does
-		// not answer yet: a job sent now would fail, and a status written
-		// now would change again as soon as it answers. Nothing is
-		// recorded, done or written; the reconcile looks again shortly.
-		s.held = true
-		return nil
-	}
 	if s.next == nil {
 		return nil
 	}
@@ -701,11 +714,11 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) 
 // countReady counts the workloads' ready pods (readiness), once: every
 // verdict on readiness reads these.
 func (o *observed) countReady(pods []corev1.Pod) {
-	o.jmReady, o.tmReady = readiness.JobManagers(o.jobManager, pods), readiness.TaskManagers(o.taskManager, pods)
+	o.jmPods, o.tmPods = readiness.JobManagers(o.jobManager, pods), readiness.TaskManagers(o.taskManager, pods)
 }
 
 // jobManagerReady: a JobManager pod is Ready. The one definition of it.
-func (o observed) jobManagerReady() bool { return o.jmReady >= 1 }
+func (o observed) jobManagerReady() bool { return o.jmPods.Ready >= 1 }
 
 func specHash(annotations map[string]string) string { return annotations[resources.AnnotationSpecHash] }
 

@@ -10,6 +10,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/lifecycle"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -20,9 +21,9 @@ import (
 type observed struct {
 	jobManager  *appsv1.Deployment
 	taskManager *appsv1.StatefulSet
-	// jmReady and tmReady are their ready pods (readiness): the
-	// workloads' status, or the pods where they already show more.
-	jmReady, tmReady int32
+	// jmPods and tmPods count their pods (readiness): the workloads'
+	// status, or the pods where they already show more.
+	jmPods, tmPods readiness.Counts
 	// deployed and stable are status.deployedSpec and lastStableSpec.
 	deployed, stable *v1.FlinkClusterSpec
 	// job: the lifecycle runs (spec.job, a deployed job or an upgrade).
@@ -71,14 +72,14 @@ func computeStatus(fc *v1.FlinkCluster, base *v1.FlinkClusterStatus, obs observe
 	st.JobManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", jmDesired)}
 	st.TaskManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", tmDesired)}
 	if d := obs.jobManager; d != nil {
-		st.JobManager.Replicas = d.Status.Replicas
-		st.JobManager.ReadyReplicas = obs.jmReady
-		st.JobManager.Ready = fmt.Sprintf("%d/%d", obs.jmReady, jmDesired)
+		st.JobManager.Replicas = obs.jmPods.Replicas
+		st.JobManager.ReadyReplicas = obs.jmPods.Ready
+		st.JobManager.Ready = fmt.Sprintf("%d/%d", obs.jmPods.Ready, jmDesired)
 	}
 	if s := obs.taskManager; s != nil {
-		st.TaskManager.Replicas = s.Status.Replicas
-		st.TaskManager.ReadyReplicas = obs.tmReady
-		st.TaskManager.Ready = fmt.Sprintf("%d/%d", obs.tmReady, tmDesired)
+		st.TaskManager.Replicas = obs.tmPods.Replicas
+		st.TaskManager.ReadyReplicas = obs.tmPods.Ready
+		st.TaskManager.Ready = fmt.Sprintf("%d/%d", obs.tmPods.Ready, tmDesired)
 	}
 
 	avail, prog, deg := availability(tmDesired, obs), progress(tmDesired, obs), degradation(obs)
@@ -112,8 +113,8 @@ func availability(tmDesired int32, obs observed) verdict {
 	switch {
 	case !obs.jobManagerReady():
 		return verdict{metav1.ConditionFalse, "JobManagerNotReady", "No JobManager pod is ready"}
-	case obs.tmReady < tmDesired:
-		return verdict{metav1.ConditionFalse, "TaskManagersNotReady", fmt.Sprintf("%d of %d TaskManagers are ready", obs.tmReady, tmDesired)}
+	case obs.tmPods.Ready < tmDesired:
+		return verdict{metav1.ConditionFalse, "TaskManagersNotReady", fmt.Sprintf("%d of %d TaskManagers are ready", obs.tmPods.Ready, tmDesired)}
 	}
 	if h := obs.health; h != nil {
 		// A health level that failed its threshold makes the cluster
@@ -139,11 +140,11 @@ func progress(tmDesired int32, obs observed) verdict {
 		return verdict{metav1.ConditionTrue, "RollingUpdate", fmt.Sprintf("%d of %d TaskManagers run the new revision", s.Status.UpdatedReplicas, tmDesired)}
 	case d.Status.UpdatedReplicas < d.Status.Replicas:
 		return verdict{metav1.ConditionTrue, "RollingUpdate", "Replacing the JobManager"}
-	case s.Status.Replicas != tmDesired:
-		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", s.Status.Replicas, tmDesired)}
+	case obs.tmPods.Replicas != tmDesired:
+		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", obs.tmPods.Replicas, tmDesired)}
 	case d.Status.ObservedGeneration < d.Generation || s.Status.ObservedGeneration < s.Generation:
 		return verdict{metav1.ConditionTrue, "Applying", "Waiting for the workload controllers to observe the change"}
-	case !obs.jobManagerReady() || obs.tmReady < tmDesired:
+	case !obs.jobManagerReady() || obs.tmPods.Ready < tmDesired:
 		return verdict{metav1.ConditionTrue, "WaitingForPods", "Waiting for pods to become ready"}
 	}
 	return verdict{metav1.ConditionFalse, "AllTaskManagersRegistered", "The cluster matches its spec"}

@@ -258,14 +258,8 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		p.Tracker.Forget(key)
 		return Verdict{}
 	}
-	readyAt, answered := p.Tracker.started(key, fc.UID)
 	now := p.now()
-	seenReady := !readyAt.IsZero() || everReady(fc)
-	// A JobManager that turned ready moments ago may not answer through
-	// its Service yet (kube-proxy routes it once the EndpointSlice
-	// controller has published the pod): until its REST API first
-	// answers, that is a start, not a failure.
-	restStarting := !answered && (!seenReady || now.Sub(readyAt) < RestStartGrace)
+	seenReady, restStarting := p.started(fc, now)
 	probes, jobs, jobsSeen := p.probe(ctx, fc, seenReady, restStarting)
 	if ctx.Err() != nil {
 		// Shutting down: the REST calls were cut short by us, not by Flink.
@@ -303,8 +297,8 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 			if pr.Level == LevelJobManager && pr.OK && e.readyAt.IsZero() {
 				e.readyAt = now
 			}
-			if pr.Level == LevelRest && pr.OK {
-				e.restAnswered = true
+			if pr.Level == LevelRest && !pr.Unknown {
+				e.restJudged = true
 			}
 		}
 		e.verdict = next
@@ -344,6 +338,26 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 // failed reports whether a probe reached a failing verdict.
 func failed(probes []Probe) bool {
 	return slices.ContainsFunc(probes, func(pr Probe) bool { return !pr.OK && !pr.Unknown })
+}
+
+// RestStarting reports whether the cluster's REST API may still be
+// starting: no probe has judged it since the JobManager first turned
+// ready, which was moments ago (RestStartGrace) or not yet seen by a probe.
+func (p *Poller) RestStarting(fc *v1.FlinkCluster) bool {
+	_, starting := p.started(fc, p.now())
+	return starting
+}
+
+// started reads whether the JobManager has been ready (seen by a probe, or
+// recorded in status before an operator restart) and whether its REST API
+// is still starting. A JobManager that turned ready moments ago may not
+// answer through its Service yet (kube-proxy routes it once the
+// EndpointSlice controller has published the pod): until its REST API
+// first answers (or fails otherwise), that is a start, not a failure.
+func (p *Poller) started(fc *v1.FlinkCluster, now time.Time) (seenReady, restStarting bool) {
+	readyAt, judged := p.Tracker.started(client.ObjectKeyFromObject(fc), fc.UID)
+	seenReady = !readyAt.IsZero() || everReady(fc)
+	return seenReady, !judged && (!seenReady || now.Sub(readyAt) < RestStartGrace)
 }
 
 // probe checks the levels bottom-up. It returns the probes, and the jobs
@@ -422,5 +436,5 @@ func (p *Poller) jobManager(ctx context.Context, fc *v1.FlinkCluster) (*appsv1.D
 			return nil, 0, err
 		}
 	}
-	return &dep, readiness.JobManagers(&dep, pods), nil
+	return &dep, readiness.JobManagers(&dep, pods).Ready, nil
 }

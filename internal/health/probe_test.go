@@ -79,7 +79,7 @@ func TestJobManagerProbe(t *testing.T) {
 		{"was ready, Deployment gone", nil, nil, true, fails, ReasonJobManagerMissing},
 		{"was ready, Deployment being deleted", dep(1, true), readyPod, true, fails, ReasonJobManagerNotReady},
 	} {
-		ready := readiness.JobManagers(tc.dep, tc.pods)
+		ready := readiness.JobManagers(tc.dep, tc.pods).Ready
 		checkProbe(t, tc.name, jobManagerProbe(tc.dep, ready, tc.seenReady), LevelJobManager, tc.want, tc.reason)
 	}
 }

@@ -19,9 +19,10 @@ type entry struct {
 	uid     types.UID
 	verdict Verdict
 	// readyAt is when a probe first saw the JobManager ready; zero until
-	// then. restAnswered: its REST API has answered since.
-	readyAt      time.Time
-	restAnswered bool
+	// then. restJudged: a probe of its REST API has since passed or failed
+	// (not merely found it starting).
+	readyAt    time.Time
+	restJudged bool
 	// notifyPending is set when a change could not be sent on Notify (the
 	// channel was full); the next round sends it.
 	notifyPending bool
@@ -69,12 +70,12 @@ func (t *Tracker) retain(keep map[types.NamespacedName]bool) {
 }
 
 // started is when a probe first saw the cluster's JobManager ready (zero
-// when none has), and whether its REST API has answered since.
-func (t *Tracker) started(key types.NamespacedName, uid types.UID) (readyAt time.Time, restAnswered bool) {
+// when none has), and whether its REST API has been judged since.
+func (t *Tracker) started(key types.NamespacedName, uid types.UID) (readyAt time.Time, restJudged bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.entries[key]; ok && e.uid == uid {
-		return e.readyAt, e.restAnswered
+		return e.readyAt, e.restJudged
 	}
 	return time.Time{}, false
 }

@@ -47,56 +47,68 @@ func Pods(ctx context.Context, r client.Reader, namespace, cluster string) ([]co
 	return l.Items, nil
 }
 
-// JobManagers is the number of ready JobManager pods: the Deployment's
-// status, or more where the pods already show more. Its pods count only
-// while the Deployment has had one pod template, its first (generation 1:
-// any change of its spec raises it, the template's among them), and only
-// those created no earlier than the Deployment (not the pods of an earlier
+// Counts are a workload's pods: those that exist (not being deleted) and
+// those of them that are ready.
+type Counts struct{ Replicas, Ready int32 }
+
+// JobManagers counts the JobManager pods: the Deployment's status, or more
+// where the pods already show more. Its pods count only while the
+// Deployment has had one pod template, its first (generation 1: any change
+// of its spec raises it, the template's among them), and only those
+// created no earlier than the Deployment (not the pods of an earlier
 // Deployment of the same name that the garbage collector has yet to
 // delete). A Deployment does not publish which ReplicaSet is current, so
 // after its first change its status alone counts.
-func JobManagers(d *appsv1.Deployment, pods []corev1.Pod) int32 {
+func JobManagers(d *appsv1.Deployment, pods []corev1.Pod) Counts {
 	if d == nil || d.DeletionTimestamp != nil {
-		return 0
+		return Counts{}
 	}
-	ready := d.Status.ReadyReplicas
+	status := Counts{Replicas: d.Status.Replicas, Ready: d.Status.ReadyReplicas}
 	if d.Generation != 1 {
-		return ready
+		return status
 	}
-	return max(ready, count(pods, resources.ComponentJobManager, func(p *corev1.Pod) bool {
+	return status.max(count(pods, resources.ComponentJobManager, func(p *corev1.Pod) bool {
 		return !p.CreationTimestamp.Before(&d.CreationTimestamp)
 	}))
 }
 
-// TaskManagers is the number of ready TaskManager pods: the StatefulSet's
-// status, or more where the pods of its update revision already show
-// more. The StatefulSet controller labels each pod with the revision it
-// was created from (controller-revision-hash), and status.updateRevision
-// names the current template's.
-func TaskManagers(s *appsv1.StatefulSet, pods []corev1.Pod) int32 {
+// TaskManagers counts the TaskManager pods: the StatefulSet's status, or
+// more where the pods of its update revision already show more. The
+// StatefulSet controller labels each pod with the revision it was created
+// from (controller-revision-hash), and status.updateRevision names the
+// current template's.
+func TaskManagers(s *appsv1.StatefulSet, pods []corev1.Pod) Counts {
 	if s == nil {
-		return 0
+		return Counts{}
 	}
-	ready, rev := s.Status.ReadyReplicas, s.Status.UpdateRevision
+	status, rev := Counts{Replicas: s.Status.Replicas, Ready: s.Status.ReadyReplicas}, s.Status.UpdateRevision
 	if rev == "" {
-		return ready
+		return status
 	}
-	return max(ready, count(pods, resources.ComponentTaskManager, func(p *corev1.Pod) bool {
+	return status.max(count(pods, resources.ComponentTaskManager, func(p *corev1.Pod) bool {
 		return p.Labels[appsv1.ControllerRevisionHashLabelKey] == rev
 	}))
 }
 
-// count counts the component's pods that are Ready, not being deleted,
-// and current.
-func count(pods []corev1.Pod, component string, current func(*corev1.Pod) bool) int32 {
-	var n int32
+func (c Counts) max(o Counts) Counts {
+	return Counts{Replicas: max(c.Replicas, o.Replicas), Ready: max(c.Ready, o.Ready)}
+}
+
+// count counts the component's current pods that are not being deleted,
+// and those of them that are Ready.
+func count(pods []corev1.Pod, component string, current func(*corev1.Pod) bool) Counts {
+	var c Counts
 	for i := range pods {
 		p := &pods[i]
-		if p.Labels[resources.LabelComponent] == component && p.DeletionTimestamp == nil && PodReady(p) && current(p) {
-			n++
+		if p.Labels[resources.LabelComponent] != component || p.DeletionTimestamp != nil || !current(p) {
+			continue
+		}
+		c.Replicas++
+		if PodReady(p) {
+			c.Ready++
 		}
 	}
-	return n
+	return c
 }
 
 // PodReady: the pod's Ready condition is True.

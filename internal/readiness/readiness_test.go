@@ -75,7 +75,7 @@ func TestJobManagers(t *testing.T) {
 		}(), []corev1.Pod{pod(jm, true)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := JobManagers(tc.d, tc.pods); got != tc.want {
+			if got := JobManagers(tc.d, tc.pods).Ready; got != tc.want {
 				t.Errorf("JobManagers = %d, want %d", got, tc.want)
 			}
 		})
@@ -100,7 +100,7 @@ func TestTaskManagers(t *testing.T) {
 		{"a JobManager pod is no TaskManager", statefulSet("tm-new", 0), []corev1.Pod{pod(resources.ComponentJobManager, true)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := TaskManagers(tc.s, tc.pods); got != tc.want {
+			if got := TaskManagers(tc.s, tc.pods).Ready; got != tc.want {
 				t.Errorf("TaskManagers = %d, want %d", got, tc.want)
 			}
 		})
@@ -129,5 +129,25 @@ func TestSlimKeepsWhatIsCounted(t *testing.T) {
 	slim := Slim(&full)
 	if len(slim.Spec.Containers) != 0 || slim.Annotations != nil || slim.Status.PodIP != "" || slim.Labels["team"] != "" || len(slim.Status.Conditions) != 1 {
 		t.Errorf("slim pod keeps more than it needs: %+v", slim)
+	}
+}
+
+// TestReplicasCountTheCurrentPods: a workload's pods that exist count
+// before its status says so, ready or not, and the same pods as readiness
+// counts (not an old revision's, not those being deleted).
+func TestReplicasCountTheCurrentPods(t *testing.T) {
+	tm := resources.ComponentTaskManager
+	pods := []corev1.Pod{pod(tm, true), pod(tm, false), pod(tm, true, oldRevision), pod(tm, true, deleting)}
+	if got, want := TaskManagers(statefulSet("tm-new", 0), pods), (Counts{Replicas: 2, Ready: 1}); got != want {
+		t.Errorf("TaskManagers = %+v, want %+v", got, want)
+	}
+	s := statefulSet("tm-new", 0)
+	s.Status.Replicas = 3
+	if got, want := TaskManagers(s, pods), (Counts{Replicas: 3, Ready: 1}); got != want {
+		t.Errorf("status ahead: TaskManagers = %+v, want %+v", got, want)
+	}
+	jm := resources.ComponentJobManager
+	if got, want := JobManagers(deployment(1, 0), []corev1.Pod{pod(jm, false)}), (Counts{Replicas: 1}); got != want {
+		t.Errorf("JobManagers = %+v, want %+v", got, want)
 	}
 }
