@@ -79,7 +79,8 @@ func keepEncoding(recorded *runtime.RawExtension, s *v1.FlinkClusterSpec) *runti
 
 // rolledOutTo reports whether the observed children run want and are all
 // ready: a Deployment and StatefulSet carrying its spec hash, observed by
-// their controllers, with every pod updated and ready.
+// their controllers, with every pod updated and ready (counted by readiness:
+// the workloads' status, or the current pods where they show it first).
 func rolledOutTo(want *resources.Desired, obs observed) bool {
 	jm, tm := obs.jobManager, obs.taskManager
 	if jm == nil || tm == nil {
@@ -88,9 +89,9 @@ func rolledOutTo(want *resources.Desired, obs observed) bool {
 	return jm.Annotations[resources.AnnotationSpecHash] == specHash(want.JobManager.Annotations) &&
 		tm.Annotations[resources.AnnotationSpecHash] == specHash(want.TaskManager.Annotations) &&
 		jm.Status.ObservedGeneration >= jm.Generation && tm.Status.ObservedGeneration >= tm.Generation &&
-		obs.jobManagerReady() && jm.Status.UpdatedReplicas == jm.Status.Replicas &&
+		obs.jobManagerReady() && obs.jmPods.Updated == obs.jmPods.Replicas &&
 		tm.Status.UpdateRevision == tm.Status.CurrentRevision &&
-		obs.tmPods.Ready == *want.TaskManager.Spec.Replicas && tm.Status.UpdatedReplicas == *want.TaskManager.Spec.Replicas
+		obs.tmPods.Ready == *want.TaskManager.Spec.Replicas && obs.tmPods.Updated == *want.TaskManager.Spec.Replicas
 }
 
 // renderingDrift reports whether the JobManager or TaskManagers run a pod

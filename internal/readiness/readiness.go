@@ -47,9 +47,9 @@ func Pods(ctx context.Context, r client.Reader, namespace, cluster string) ([]co
 	return l.Items, nil
 }
 
-// Counts are a workload's pods: those that exist (not being deleted) and
-// those of them that are ready.
-type Counts struct{ Replicas, Ready int32 }
+// Counts are a workload's pods: those that exist (not being deleted), those
+// of them that run its current template, and those that are ready.
+type Counts struct{ Replicas, Updated, Ready int32 }
 
 // JobManagers counts the JobManager pods: the Deployment's status, or more
 // where the pods already show more. Its pods count only while the
@@ -63,7 +63,7 @@ func JobManagers(d *appsv1.Deployment, pods []corev1.Pod) Counts {
 	if d == nil || d.DeletionTimestamp != nil {
 		return Counts{}
 	}
-	status := Counts{Replicas: d.Status.Replicas, Ready: d.Status.ReadyReplicas}
+	status := Counts{Replicas: d.Status.Replicas, Updated: d.Status.UpdatedReplicas, Ready: d.Status.ReadyReplicas}
 	if d.Generation != 1 {
 		return status
 	}
@@ -81,7 +81,8 @@ func TaskManagers(s *appsv1.StatefulSet, pods []corev1.Pod) Counts {
 	if s == nil {
 		return Counts{}
 	}
-	status, rev := Counts{Replicas: s.Status.Replicas, Ready: s.Status.ReadyReplicas}, s.Status.UpdateRevision
+	status := Counts{Replicas: s.Status.Replicas, Updated: s.Status.UpdatedReplicas, Ready: s.Status.ReadyReplicas}
+	rev := s.Status.UpdateRevision
 	if rev == "" {
 		return status
 	}
@@ -91,11 +92,12 @@ func TaskManagers(s *appsv1.StatefulSet, pods []corev1.Pod) Counts {
 }
 
 func (c Counts) max(o Counts) Counts {
-	return Counts{Replicas: max(c.Replicas, o.Replicas), Ready: max(c.Ready, o.Ready)}
+	return Counts{Replicas: max(c.Replicas, o.Replicas), Updated: max(c.Updated, o.Updated), Ready: max(c.Ready, o.Ready)}
 }
 
-// count counts the component's current pods that are not being deleted,
-// and those of them that are Ready.
+// count counts the component's current pods that are not being deleted
+// (all of them updated, by being current), and those of them that are
+// Ready.
 func count(pods []corev1.Pod, component string, current func(*corev1.Pod) bool) Counts {
 	var c Counts
 	for i := range pods {
@@ -104,6 +106,7 @@ func count(pods []corev1.Pod, component string, current func(*corev1.Pod) bool) 
 			continue
 		}
 		c.Replicas++
+		c.Updated++
 		if PodReady(p) {
 			c.Ready++
 		}

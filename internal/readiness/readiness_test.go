@@ -138,16 +138,16 @@ func TestSlimKeepsWhatIsCounted(t *testing.T) {
 func TestReplicasCountTheCurrentPods(t *testing.T) {
 	tm := resources.ComponentTaskManager
 	pods := []corev1.Pod{pod(tm, true), pod(tm, false), pod(tm, true, oldRevision), pod(tm, true, deleting)}
-	if got, want := TaskManagers(statefulSet("tm-new", 0), pods), (Counts{Replicas: 2, Ready: 1}); got != want {
+	if got, want := TaskManagers(statefulSet("tm-new", 0), pods), (Counts{Replicas: 2, Updated: 2, Ready: 1}); got != want {
 		t.Errorf("TaskManagers = %+v, want %+v", got, want)
 	}
 	s := statefulSet("tm-new", 0)
 	s.Status.Replicas = 3
-	if got, want := TaskManagers(s, pods), (Counts{Replicas: 3, Ready: 1}); got != want {
+	if got, want := TaskManagers(s, pods), (Counts{Replicas: 3, Updated: 2, Ready: 1}); got != want {
 		t.Errorf("status ahead: TaskManagers = %+v, want %+v", got, want)
 	}
 	jm := resources.ComponentJobManager
-	if got, want := JobManagers(deployment(1, 0), []corev1.Pod{pod(jm, false)}), (Counts{Replicas: 1}); got != want {
+	if got, want := JobManagers(deployment(1, 0), []corev1.Pod{pod(jm, false)}), (Counts{Replicas: 1, Updated: 1}); got != want {
 		t.Errorf("JobManagers = %+v, want %+v", got, want)
 	}
 }
