@@ -80,7 +80,8 @@ func keepEncoding(recorded *runtime.RawExtension, s *v1.FlinkClusterSpec) *runti
 // rolledOutTo reports whether the observed children run want and are all
 // ready: a Deployment and StatefulSet carrying its spec hash, observed by
 // their controllers, with every pod updated and ready (counted by readiness:
-// the workloads' status, or the current pods where they show it first).
+// the workloads' status, or the current pods where they show it first;
+// observed likewise).
 func rolledOutTo(want *resources.Desired, obs observed) bool {
 	jm, tm := obs.jobManager, obs.taskManager
 	if jm == nil || tm == nil {
@@ -88,7 +89,7 @@ func rolledOutTo(want *resources.Desired, obs observed) bool {
 	}
 	return jm.Annotations[resources.AnnotationSpecHash] == specHash(want.JobManager.Annotations) &&
 		tm.Annotations[resources.AnnotationSpecHash] == specHash(want.TaskManager.Annotations) &&
-		jm.Status.ObservedGeneration >= jm.Generation && tm.Status.ObservedGeneration >= tm.Generation &&
+		obs.jmPods.Observed && obs.tmPods.Observed &&
 		obs.jobManagerReady() && obs.jmPods.Updated == obs.jmPods.Replicas &&
 		tm.Status.UpdateRevision == tm.Status.CurrentRevision &&
 		obs.tmPods.Ready == *want.TaskManager.Spec.Replicas && obs.tmPods.Updated == *want.TaskManager.Spec.Replicas

@@ -153,7 +153,7 @@ type scope struct {
 	// unrecorded: record's write failed; nothing more is written or
 	// done, and the next reconcile decides afresh.
 	unrecorded bool
-	// statusWait: the deferred status write waited (onlyCreating); the
+	// statusWait: the deferred status write waited (comingUp); the
 	// reconcile is looked at again this soon.
 	statusWait time.Duration
 	// held: the JobManager's REST API is still starting (restStarting);
@@ -739,8 +739,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, closing bool) er
 	if equality.Semantic.DeepEqual(st, fc.Status) || lifecycle.FlinkProgressOnly(&fc.Status, &st, s.policy.CheckpointsRetained) {
 		return nil
 	}
-	if closing && onlyCreating(s, &st) {
-		s.statusWait = CreatingWait
+	if wait := comingUp(s, &st); closing && wait > 0 {
+		s.statusWait = wait
 		return nil
 	}
 	if err := r.applyStatus(ctx, fc, st); err != nil {
@@ -750,27 +750,44 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, closing bool) er
 	return nil
 }
 
-// CreatingWait is how long a first status that would say only Creating
-// waits (onlyCreating): pods that start at once (images cached, a
-// simulated node) are ready by then, and a slower start is said as
-// WaitingForPods a second late.
+// CreatingWait is how long a first status that would say only that the
+// cluster is coming up waits (comingUp): pods that start at once (images
+// cached, a simulated node) are ready by then, and a slower start is said
+// as WaitingForPods a second or two late.
 const CreatingWait = time.Second
 
-// onlyCreating: the cluster's first status would say only that its
-// children are being created, which this reconcile just did. It is not
-// written: the next reconcile, CreatingWait later or at once when the pods
-// turn ready, writes what it finds: pods still pending, or the cluster
-// Available (with its job's ID, before the job is submitted). Nothing
-// durable waits: nothing runs yet (the first deploy is decided again, from
-// the spec as it is then), and the HA identity is derived the same way
-// until the first write records it.
-func onlyCreating(s *scope, st *v1.FlinkClusterStatus) bool {
-	if s.fc.Status.ObservedGeneration != 0 || len(s.created) == 0 || s.step.Action.Kind != lifecycle.ActNone {
-		return false
+// comingUp says how much longer the cluster's first status waits: it would
+// say only that the cluster is coming up (Progressing: its children being
+// created, observed, scaled from nothing, their pods starting; not
+// Available, no failure, no step of the lifecycle) and its workloads are younger than CreatingWait. It is not
+// written: the reconcile that follows, when the wait is over or at once
+// when the pods turn ready, writes what it finds: pods still pending, or
+// the cluster Available (with its job's ID, before the job is submitted).
+// Nothing durable waits: nothing runs yet (the first deploy is decided
+// again, from the spec as it is then), and the HA identity is derived the
+// same way until the first write records it. The workloads' age is read
+// from their creation time, which the API server keeps in whole seconds:
+// a second is added, so the wait is never shorter than CreatingWait.
+func comingUp(s *scope, st *v1.FlinkClusterStatus) time.Duration {
+	if s.fc.Status.ObservedGeneration != 0 || s.step.Action.Kind != lifecycle.ActNone ||
+		meta.IsStatusConditionTrue(st.Conditions, v1.ConditionAvailable) {
+		return 0
 	}
-	p := meta.FindStatusCondition(st.Conditions, v1.ConditionProgressing)
-	d := meta.FindStatusCondition(st.Conditions, v1.ConditionDegraded)
-	return p != nil && p.Reason == reasonCreating && d != nil && d.Status == metav1.ConditionFalse
+	if !meta.IsStatusConditionTrue(st.Conditions, v1.ConditionProgressing) || !meta.IsStatusConditionFalse(st.Conditions, v1.ConditionDegraded) {
+		return 0
+	}
+	if len(s.created) > 0 {
+		return CreatingWait
+	}
+	jm, tm := s.obs.jobManager, s.obs.taskManager
+	if jm == nil || tm == nil {
+		return 0
+	}
+	youngest := jm.CreationTimestamp.Time
+	if tm.CreationTimestamp.After(youngest) {
+		youngest = tm.CreationTimestamp.Time
+	}
+	return max(0, youngest.Add(time.Second+CreatingWait).Sub(s.now))
 }
 
 // ensureFinalizer adds the finalizer, when the cluster has something for it

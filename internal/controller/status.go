@@ -131,6 +131,9 @@ func availability(tmDesired int32, obs observed) verdict {
 // reasonCreating: the JobManager or TaskManagers are not in the cache yet.
 const reasonCreating = "Creating"
 
+// reasonApplying: their controllers have not observed their spec yet.
+const reasonApplying = "Applying"
+
 func progress(tmDesired int32, obs observed) verdict {
 	d, s := obs.jobManager, obs.taskManager
 	switch {
@@ -138,12 +141,12 @@ func progress(tmDesired int32, obs observed) verdict {
 		return verdict{metav1.ConditionTrue, reasonCreating, "Creating the JobManager and TaskManagers"}
 	case s.Status.UpdateRevision != "" && s.Status.CurrentRevision != s.Status.UpdateRevision:
 		return verdict{metav1.ConditionTrue, "RollingUpdate", fmt.Sprintf("%d of %d TaskManagers run the new revision", s.Status.UpdatedReplicas, tmDesired)}
-	case d.Status.UpdatedReplicas < d.Status.Replicas:
+	case obs.jmPods.Updated < obs.jmPods.Replicas:
 		return verdict{metav1.ConditionTrue, "RollingUpdate", "Replacing the JobManager"}
 	case obs.tmPods.Replicas != tmDesired:
 		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", obs.tmPods.Replicas, tmDesired)}
-	case d.Status.ObservedGeneration < d.Generation || s.Status.ObservedGeneration < s.Generation:
-		return verdict{metav1.ConditionTrue, "Applying", "Waiting for the workload controllers to observe the change"}
+	case !obs.jmPods.Observed || !obs.tmPods.Observed:
+		return verdict{metav1.ConditionTrue, reasonApplying, "Waiting for the workload controllers to observe the change"}
 	case !obs.jobManagerReady() || obs.tmPods.Ready < tmDesired:
 		return verdict{metav1.ConditionTrue, "WaitingForPods", "Waiting for pods to become ready"}
 	}
@@ -181,7 +184,7 @@ func phaseOf(fc *v1.FlinkCluster, st *v1.FlinkClusterStatus, avail, prog, deg ve
 		return v1.PhaseUpdating
 	case prog.reason == "Scaling":
 		return v1.PhaseScaling
-	case prog.reason == "RollingUpdate" || prog.reason == "Applying" && avail.status == metav1.ConditionTrue:
+	case prog.reason == "RollingUpdate" || prog.reason == reasonApplying && avail.status == metav1.ConditionTrue:
 		return v1.PhaseUpdating
 	case avail.status == metav1.ConditionTrue:
 		return v1.PhaseRunning

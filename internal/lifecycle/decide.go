@@ -112,7 +112,7 @@ func unknownPhase(s *Step) bool {
 // first deploys a cluster that runs nothing yet: no state to protect. A
 // new cluster's pods may already run that spec, ready before any status
 // was written (a status that would only say Creating is not written,
-// internal/controller onlyCreating): then its job is submitted in the same
+// internal/controller comingUp): then its job is submitted in the same
 // step, as steady would one step later, and the step's one write records
 // the spec and the job's ID together, before the submission. A status that
 // records a job or an upgrade without a deployed spec is not a new

@@ -49,7 +49,13 @@ func Pods(ctx context.Context, r client.Reader, namespace, cluster string) ([]co
 
 // Counts are a workload's pods: those that exist (not being deleted), those
 // of them that run its current template, and those that are ready.
-type Counts struct{ Replicas, Updated, Ready int32 }
+// Observed: the workload's controller has acted on its current spec (its
+// status says so, or a pod of its current template exists, which only the
+// controller creates).
+type Counts struct {
+	Replicas, Updated, Ready int32
+	Observed                 bool
+}
 
 // JobManagers counts the JobManager pods: the Deployment's status, or more
 // where the pods already show more. Its pods count only while the
@@ -63,13 +69,19 @@ func JobManagers(d *appsv1.Deployment, pods []corev1.Pod) Counts {
 	if d == nil || d.DeletionTimestamp != nil {
 		return Counts{}
 	}
-	status := Counts{Replicas: d.Status.Replicas, Updated: d.Status.UpdatedReplicas, Ready: d.Status.ReadyReplicas}
+	status := Counts{Replicas: d.Status.Replicas, Updated: d.Status.UpdatedReplicas, Ready: d.Status.ReadyReplicas,
+		Observed: d.Status.ObservedGeneration >= d.Generation}
 	if d.Generation != 1 {
 		return status
 	}
-	return status.max(count(pods, resources.ComponentJobManager, func(p *corev1.Pod) bool {
+	// A pod of the first template is one the Deployment controller made
+	// (through its ReplicaSet) after it observed generation 1: its status,
+	// two hops behind, need not say so first.
+	current := count(pods, resources.ComponentJobManager, func(p *corev1.Pod) bool {
 		return !p.CreationTimestamp.Before(&d.CreationTimestamp)
-	}))
+	})
+	current.Observed = current.Replicas > 0
+	return status.max(current)
 }
 
 // TaskManagers counts the TaskManager pods: the StatefulSet's status, or
@@ -81,7 +93,10 @@ func TaskManagers(s *appsv1.StatefulSet, pods []corev1.Pod) Counts {
 	if s == nil {
 		return Counts{}
 	}
-	status := Counts{Replicas: s.Status.Replicas, Updated: s.Status.UpdatedReplicas, Ready: s.Status.ReadyReplicas}
+	// A pod's revision names the template, not the replica count (a scale
+	// raises the generation too): observed is the status's word alone.
+	status := Counts{Replicas: s.Status.Replicas, Updated: s.Status.UpdatedReplicas, Ready: s.Status.ReadyReplicas,
+		Observed: s.Status.ObservedGeneration >= s.Generation}
 	rev := s.Status.UpdateRevision
 	if rev == "" {
 		return status
@@ -92,7 +107,8 @@ func TaskManagers(s *appsv1.StatefulSet, pods []corev1.Pod) Counts {
 }
 
 func (c Counts) max(o Counts) Counts {
-	return Counts{Replicas: max(c.Replicas, o.Replicas), Updated: max(c.Updated, o.Updated), Ready: max(c.Ready, o.Ready)}
+	return Counts{Replicas: max(c.Replicas, o.Replicas), Updated: max(c.Updated, o.Updated), Ready: max(c.Ready, o.Ready),
+		Observed: c.Observed || o.Observed}
 }
 
 // count counts the component's current pods that are not being deleted

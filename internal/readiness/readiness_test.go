@@ -41,8 +41,8 @@ func deployment(generation int64, ready int32) *appsv1.Deployment {
 }
 
 func statefulSet(updateRevision string, ready int32) *appsv1.StatefulSet {
-	s := &appsv1.StatefulSet{}
-	s.Status.ReadyReplicas, s.Status.UpdateRevision = ready, updateRevision
+	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	s.Status.ReadyReplicas, s.Status.UpdateRevision, s.Status.ObservedGeneration = ready, updateRevision, 1
 	return s
 }
 
@@ -107,6 +107,43 @@ func TestTaskManagers(t *testing.T) {
 	}
 }
 
+// TestObserved: a workload's controller has observed its spec when its
+// status says so; a JobManager's also when a pod of its first template
+// exists, which its status says two hops later. A TaskManager pod of the
+// update revision does not say its replica count was observed.
+func TestObserved(t *testing.T) {
+	jm, tm := resources.ComponentJobManager, resources.ComponentTaskManager
+	observedAt := func(generation int64) func(*appsv1.Deployment) *appsv1.Deployment {
+		return func(d *appsv1.Deployment) *appsv1.Deployment { d.Status.ObservedGeneration = generation; return d }
+	}
+	for _, tc := range []struct {
+		name string
+		got  Counts
+		want bool
+	}{
+		{"Deployment: status observed", JobManagers(observedAt(1)(deployment(1, 0)), nil), true},
+		{"Deployment: status behind, no pod", JobManagers(deployment(1, 0), nil), false},
+		{"Deployment: status behind, its pod not ready yet", JobManagers(deployment(1, 0), []corev1.Pod{pod(jm, false)}), true},
+		{"Deployment: a pod from before it", JobManagers(deployment(1, 0), []corev1.Pod{pod(jm, true, earlier)}), false},
+		{"Deployment changed: status behind, a pod", JobManagers(observedAt(1)(deployment(2, 0)), []corev1.Pod{pod(jm, true)}), false},
+		{"Deployment changed: status observed", JobManagers(observedAt(2)(deployment(2, 0)), nil), true},
+		{"StatefulSet: status behind, pods of its revision", TaskManagers(func() *appsv1.StatefulSet {
+			s := statefulSet("tm-new", 0)
+			s.Generation, s.Status.ObservedGeneration = 2, 1
+			return s
+		}(), []corev1.Pod{pod(tm, true)}), false},
+		{"StatefulSet: status observed", TaskManagers(func() *appsv1.StatefulSet {
+			s := statefulSet("tm-new", 0)
+			s.Generation, s.Status.ObservedGeneration = 2, 2
+			return s
+		}(), nil), true},
+	} {
+		if tc.got.Observed != tc.want {
+			t.Errorf("%s: Observed = %v, want %v", tc.name, tc.got.Observed, tc.want)
+		}
+	}
+}
+
 // TestSlimKeepsWhatIsCounted: a pod through the cache's transform counts
 // as the whole pod does, and keeps nothing else.
 func TestSlimKeepsWhatIsCounted(t *testing.T) {
@@ -120,7 +157,7 @@ func TestSlimKeepsWhatIsCounted(t *testing.T) {
 		slim := Slim(&p)
 		s := statefulSet("tm-new", 0)
 		if got, want := TaskManagers(s, []corev1.Pod{*slim}), TaskManagers(s, []corev1.Pod{p}); got != want {
-			t.Errorf("%s: slim pod counts %d, the whole pod %d", p.Name, got, want)
+			t.Errorf("%s: slim pod counts %+v, the whole pod %+v", p.Name, got, want)
 		}
 		if slim.Labels[resources.LabelInstance] != p.Labels[resources.LabelInstance] {
 			t.Errorf("the instance label (the index) is lost")
@@ -138,16 +175,16 @@ func TestSlimKeepsWhatIsCounted(t *testing.T) {
 func TestReplicasCountTheCurrentPods(t *testing.T) {
 	tm := resources.ComponentTaskManager
 	pods := []corev1.Pod{pod(tm, true), pod(tm, false), pod(tm, true, oldRevision), pod(tm, true, deleting)}
-	if got, want := TaskManagers(statefulSet("tm-new", 0), pods), (Counts{Replicas: 2, Updated: 2, Ready: 1}); got != want {
+	if got, want := TaskManagers(statefulSet("tm-new", 0), pods), (Counts{Replicas: 2, Updated: 2, Ready: 1, Observed: true}); got != want {
 		t.Errorf("TaskManagers = %+v, want %+v", got, want)
 	}
 	s := statefulSet("tm-new", 0)
 	s.Status.Replicas = 3
-	if got, want := TaskManagers(s, pods), (Counts{Replicas: 3, Updated: 2, Ready: 1}); got != want {
+	if got, want := TaskManagers(s, pods), (Counts{Replicas: 3, Updated: 2, Ready: 1, Observed: true}); got != want {
 		t.Errorf("status ahead: TaskManagers = %+v, want %+v", got, want)
 	}
 	jm := resources.ComponentJobManager
-	if got, want := JobManagers(deployment(1, 0), []corev1.Pod{pod(jm, false)}), (Counts{Replicas: 1, Updated: 1}); got != want {
+	if got, want := JobManagers(deployment(1, 0), []corev1.Pod{pod(jm, false)}), (Counts{Replicas: 1, Updated: 1, Observed: true}); got != want {
 		t.Errorf("JobManagers = %+v, want %+v", got, want)
 	}
 }

@@ -92,6 +92,21 @@ func alone(t *testing.T) {
 	t.Cleanup(func() { aloneRunning.Store(false) })
 }
 
+// auditPolicy logs every write at Metadata level, as
+// platform.DefaultAuditPolicy, and a FlinkCluster's status writes with
+// their bodies: the writes tests tell what each one said.
+var auditPolicy = []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Request
+  verbs: [patch, update]
+  resources: [{group: data.example.com, resources: [flinkclusters/status]}]
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+`)
+
 func run(m *testing.M) int {
 	flag.Parse()
 	// The tests' clients log nothing worth reading; without a logger,
@@ -118,11 +133,11 @@ func run(m *testing.M) int {
 	defer cancel()
 	// Nodes big enough for every parallel test's clusters at once (the
 	// reference example alone asks 108 CPUs), so none waits for another
-	// test's pods to go. The audit log (writes only, metadata) counts the
-	// operator's writes.
+	// test's pods to go. The audit log (writes only) counts the operator's
+	// writes.
 	auditLog = filepath.Join(state, "audit", "audit.log")
 	plat, err = platform.Start(ctx, platform.Options{BinDir: bin, StateDir: state, FlinkHARole: true, StartTimeout: 3 * time.Minute,
-		NodeCPU: "1024", NodeMemory: "4Ti", NodePods: 500, AuditLogPath: auditLog})
+		NodeCPU: "1024", NodeMemory: "4Ti", NodePods: 500, AuditLogPath: auditLog, AuditPolicy: auditPolicy})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start local platform:", err)
 		return 1
