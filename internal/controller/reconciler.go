@@ -787,7 +787,8 @@ func comingUp(s *scope, st *v1.FlinkClusterStatus) time.Duration {
 	if tm.CreationTimestamp.After(youngest) {
 		youngest = tm.CreationTimestamp.Time
 	}
-	return max(0, youngest.Add(time.Second+CreatingWait).Sub(s.now))
+	// Bounded: a clock behind the API server's would wait longer.
+	return min(max(0, youngest.Add(time.Second+CreatingWait).Sub(s.now)), time.Second+CreatingWait)
 }
 
 // ensureFinalizer adds the finalizer, when the cluster has something for it

@@ -45,6 +45,7 @@ func TestComingUpWaits(t *testing.T) {
 		{"not yet observed, 300 ms after the create", []func(*scope){workloads, at(300 * time.Millisecond)}, time.Second + CreatingWait - 300*time.Millisecond},
 		{"pods starting, 900 ms after", []func(*scope){observed, at(900 * time.Millisecond)}, time.Second + CreatingWait - 900*time.Millisecond},
 		{"pods starting, the wait over", []func(*scope){observed, at(time.Second + CreatingWait)}, 0},
+		{"the operator's clock behind the API server's", []func(*scope){observed, at(-time.Minute)}, time.Second + CreatingWait},
 		{"Available", []func(*scope){observed, at(300 * time.Millisecond), func(s *scope) {
 			s.obs.jmPods.Ready, s.obs.tmPods.Ready = 1, 2
 		}}, 0},
