@@ -165,7 +165,9 @@ type phase struct {
 	lags         []time.Duration
 	ctrlLags     []time.Duration
 	opLags       []time.Duration
-	incomplete   int
+	// apiLags are the operator's share of lags, from the audit log.
+	apiLags    []time.Duration
+	incomplete int
 	// cpu is the CPU time of each process during the phase.
 	cpu cpuSample
 }
@@ -360,6 +362,7 @@ func run(ctx context.Context, c config) error {
 			p.writesByVerb = map[string]int{}
 			p.writes = countWrites(audit, operatorAgent, ns, time.Time{}, time.Now(), p.writesByVerb)
 			p.lags, p.ctrlLags, p.opLags, p.incomplete = watch.lags(ns, 3)
+			p.apiLags = apiLags(audit, ns, time.Now())
 		}
 		r.rounds = append(r.rounds, rd)
 		if i == c.rounds-1 {
@@ -759,6 +762,9 @@ func report(c config, r results) error {
 		fmt.Fprintf(&b, "| %s: last pod Ready → Deployment and StatefulSet status ready (kube-controller-manager) / then → `Available` (operator; negative: before that status), medians | %s / %s | |\n", kind,
 			q(ctrl, 0.5).format(seconds), q(opl, 0.5).format(seconds))
 		fmt.Fprintf(&b, "| %s: the same two shares, p95 | %s / %s | |\n", kind, q(ctrl, 0.95).format(seconds), q(opl, 0.95).format(seconds))
+		api := func(p phase) []time.Duration { return p.apiLags }
+		fmt.Fprintf(&b, "| %s: the operator's share of the lag, at the API server: the node agent's last pod status write → the operator's first status write after it (audit log), median / p95 | %s / %s | |\n", kind,
+			q(api, 0.5).format(seconds), q(api, 0.95).format(seconds))
 		writes := collect(r.rounds, func(rd round) (float64, bool) { return float64(pick(rd).writes) / float64(pick(rd).n), pick(rd).n > 0 })
 		fmt.Fprintf(&b, "| %s: operator writes per converged cluster, events included (audit log) | %s (minimum %d) | ≤ 8 |\n", kind, writes.format(perCluster), minimum)
 		cpuRows(&b, kind, p.n, r.rounds, func(rd round) cpuSample { return pick(rd).cpu })

@@ -289,6 +289,59 @@ type auditEvent struct {
 	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
 }
 
+// apiLags are, for each cluster of ns, the time from the last status write
+// of its pods by the node agent (kwok: the write that made the last of them
+// Ready) to the operator's first FlinkCluster status write after it, both
+// as the API server logged them. That is the operator's share of the lag
+// (its watch, queue, reconcile and write), without the bench's own two
+// watches, which the lag from the bench's watch includes.
+func apiLags(path, ns string, to time.Time) []time.Duration {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	lastPod := map[string]time.Time{}
+	statusWrites := map[string][]time.Time{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ObjectRef == nil || e.ObjectRef.Namespace != ns || !e.StageTimestamp.Before(&metav1.MicroTime{Time: to}) {
+			continue
+		}
+		at, o := e.StageTimestamp.Time, e.ObjectRef
+		switch {
+		case o.Resource == "pods" && o.Subresource == "status" && strings.HasPrefix(e.UserAgent, "kwok/"):
+			cluster := o.Name
+			for _, c := range []string{"-jobmanager-", "-taskmanager-"} {
+				if i := strings.LastIndex(o.Name, c); i > 0 {
+					cluster = o.Name[:i]
+				}
+			}
+			if at.After(lastPod[cluster]) {
+				lastPod[cluster] = at
+			}
+		case o.Resource == "flinkclusters" && o.Subresource == "status" && strings.HasPrefix(e.UserAgent, operatorAgent):
+			statusWrites[o.Name] = append(statusWrites[o.Name], at)
+		}
+	}
+	var out []time.Duration
+	for cluster, ready := range lastPod {
+		first := time.Time{}
+		for _, at := range statusWrites[cluster] {
+			if !at.Before(ready) && (first.IsZero() || at.Before(first)) {
+				first = at
+			}
+		}
+		if !first.IsZero() {
+			out = append(out, first.Sub(ready))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // notFound marks, in countWrites' byKind, writes the API server answered
 // 404: into a namespace already deleted, say.
 const notFound = " (404)"

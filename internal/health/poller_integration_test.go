@@ -438,6 +438,31 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		}
 	})
 
+	// The start is bounded: a REST API that never answers is failing once
+	// RestStartGrace has passed since the JobManager turned ready, and the
+	// reconciler's hold, which asks RestStarting, ends with it.
+	t.Run("a REST API that never answers stops being a start after the grace", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("rest-never", "demo", true, nil)
+		failures := h.failures(LevelRest)
+		h.sim.InjectUnavailable(h.key(fc), 100)
+		defer h.sim.InjectUnavailable(h.key(fc), 0)
+		v, _ := h.probe(fc)
+		if r := v.Levels[LevelRest]; r.Reason != ReasonRestStarting || !h.poller.RestStarting(fc) {
+			t.Fatalf("first round: Rest = %+v, RestStarting %v; want RestStarting", r, h.poller.RestStarting(fc))
+		}
+		later := time.Now().Add(RestStartGrace + time.Second)
+		h.poller.Now = func() time.Time { return later }
+		defer func() { h.poller.Now = nil }()
+		if h.poller.RestStarting(fc) {
+			t.Errorf("RestStarting %v after the grace", RestStartGrace)
+		}
+		v, _ = h.probe(fc)
+		if r := v.Levels[LevelRest]; r.Reason == ReasonRestStarting || h.failures(LevelRest) != failures+1 {
+			t.Errorf("after the grace: Rest = %+v, %v failures; want a counted failure", r, h.failures(LevelRest)-failures)
+		}
+	})
+
 	t.Run("one 503 changes nothing, three degrade, recovery clears", func(t *testing.T) {
 		h.t = t
 		fc := h.cluster("rest", "demo", true, withJob)

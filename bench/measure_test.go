@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAPILags: per cluster, the last pod status write of the node agent to
+// the operator's first status write after it; other namespaces, other
+// writers, writes after the end and clusters not yet written are left out.
+func TestAPILags(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 16, 0, 0, 0, time.UTC)
+	line := func(agent, ns, resource, sub, name string, ms int) string {
+		at := t0.Add(time.Duration(ms) * time.Millisecond).Format("2006-01-02T15:04:05.000000Z07:00")
+		return fmt.Sprintf(`{"verb":"patch","userAgent":%q,"objectRef":{"resource":%q,"subresource":%q,"namespace":%q,"name":%q},"stageTimestamp":%q}`,
+			agent, resource, sub, ns, name, at)
+	}
+	kwok, op := "kwok/v0.8.0", "datapilot/v0.1.0"
+	log := []string{
+		line(kwok, "ns", "pods", "status", "fc-0001-jobmanager-7d9f-x2x", 100),
+		line(kwok, "ns", "pods", "status", "fc-0001-taskmanager-0", 300),
+		line(kwok, "ns", "pods", "status", "fc-0001-taskmanager-1", 200),
+		line(op, "ns", "flinkclusters", "status", "fc-0001", 250), // before the last pod: not it
+		line(op, "ns", "flinkclusters", "status", "fc-0001", 1300),
+		line(op, "ns", "flinkclusters", "status", "fc-0001", 2000),
+		line(kwok, "ns", "pods", "status", "fc-0002-taskmanager-0", 100),
+		line(op, "ns", "flinkclusters", "status", "fc-0002", 600),
+		line("kube-controller-manager/v1", "ns", "deployments", "status", "fc-0002-jobmanager", 650),
+		line(kwok, "ns", "pods", "status", "fc-0003-taskmanager-0", 100), // never written
+		line(kwok, "other", "pods", "status", "fc-0001-taskmanager-0", 100),
+		line(op, "other", "flinkclusters", "status", "fc-0001", 150),
+		line(kwok, "ns", "pods", "status", "fc-0004-taskmanager-0", 100),
+		line(op, "ns", "flinkclusters", "status", "fc-0004", 9000), // after the end
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(strings.Join(log, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := apiLags(path, "ns", t0.Add(5*time.Second))
+	want := []time.Duration{500 * time.Millisecond, time.Second}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("apiLags = %v, want %v", got, want)
+	}
+}
