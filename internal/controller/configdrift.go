@@ -19,7 +19,8 @@ import (
 // operator applied, not what the data holds now: an edit of the data (by a
 // Flink pod with the HA Role's ConfigMap rights, say) leaves the hash as it
 // was. The data is read once per new resourceVersion, so a converged
-// cluster costs no request.
+// cluster costs no request, and not after the operator's own create, whose
+// version holds what it sent.
 type configChecks struct {
 	mu       sync.Mutex
 	verified map[types.NamespacedName]string

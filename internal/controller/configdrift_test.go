@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -158,5 +160,37 @@ func TestConfigMapEditIsRepaired(t *testing.T) {
 	}
 	if cm.Labels["team"] != "payments" {
 		t.Error(errors.New("the repair removed another manager's label"))
+	}
+}
+
+// TestCreatedConfigMapIsNotReadBack: the ConfigMap the operator created
+// holds exactly its rendering, so the reconciles after the create (for a
+// new cluster, the one that says it is Available) do not read its data
+// back; an edit, a new resourceVersion, is read (TestConfigMapEditIsRepaired).
+func TestCreatedConfigMapIsNotReadBack(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	fc := referenceExample(t, ns)
+	if err := k8s.Create(ctx, fc); err != nil {
+		t.Fatal(err)
+	}
+	// The first status is written by a reconcile after the create's
+	// (controller.CreatingWait), and it applied the children first.
+	testwait.Until(t, 30*time.Second, func() error {
+		got := &v1.FlinkCluster{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(fc), got); err != nil {
+			return err
+		}
+		if got.Status.ObservedGeneration == 0 {
+			return errors.New("no status written yet")
+		}
+		return nil
+	})
+	reads := int64(0)
+	if n, ok := configMapReads.Load(ns); ok {
+		reads = n.(*atomic.Int64).Load()
+	}
+	if reads != 0 {
+		t.Errorf("the operator read its own new ConfigMap back %d times", reads)
 	}
 }

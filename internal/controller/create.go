@@ -24,26 +24,31 @@ import (
 // write sends one child: a child the cache does not hold is created (a
 // POST, which the API server takes without the merge of a server-side
 // apply), any other applied. A create that finds the object exists (the
-// cache lagged behind a write) applies instead.
-func (r *Reconciler) write(ctx context.Context, c child, a action) error {
+// cache lagged behind a write) applies instead. It returns the
+// resourceVersion of an object it created: what it holds is exactly what
+// was sent.
+func (r *Reconciler) write(ctx context.Context, c child, a action) (created string, err error) {
 	if !createdByPost[c.kind] {
-		return r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership)
+		return "", r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership)
 	}
 	if a == actionCreate {
 		obj, err := asObject(c.desired)
 		if err != nil {
-			return err
+			return "", err
 		}
 		err = r.Client.Create(ctx, obj, client.FieldOwner(FieldManager))
+		if err == nil {
+			return obj.GetResourceVersion(), nil
+		}
 		if !apierrors.IsAlreadyExists(err) {
-			return err
+			return "", err
 		}
 	} else if CreatedFieldsPending(c.cached) {
 		if err := r.ownCreatedFields(ctx, c); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership)
+	return "", r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership)
 }
 
 // createdByPost are the kinds created with a POST: those the operator may

@@ -590,9 +590,16 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	}
 	apply := func(i int) {
 		c := children[i]
-		if err := r.write(ctx, c, actions[i]); err != nil {
+		created, err := r.write(ctx, c, actions[i])
+		if err != nil {
 			errs[i] = fmt.Errorf("%s %s %s: %w", actions[i], c.kind, c.name, err)
 			return
+		}
+		if i == 0 && created != "" {
+			// The ConfigMap just created holds the rendering: its data
+			// need not be read back on the next reconcile, which, for
+			// a new cluster, is the one that says it is Available.
+			r.configChecks.remember(client.ObjectKeyFromObject(s.fc), created)
 		}
 		if i == 0 && actions[0] == actionRepair && len(s.configDrift.extra) > 0 {
 			errs[0] = r.removeFiles(ctx, s.fc.Namespace, c.name, s.configDrift.extra)

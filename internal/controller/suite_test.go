@@ -105,12 +105,18 @@ const itStateStorage = "s3://it-state/flink"
 
 // countWrites counts every non-read request the operator makes by the
 // namespace it concerns, so a test counts its own cluster's
-// writes whatever the clusters of earlier tests still do.
+// writes whatever the clusters of earlier tests still do; and its reads of
+// single ConfigMaps.
 type countWrites struct{ next http.RoundTripper }
 
 func (c countWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	case http.MethodGet:
+		if ns, rest, ok := strings.Cut(strings.TrimPrefix(req.URL.Path, "/api/v1/namespaces/"), "/configmaps/"); ok && rest != "" && req.URL.Query().Get("watch") == "" {
+			n, _ := configMapReads.LoadOrStore(ns, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}
+	case http.MethodHead, http.MethodOptions:
 	default:
 		ns, err := writeNamespace(req)
 		if err != nil {
@@ -124,6 +130,10 @@ func (c countWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // writesByNamespace maps a namespace to its *atomic.Int64 write count.
 var writesByNamespace sync.Map
+
+// configMapReads maps a namespace to the operator's GETs of one of its
+// ConfigMaps (around the cache, which holds them as metadata only).
+var configMapReads sync.Map
 
 // writeNamespace is the namespace in a request's path or, for a
 // (cluster-scoped) SubjectAccessReview, the namespace it asks about.
