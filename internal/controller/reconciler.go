@@ -766,9 +766,10 @@ const CreatingWait = time.Second
 // comingUp says how much longer the cluster's first status waits: it would
 // say only that the cluster is coming up (Progressing: its children being
 // created, observed, scaled from nothing, their pods starting; not
-// Available, no failure, no step of the lifecycle) and its workloads are younger than CreatingWait. It is not
-// written: the reconcile that follows, when the wait is over or at once
-// when the pods turn ready, writes what it finds: pods still pending, or
+// Available, no failure, no step of the lifecycle) and its workloads are
+// younger than CreatingWait. It is not written: the reconcile that
+// follows, when the wait is over or at once when the pods turn ready,
+// writes what it finds: pods still pending, or
 // the cluster Available (with its job's ID, before the job is submitted).
 // Nothing durable waits: nothing runs yet (the first deploy is decided
 // again, from the spec as it is then), and the HA identity is derived the
