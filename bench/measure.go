@@ -25,6 +25,7 @@ import (
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/operator"
+	podready "github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -64,7 +65,7 @@ func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string)
 	}
 	onPod := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
-		if !ok || !podReady(p) {
+		if !ok || !podready.PodReady(p) {
 			return
 		}
 		key := p.Namespace + "/" + p.Name
@@ -141,15 +142,6 @@ func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string)
 		return nil, fmt.Errorf("readiness watch did not sync")
 	}
 	return r, nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // lags are, for each cluster of ns with pods pods Ready and Available:

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -221,5 +222,48 @@ func TestHealRestoresTheCheckpointTheCancelKept(t *testing.T) {
 	old := simJob(t, key, first.ID)
 	if nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != old.LatestCheckpoint || old.LatestCheckpoint == "" {
 		t.Errorf("healed job restored from %+v, want the cancelled job's latest checkpoint %q", nw.RestoredFrom, old.LatestCheckpoint)
+	}
+}
+
+// TestFirstDeployWaitsForFlink: a new job cluster whose pods turn ready
+// (counted from the pods, before the workloads' status) while Flink's REST
+// API does not answer submits nothing: the REST API is starting, then,
+// past health.RestStartGrace, unavailable, and the first deploy waits for
+// Flink's answer. Once it answers, exactly one job is submitted.
+func TestFirstDeployWaitsForFlink(t *testing.T) {
+	parallel(t)
+	ns := newNamespace(t)
+	key := simKey(ns, "first")
+	sim.Engine.InjectUnavailable(key, -1)
+	if err := k8s.Create(context.Background(), jobCluster(ns, "first")); err != nil {
+		t.Fatal(err)
+	}
+	// The fence: the REST API judged unavailable, past the start's grace,
+	// so reconciles have decided the first deploy without Flink.
+	waitCondition(t, ns, "first", v1.ConditionRestAvailable, metav1.ConditionFalse, time.Minute)
+	fc := getFC(t, ns, "first")
+	runs := func() int {
+		v, err := sim.Engine.View(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Requests["POST /jars/{jarid}/run"]
+	}
+	if fc.Status.Job != nil && fc.Status.Job.ID != "" || runs() != 0 {
+		t.Fatalf("Flink unreachable: job %+v recorded, %d runs sent", fc.Status.Job, runs())
+	}
+	if !condition(fc, v1.ConditionAvailable, metav1.ConditionFalse) {
+		t.Errorf("Available while the REST API does not answer: %+v", fc.Status.Conditions)
+	}
+	sim.Engine.ClearFaults(key)
+	eventually(t, 2*time.Minute, "job running and stable", func() error {
+		got := getFC(t, ns, "first")
+		if got.Status.Job == nil || got.Status.Job.State != string(flink.JobRunning) || got.Status.LastStableSpec == nil {
+			return fmt.Errorf("job %+v", got.Status.Job)
+		}
+		return nil
+	})
+	if n := runs(); n != 1 {
+		t.Errorf("%d jobs submitted, want 1", n)
 	}
 }
