@@ -141,6 +141,7 @@ type results struct {
 	reconcileMean, queueWaitMean time.Duration
 	requestMean                  map[string]time.Duration
 	throttleMean                 time.Duration
+	flinkRESTMean                time.Duration
 	takeover                     time.Duration
 	takeoverWrites               int
 	takeoverByKind               []string
@@ -417,6 +418,7 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	r.throttleMean = after.mean("rest_client_rate_limiter_duration_seconds")
+	r.flinkRESTMean = after.mean("datapilot_flink_rest_request_duration_seconds")
 	r.peakRSS = op.peakRSS()
 	r.operatorCPUSeconds = op.cpuSeconds()
 	r.restarts = op.restarted()
@@ -799,6 +801,7 @@ func report(c config, r results) error {
 		verbs = append(verbs, fmt.Sprintf("%s %s", v, ms(r.requestMean[v])))
 	}
 	fmt.Fprintf(&b, "| Operator API request latency, mean by verb; client-side rate limiter wait, mean | %s; %s | |\n", strings.Join(verbs, ", "), ms(r.throttleMean))
+	fmt.Fprintf(&b, "| Flink REST request latency (to the simulator), mean | %s | |\n", ms(r.flinkRESTMean))
 	fmt.Fprintf(&b, "| Takeover: leader killed → the standby's first reconcile | %s | ≤ 20 s |\n", ms(r.takeover))
 	fmt.Fprintf(&b, "| Takeover: writes while the new leader resynced %d clusters | %d | 0 |\n", clusters, r.takeoverWrites)
 	if sr := r.sharded; sr != nil {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,8 +40,10 @@ const DefaultProgressDelay = 5 * time.Second
 // for mere progress, at once for a deletion (a child to restore), and
 // behind everything for the initial list and resyncs.
 type childHandler struct {
-	// reader is the cache, for the sibling workload's readiness.
+	// reader is the cache, for the sibling workload's readiness, and pods
+	// the cluster's pods.
 	reader client.Reader
+	pods   *readiness.Cache
 	delay  time.Duration
 }
 
@@ -100,10 +101,7 @@ func (h childHandler) clusterReady(ctx context.Context, obj client.Object) bool 
 		tm.Spec.Replicas == nil {
 		return false
 	}
-	pods, err := readiness.Pods(ctx, h.reader, key.Namespace, key.Name)
-	if err != nil {
-		return false
-	}
+	pods := h.pods.Pods(key.Namespace, key.Name)
 	return readiness.JobManagers(jm, pods).Ready >= 1 && readiness.TaskManagers(tm, pods).Ready >= *tm.Spec.Replicas
 }
 
@@ -151,19 +149,16 @@ func (podHandler) Generic(context.Context, event.GenericEvent, workqueue.TypedRa
 // podCounts: the pod is one readiness may count, Ready and not being
 // deleted.
 func podCounts(obj client.Object) bool {
-	p, ok := obj.(*corev1.Pod)
-	return ok && p.DeletionTimestamp == nil && readiness.PodReady(p)
+	p, ok := obj.(*readiness.Pod)
+	return ok && p.DeletionTimestamp == nil && p.Ready
 }
 
 // clusterOf names the FlinkCluster an object belongs to: the controller
 // of a child, the instance label of a pod (its controller is a workload).
 func clusterOf(obj client.Object) (types.NamespacedName, bool) {
-	if _, pod := obj.(*corev1.Pod); pod {
-		l := obj.GetLabels()
-		if l[resources.LabelManagedBy] != resources.ManagedBy || l[resources.LabelInstance] == "" {
-			return types.NamespacedName{}, false
-		}
-		return types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[resources.LabelInstance]}, true
+	if p, pod := obj.(*readiness.Pod); pod {
+		// The cache holds only the pods labelled as Datapilot's.
+		return types.NamespacedName{Namespace: p.Namespace, Name: p.Cluster}, p.Cluster != ""
 	}
 	owner := metav1.GetControllerOf(obj)
 	if owner == nil || owner.Kind != "FlinkCluster" {

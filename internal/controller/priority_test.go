@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -89,18 +90,19 @@ func TestChildHandlerQueues(t *testing.T) {
 // cluster just turned ready or a pod stopped being ready; a pod's other
 // changes, and the pods of workloads not ours, wake nothing.
 func TestPodHandlerQueues(t *testing.T) {
-	pod := func(rv string, ready bool, labels map[string]string) *corev1.Pod {
+	// The pods as the pod cache hands them over (readiness.Slim).
+	pod := func(rv string, ready bool, labels map[string]string) *readiness.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fc-taskmanager-0", ResourceVersion: rv, Labels: labels}}
 		status := corev1.ConditionFalse
 		if ready {
 			status = corev1.ConditionTrue
 		}
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
-		return p
+		return readiness.Slim(p)
 	}
 	ours := map[string]string{resources.LabelManagedBy: resources.ManagedBy, resources.LabelInstance: "fc"}
-	other := map[string]string{resources.LabelInstance: "fc"}
-	deleting := func(p *corev1.Pod) *corev1.Pod { p.DeletionTimestamp = &metav1.Time{Time: time.Now()}; return p }
+	noCluster := map[string]string{resources.LabelManagedBy: resources.ManagedBy}
+	deleting := func(p *readiness.Pod) *readiness.Pod { p.DeletionTimestamp = &metav1.Time{Time: time.Now()}; return p }
 	for _, tc := range []struct {
 		name         string
 		send         func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request])
@@ -131,8 +133,8 @@ func TestPodHandlerQueues(t *testing.T) {
 		{"a pod is created", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			h.Create(context.Background(), event.CreateEvent{Object: pod("1", true, ours)}, q)
 		}, true, false},
-		{"a pod not managed by Datapilot", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("1", true, other), ObjectNew: pod("2", false, other)}, q)
+		{"a pod of no cluster", func(h podHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("1", true, noCluster), ObjectNew: pod("2", false, noCluster)}, q)
 		}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,8 +74,12 @@ type Reconciler struct {
 	// not hold (the TaskManagers' claims at deletion, a ConfigMap's data
 	// when its resourceVersion moved).
 	APIReader client.Reader
-	Recorder  recorder.EventRecorder
-	Metrics   *Metrics
+	// Pods are the Flink pods as the readiness counts read them; the
+	// controller watches them (setup.go). Nil counts the workloads'
+	// status alone.
+	Pods     *readiness.Cache
+	Recorder recorder.EventRecorder
+	Metrics  *Metrics
 	// Resolver says where each cluster's Flink REST API is.
 	Resolver flink.Resolver
 	// HTTPClient reaches Flink REST.
@@ -707,20 +711,15 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) 
 	if r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.TaskManagerName(fc)}, tm) == nil {
 		obs.taskManager = tm
 	}
-	// The pods say a cluster is ready before the workloads' status does;
-	// when they cannot be read, the status alone counts.
-	pods, err := readiness.Pods(ctx, r.Client, fc.Namespace, fc.Name)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "Counting ready pods from the workloads' status alone", "flinkcluster", klog.KObj(fc))
-	}
-	obs.countReady(pods)
+	// The pods say a cluster is ready before the workloads' status does.
+	obs.countReady(r.Pods.Pods(fc.Namespace, fc.Name))
 	obs.configHash = fc.Status.ConfigHash
 	return obs
 }
 
 // countReady counts the workloads' ready pods (readiness), once: every
 // verdict on readiness reads these.
-func (o *observed) countReady(pods []corev1.Pod) {
+func (o *observed) countReady(pods []readiness.Pod) {
 	o.jmPods, o.tmPods = readiness.JobManagers(o.jobManager, pods), readiness.TaskManagers(o.taskManager, pods)
 }
 

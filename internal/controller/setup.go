@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"context"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -17,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
-	"github.com/datapilot/datapilot/internal/readiness"
 )
 
 // SetupWithManager registers the controller. It watches the FlinkClusters
@@ -41,10 +38,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healt
 	if delay == 0 {
 		delay = DefaultProgressDelay
 	}
-	children := childHandler{reader: mgr.GetCache(), delay: delay}
-	if err := readiness.IndexPods(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
+	children := childHandler{reader: mgr.GetCache(), pods: r.Pods, delay: delay}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("flinkcluster").
 		For(&v1.FlinkCluster{}, builder.WithPredicates(specChanged)).
@@ -53,9 +47,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healt
 		// (childHandler).
 		Watches(&appsv1.Deployment{}, children).
 		Watches(&appsv1.StatefulSet{}, children).
-		// The pods say a cluster turned ready before the workloads' status
-		// does (readiness).
-		Watches(&corev1.Pod{}, podHandler{cluster: children}).
 		// Only the metadata of these is read (metadataOnly).
 		Watches(&corev1.Service{}, children, builder.OnlyMetadata).
 		Watches(&corev1.ConfigMap{}, children, builder.OnlyMetadata).
@@ -65,6 +56,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, healt
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.RoleBinding{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent, NeedLeaderElection: ptr.To(r.Shards == nil)})
+	if r.Pods != nil {
+		// The pods say a cluster turned ready before the workloads' status
+		// does (readiness). A raw source: WithEventFilter's shard filter
+		// is passed to it here.
+		var preds []predicate.Predicate
+		if r.Shards != nil {
+			preds = append(preds, ownedByShard(r.Shards))
+		}
+		b = b.WatchesRawSource(r.Pods.Source(podHandler{cluster: children}, preds...))
+	}
 	if r.Shards != nil {
 		// Every replica runs the controller; each reconciles its shards'
 		// clusters, all of them again when it acquires a shard.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -29,9 +30,10 @@ func (s shardsOf) Context(k types.NamespacedName) (context.Context, bool) {
 func (s shardsOf) Owns(k types.NamespacedName) bool  { _, ok := s[k]; return ok }
 func (s shardsOf) Events() <-chan event.GenericEvent { return nil }
 
-func podOf(cluster string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: cluster + "-taskmanager-0",
-		Labels: resources.SelectorLabels(cluster, resources.ComponentTaskManager)}}
+// podOf is a pod of the cluster as the pod cache hands it over.
+func podOf(cluster string) *readiness.Pod {
+	return readiness.Slim(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: cluster + "-taskmanager-0",
+		Labels: resources.SelectorLabels(cluster, resources.ComponentTaskManager)}})
 }
 
 func TestOwnedByShard(t *testing.T) {

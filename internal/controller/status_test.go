@@ -6,13 +6,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/health"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -91,13 +91,11 @@ func TestComputeStatusCountsReadyPods(t *testing.T) {
 	fc.Spec = v1.FlinkClusterSpec{Version: "1.17.1", JobManager: v1.JobManagerSpec{Replicas: 1}, TaskManager: v1.TaskManagerSpec{Replicas: 2}}
 	jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1}}
 	tm := &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: 2, UpdatedReplicas: 2, CurrentRevision: "r", UpdateRevision: "r"}}
-	ready := func(component string) corev1.Pod {
-		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{resources.LabelComponent: component, appsv1.ControllerRevisionHashLabelKey: "r"}}}
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		return p
+	ready := func(component string) readiness.Pod {
+		return readiness.Pod{Component: component, Revision: "r", Ready: true}
 	}
 	obs := observed{jobManager: jm, taskManager: tm}
-	obs.countReady([]corev1.Pod{ready(resources.ComponentJobManager), ready(resources.ComponentTaskManager), ready(resources.ComponentTaskManager)})
+	obs.countReady([]readiness.Pod{ready(resources.ComponentJobManager), ready(resources.ComponentTaskManager), ready(resources.ComponentTaskManager)})
 	st := computeStatus(fc, &fc.Status, obs, metav1.NewTime(time.Unix(1000, 0)))
 	if !meta.IsStatusConditionTrue(st.Conditions, v1.ConditionAvailable) || st.Phase != v1.PhaseRunning {
 		t.Errorf("Available %v, phase %s; want True, Running", meta.FindStatusCondition(st.Conditions, v1.ConditionAvailable), st.Phase)

@@ -14,7 +14,8 @@ import (
 // TestRESTMetricsCountEachAttemptByEndpointAndCode: a GET retried after a
 // 503 counts twice, a savepoint trigger's 404 once, under the schema's
 // endpoint and not the URL; a refused connection counts as unreachable.
-func TestRESTMetricsCountEachAttemptByEndpointAndCode(t *testing.T) {
+// Each attempt is timed under its endpoint.
+func TestRESTMetricsCountAndTimeEachAttemptByEndpoint(t *testing.T) {
 	var overviews int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -65,14 +66,28 @@ func TestRESTMetricsCountEachAttemptByEndpointAndCode(t *testing.T) {
 			t.Errorf("requests{endpoint=%q, code=%q} = %v, want %v", tc.endpoint, tc.code, got, tc.want)
 		}
 	}
+	for endpoint, want := range map[string]uint64{"GET /overview": 2, "POST /jobs/{jobid}/savepoints": 1, "GET /jobs": 1} {
+		var h dto.Metric
+		if err := m.Duration.WithLabelValues(endpoint).(prometheus.Histogram).Write(&h); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.GetHistogram().GetSampleCount(); got != want {
+			t.Errorf("duration{endpoint=%q}: %d samples, want %d (one per attempt)", endpoint, got, want)
+		}
+		if h.GetHistogram().GetSampleSum() <= 0 {
+			t.Errorf("duration{endpoint=%q}: sum %v, want the time taken", endpoint, h.GetHistogram().GetSampleSum())
+		}
+	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(m.Requests)
+	reg.MustRegister(m.Requests, m.Duration)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(families[0].GetMetric()); n != 4 {
-		t.Errorf("%d series, want 4 (no URL-labelled ones)", n)
+	for _, f := range families {
+		if want := map[string]int{"datapilot_flink_rest_requests_total": 4, "datapilot_flink_rest_request_duration_seconds": 3}[f.GetName()]; len(f.GetMetric()) != want {
+			t.Errorf("%s: %d series, want %d (no URL-labelled ones)", f.GetName(), len(f.GetMetric()), want)
+		}
 	}
 }
 

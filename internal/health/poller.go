@@ -84,11 +84,10 @@ type Poller struct {
 	// Reader is the manager's cache: FlinkClusters and the JobManager
 	// Deployments are read from it, never from the API server.
 	Reader client.Reader
-	// Pods, when set, is the cache the clusters' pods are read from
-	// (indexed by readiness.IndexPods), so a JobManager pod counts as
-	// ready as soon as it is, as the reconciler counts it; nil counts the
-	// Deployment's status alone.
-	Pods client.Reader
+	// Pods, when set, is the cache the clusters' pods are read from, so a
+	// JobManager pod counts as ready as soon as it is, as the reconciler
+	// counts it; nil counts the Deployment's status alone.
+	Pods *readiness.Cache
 	// Resolver locates each cluster's REST API.
 	Resolver flink.Resolver
 	// HTTPClient sends the REST requests; nil means http.DefaultClient.
@@ -430,11 +429,5 @@ func (p *Poller) jobManager(ctx context.Context, fc *v1.FlinkCluster) (*appsv1.D
 	if owner := metav1.GetControllerOf(&dep); owner != nil && fc.UID != "" && owner.UID != fc.UID {
 		return nil, 0, nil
 	}
-	var pods []corev1.Pod
-	if p.Pods != nil {
-		if pods, err = readiness.Pods(ctx, p.Pods, fc.Namespace, fc.Name); err != nil {
-			return nil, 0, err
-		}
-	}
-	return &dep, readiness.JobManagers(&dep, pods).Ready, nil
+	return &dep, readiness.JobManagers(&dep, p.Pods.Pods(fc.Namespace, fc.Name)).Ready, nil
 }

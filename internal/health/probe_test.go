@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -58,14 +57,11 @@ func TestJobManagerProbe(t *testing.T) {
 		}
 		return d
 	}
-	readyPod := []corev1.Pod{{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{resources.LabelComponent: resources.ComponentJobManager}},
-		Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-	}}
+	readyPod := []readiness.Pod{{Component: resources.ComponentJobManager, Ready: true}}
 	for _, tc := range []struct {
 		name      string
 		dep       *appsv1.Deployment
-		pods      []corev1.Pod
+		pods      []readiness.Pod
 		seenReady bool
 		want      outcome
 		reason    string

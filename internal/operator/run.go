@@ -40,6 +40,7 @@ import (
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/pacing"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/sharding"
 	"github.com/datapilot/datapilot/internal/teardown"
@@ -83,16 +84,15 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 
 	// Only Datapilot's children enter the cache, without managedFields,
-	// the workloads without their pod specs (slimWorkloads) and the pods
-	// with only what says they are ready (slimPods): memory follows the
-	// number of clusters, not the size of the platform.
+	// the workloads without their pod specs (slimWorkloads); the pods have
+	// a cache of their own (readiness.Cache): memory follows the number of
+	// clusters, not the size of the platform.
 	managed := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	cacheOpts := cache.Options{
 		DefaultTransform: stripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:            {Label: managed, Transform: slimWorkloads()},
 			&appsv1.StatefulSet{}:           {Label: managed, Transform: slimWorkloads()},
-			&corev1.Pod{}:                   {Label: managed, Transform: slimPods()},
 			&corev1.Service{}:               {Label: managed},
 			&corev1.ConfigMap{}:             {Label: managed},
 			&policyv1.PodDisruptionBudget{}: {Label: managed},
@@ -151,8 +151,17 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	// API latency and client-side throttling, which say where a slow
 	// reconcile spends its time.
 	restClientMetrics()
+	// The pods are cached apart, as little of each as readiness reads.
+	pods, err := readiness.NewCache(cfg, mgr.GetHTTPClient(), o.WatchNamespaces)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(pods); err != nil {
+		return nil, fmt.Errorf("add the pod cache: %w", err)
+	}
 	r := &controller.Reconciler{
 		Client:    mgr.GetClient(),
+		Pods:      pods,
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  teardown.Recorder(mgr.GetEventRecorder("datapilot"), terminating),
 		Metrics:   metrics(),
@@ -173,7 +182,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	pacer := newPacer(o)
 	r.Pacer = pacer
 	poller := &health.Poller{
-		Reader: mgr.GetCache(), Pods: mgr.GetCache(), Resolver: r.Resolver, HTTPClient: r.HTTPClient,
+		Reader: mgr.GetCache(), Pods: pods, Resolver: r.Resolver, HTTPClient: r.HTTPClient,
 		Interval: o.ReconcileInterval, Pace: pacer, Tracker: r.Health,
 		Recorder: teardown.Recorder(mgr.GetEventRecorder("datapilot-health"), terminating), Notify: notify,
 		Metrics: healthMetrics(), Teardown: terminating,

@@ -7,7 +7,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/datapilot/datapilot/internal/controller"
-	"github.com/datapilot/datapilot/internal/readiness"
 )
 
 // slimWorkloads is the cache transform of the JobManager Deployments and
@@ -40,17 +39,6 @@ func stripManagedFields() toolscache.TransformFunc {
 		// object that has managed fields is touched (kubernetes#124337).
 		if o, err := meta.Accessor(in); err == nil && o.GetManagedFields() != nil {
 			controller.KeepCreatedFieldsEntry(o)
-		}
-		return in, nil
-	}
-}
-
-// slimPods is the cache transform of the Flink pods: what
-// readiness.Slim keeps of each.
-func slimPods() toolscache.TransformFunc {
-	return func(in any) (any, error) {
-		if p, ok := in.(*corev1.Pod); ok {
-			return readiness.Slim(p), nil
 		}
 		return in, nil
 	}

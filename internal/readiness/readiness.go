@@ -13,39 +13,11 @@
 package readiness
 
 import (
-	"context"
-	"fmt"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/datapilot/datapilot/internal/resources"
 )
-
-// IndexCluster is the cache's field index of pods by the cluster they
-// belong to (their instance label), so reading one cluster's pods does not
-// scan every pod of its namespace.
-const IndexCluster = "datapilot.cluster"
-
-// IndexPods registers IndexCluster with the manager's cache.
-func IndexPods(ctx context.Context, indexer client.FieldIndexer) error {
-	return indexer.IndexField(ctx, &corev1.Pod{}, IndexCluster, func(o client.Object) []string {
-		if name := o.GetLabels()[resources.LabelInstance]; name != "" {
-			return []string{name}
-		}
-		return nil
-	})
-}
-
-// Pods reads one cluster's pods from the cache (IndexPods).
-func Pods(ctx context.Context, r client.Reader, namespace, cluster string) ([]corev1.Pod, error) {
-	var l corev1.PodList
-	if err := r.List(ctx, &l, client.InNamespace(namespace), client.MatchingFields{IndexCluster: cluster}); err != nil {
-		return nil, fmt.Errorf("list the pods of %s/%s: %w", namespace, cluster, err)
-	}
-	return l.Items, nil
-}
 
 // Counts are a workload's pods: those that exist (not being deleted), those
 // of them that run its current template, and those that are ready.
@@ -65,7 +37,7 @@ type Counts struct {
 // Deployment of the same name that the garbage collector has yet to
 // delete). A Deployment does not publish which ReplicaSet is current, so
 // after its first change its status alone counts.
-func JobManagers(d *appsv1.Deployment, pods []corev1.Pod) Counts {
+func JobManagers(d *appsv1.Deployment, pods []Pod) Counts {
 	if d == nil || d.DeletionTimestamp != nil {
 		return Counts{}
 	}
@@ -77,7 +49,7 @@ func JobManagers(d *appsv1.Deployment, pods []corev1.Pod) Counts {
 	// A pod of the first template is one the Deployment controller made
 	// (through its ReplicaSet) after it observed generation 1: its status,
 	// two hops behind, need not say so first.
-	current := count(pods, resources.ComponentJobManager, func(p *corev1.Pod) bool {
+	current := count(pods, resources.ComponentJobManager, func(p *Pod) bool {
 		return !p.CreationTimestamp.Before(&d.CreationTimestamp)
 	})
 	current.Observed = current.Replicas > 0
@@ -89,7 +61,7 @@ func JobManagers(d *appsv1.Deployment, pods []corev1.Pod) Counts {
 // StatefulSet controller labels each pod with the revision it was created
 // from (controller-revision-hash), and status.updateRevision names the
 // current template's.
-func TaskManagers(s *appsv1.StatefulSet, pods []corev1.Pod) Counts {
+func TaskManagers(s *appsv1.StatefulSet, pods []Pod) Counts {
 	if s == nil {
 		return Counts{}
 	}
@@ -101,8 +73,8 @@ func TaskManagers(s *appsv1.StatefulSet, pods []corev1.Pod) Counts {
 	if rev == "" {
 		return status
 	}
-	return status.max(count(pods, resources.ComponentTaskManager, func(p *corev1.Pod) bool {
-		return p.Labels[appsv1.ControllerRevisionHashLabelKey] == rev
+	return status.max(count(pods, resources.ComponentTaskManager, func(p *Pod) bool {
+		return p.Revision == rev
 	}))
 }
 
@@ -114,16 +86,16 @@ func (c Counts) max(o Counts) Counts {
 // count counts the component's current pods that are not being deleted
 // (all of them updated, by being current), and those of them that are
 // Ready.
-func count(pods []corev1.Pod, component string, current func(*corev1.Pod) bool) Counts {
+func count(pods []Pod, component string, current func(*Pod) bool) Counts {
 	var c Counts
 	for i := range pods {
 		p := &pods[i]
-		if p.Labels[resources.LabelComponent] != component || p.DeletionTimestamp != nil || !current(p) {
+		if p.Component != component || p.DeletionTimestamp != nil || !current(p) {
 			continue
 		}
 		c.Replicas++
 		c.Updated++
-		if PodReady(p) {
+		if p.Ready {
 			c.Ready++
 		}
 	}
@@ -138,27 +110,4 @@ func PodReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// Slim is what the cache keeps of a pod: what the counting above and the
-// index read (name, labels, creation and deletion, the Ready condition).
-// The rest of a pod is most of it and read by nothing here; the reads
-// that need a whole pod (a job's jar upload, the autopilot's capacity) go
-// around the cache.
-func Slim(p *corev1.Pod) *corev1.Pod {
-	out := &corev1.Pod{}
-	out.Name, out.Namespace, out.ResourceVersion, out.UID = p.Name, p.Namespace, p.ResourceVersion, p.UID
-	out.CreationTimestamp, out.DeletionTimestamp = p.CreationTimestamp, p.DeletionTimestamp
-	out.Labels = map[string]string{}
-	for _, k := range []string{resources.LabelInstance, resources.LabelComponent, resources.LabelManagedBy, appsv1.ControllerRevisionHashLabelKey} {
-		if v, ok := p.Labels[k]; ok {
-			out.Labels[k] = v
-		}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
-		}
-	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/datapilot/datapilot/internal/resources"
@@ -13,8 +14,13 @@ import (
 
 var created = metav1.NewTime(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
 
-// pod builds a pod of the component; opts change it.
-func pod(component string, ready bool, opts ...func(*corev1.Pod)) corev1.Pod {
+// pod builds a pod of the component as the cache keeps it (Slim); opts
+// change the whole pod first.
+func pod(component string, ready bool, opts ...func(*corev1.Pod)) Pod {
+	return *Slim(fullPod(component, ready, opts...))
+}
+
+func fullPod(component string, ready bool, opts ...func(*corev1.Pod)) *corev1.Pod {
 	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: component, CreationTimestamp: created,
 		Labels: map[string]string{resources.LabelComponent: component, appsv1.ControllerRevisionHashLabelKey: "tm-new"},
@@ -27,7 +33,7 @@ func pod(component string, ready bool, opts ...func(*corev1.Pod)) corev1.Pod {
 	for _, o := range opts {
 		o(&p)
 	}
-	return p
+	return &p
 }
 
 func deleting(p *corev1.Pod)    { p.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Minute)} }
@@ -51,28 +57,28 @@ func TestJobManagers(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		d    *appsv1.Deployment
-		pods []corev1.Pod
+		pods []Pod
 		want int32
 	}{
-		{"no Deployment", nil, []corev1.Pod{pod(jm, true)}, 0},
+		{"no Deployment", nil, []Pod{pod(jm, true)}, 0},
 		{"status alone", deployment(1, 1), nil, 1},
-		{"its pod ready before its status says so", deployment(1, 0), []corev1.Pod{pod(jm, true)}, 1},
-		{"status ahead of the cache's pods", deployment(1, 2), []corev1.Pod{pod(jm, true)}, 2},
-		{"a pod not ready", deployment(1, 0), []corev1.Pod{pod(jm, false)}, 0},
-		{"a ready pod being deleted", deployment(1, 0), []corev1.Pod{pod(jm, true, deleting)}, 0},
-		{"a TaskManager pod is no JobManager", deployment(1, 0), []corev1.Pod{pod(resources.ComponentTaskManager, true)}, 0},
+		{"its pod ready before its status says so", deployment(1, 0), []Pod{pod(jm, true)}, 1},
+		{"status ahead of the cache's pods", deployment(1, 2), []Pod{pod(jm, true)}, 2},
+		{"a pod not ready", deployment(1, 0), []Pod{pod(jm, false)}, 0},
+		{"a ready pod being deleted", deployment(1, 0), []Pod{pod(jm, true, deleting)}, 0},
+		{"a TaskManager pod is no JobManager", deployment(1, 0), []Pod{pod(resources.ComponentTaskManager, true)}, 0},
 		// After its first change a Deployment does not say which of its
 		// pods run the current template: a stale Ready pod of the old one
 		// must not count.
-		{"changed since created: status alone", deployment(2, 0), []corev1.Pod{pod(jm, true)}, 0},
+		{"changed since created: status alone", deployment(2, 0), []Pod{pod(jm, true)}, 0},
 		// A pod older than the Deployment is an earlier Deployment's,
 		// not yet deleted by the garbage collector.
-		{"a pod from before the Deployment", deployment(1, 0), []corev1.Pod{pod(jm, true, earlier)}, 0},
+		{"a pod from before the Deployment", deployment(1, 0), []Pod{pod(jm, true, earlier)}, 0},
 		{"being deleted", func() *appsv1.Deployment {
 			d := deployment(1, 1)
 			d.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Minute)}
 			return d
-		}(), []corev1.Pod{pod(jm, true)}, 0},
+		}(), []Pod{pod(jm, true)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := JobManagers(tc.d, tc.pods).Ready; got != tc.want {
@@ -87,17 +93,17 @@ func TestTaskManagers(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		s    *appsv1.StatefulSet
-		pods []corev1.Pod
+		pods []Pod
 		want int32
 	}{
-		{"no StatefulSet", nil, []corev1.Pod{pod(tm, true)}, 0},
+		{"no StatefulSet", nil, []Pod{pod(tm, true)}, 0},
 		{"status alone", statefulSet("tm-new", 2), nil, 2},
-		{"pods of the update revision ready first", statefulSet("tm-new", 0), []corev1.Pod{pod(tm, true), pod(tm, true)}, 2},
-		{"status ahead of the cache's pods", statefulSet("tm-new", 2), []corev1.Pod{pod(tm, true)}, 2},
-		{"an old revision's ready pod does not count", statefulSet("tm-new", 0), []corev1.Pod{pod(tm, true, oldRevision), pod(tm, true)}, 1},
-		{"no update revision observed yet: status alone", statefulSet("", 0), []corev1.Pod{pod(tm, true)}, 0},
-		{"not ready, being deleted", statefulSet("tm-new", 0), []corev1.Pod{pod(tm, false), pod(tm, true, deleting)}, 0},
-		{"a JobManager pod is no TaskManager", statefulSet("tm-new", 0), []corev1.Pod{pod(resources.ComponentJobManager, true)}, 0},
+		{"pods of the update revision ready first", statefulSet("tm-new", 0), []Pod{pod(tm, true), pod(tm, true)}, 2},
+		{"status ahead of the cache's pods", statefulSet("tm-new", 2), []Pod{pod(tm, true)}, 2},
+		{"an old revision's ready pod does not count", statefulSet("tm-new", 0), []Pod{pod(tm, true, oldRevision), pod(tm, true)}, 1},
+		{"no update revision observed yet: status alone", statefulSet("", 0), []Pod{pod(tm, true)}, 0},
+		{"not ready, being deleted", statefulSet("tm-new", 0), []Pod{pod(tm, false), pod(tm, true, deleting)}, 0},
+		{"a JobManager pod is no TaskManager", statefulSet("tm-new", 0), []Pod{pod(resources.ComponentJobManager, true)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := TaskManagers(tc.s, tc.pods).Ready; got != tc.want {
@@ -123,15 +129,15 @@ func TestObserved(t *testing.T) {
 	}{
 		{"Deployment: status observed", JobManagers(observedAt(1)(deployment(1, 0)), nil), true},
 		{"Deployment: status behind, no pod", JobManagers(deployment(1, 0), nil), false},
-		{"Deployment: status behind, its pod not ready yet", JobManagers(deployment(1, 0), []corev1.Pod{pod(jm, false)}), true},
-		{"Deployment: a pod from before it", JobManagers(deployment(1, 0), []corev1.Pod{pod(jm, true, earlier)}), false},
-		{"Deployment changed: status behind, a pod", JobManagers(observedAt(1)(deployment(2, 0)), []corev1.Pod{pod(jm, true)}), false},
+		{"Deployment: status behind, its pod not ready yet", JobManagers(deployment(1, 0), []Pod{pod(jm, false)}), true},
+		{"Deployment: a pod from before it", JobManagers(deployment(1, 0), []Pod{pod(jm, true, earlier)}), false},
+		{"Deployment changed: status behind, a pod", JobManagers(observedAt(1)(deployment(2, 0)), []Pod{pod(jm, true)}), false},
 		{"Deployment changed: status observed", JobManagers(observedAt(2)(deployment(2, 0)), nil), true},
 		{"StatefulSet: status behind, pods of its revision", TaskManagers(func() *appsv1.StatefulSet {
 			s := statefulSet("tm-new", 0)
 			s.Generation, s.Status.ObservedGeneration = 2, 1
 			return s
-		}(), []corev1.Pod{pod(tm, true)}), false},
+		}(), []Pod{pod(tm, true)}), false},
 		{"StatefulSet: status observed", TaskManagers(func() *appsv1.StatefulSet {
 			s := statefulSet("tm-new", 0)
 			s.Generation, s.Status.ObservedGeneration = 2, 2
@@ -144,28 +150,31 @@ func TestObserved(t *testing.T) {
 	}
 }
 
-// TestSlimKeepsWhatIsCounted: a pod through the cache's transform counts
-// as the whole pod does, and keeps nothing else.
+// TestSlimKeepsWhatIsCounted: the cache keeps of a pod what names it and
+// what the counting reads, and nothing else.
 func TestSlimKeepsWhatIsCounted(t *testing.T) {
-	full := pod(resources.ComponentTaskManager, true, deleting)
+	full := fullPod(resources.ComponentTaskManager, true, deleting)
+	full.Namespace, full.UID, full.ResourceVersion = "data", "u1", "42"
 	full.Labels[resources.LabelInstance] = "fc"
 	full.Labels["team"] = "data"
 	full.Annotations = map[string]string{"a": "b"}
 	full.Spec.Containers = []corev1.Container{{Name: "taskmanager", Image: "flink:1.20"}}
 	full.Status.PodIP = "10.0.0.1"
-	for _, p := range []corev1.Pod{full, pod(resources.ComponentTaskManager, true), pod(resources.ComponentTaskManager, false)} {
-		slim := Slim(&p)
-		s := statefulSet("tm-new", 0)
-		if got, want := TaskManagers(s, []corev1.Pod{*slim}), TaskManagers(s, []corev1.Pod{p}); got != want {
-			t.Errorf("%s: slim pod counts %+v, the whole pod %+v", p.Name, got, want)
-		}
-		if slim.Labels[resources.LabelInstance] != p.Labels[resources.LabelInstance] {
-			t.Errorf("the instance label (the index) is lost")
-		}
+	want := Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: full.Name, Namespace: "data", UID: "u1", ResourceVersion: "42",
+			CreationTimestamp: created, DeletionTimestamp: full.DeletionTimestamp},
+		Cluster: "fc", Component: resources.ComponentTaskManager, Revision: "tm-new", Ready: true,
 	}
-	slim := Slim(&full)
-	if len(slim.Spec.Containers) != 0 || slim.Annotations != nil || slim.Status.PodIP != "" || slim.Labels["team"] != "" || len(slim.Status.Conditions) != 1 {
-		t.Errorf("slim pod keeps more than it needs: %+v", slim)
+	if got := Slim(full); !equality.Semantic.DeepEqual(*got, want) {
+		t.Errorf("Slim = %+v, want %+v", *got, want)
+	}
+	notReady := fullPod(resources.ComponentTaskManager, false)
+	notReady.Status.Conditions = append(notReady.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
+	if Slim(notReady).Ready {
+		t.Errorf("a pod whose Ready condition is False is kept as ready")
+	}
+	if Slim(&corev1.Pod{}).Ready {
+		t.Errorf("a pod without conditions is kept as ready")
 	}
 }
 
@@ -174,7 +183,7 @@ func TestSlimKeepsWhatIsCounted(t *testing.T) {
 // counts (not an old revision's, not those being deleted).
 func TestReplicasCountTheCurrentPods(t *testing.T) {
 	tm := resources.ComponentTaskManager
-	pods := []corev1.Pod{pod(tm, true), pod(tm, false), pod(tm, true, oldRevision), pod(tm, true, deleting)}
+	pods := []Pod{pod(tm, true), pod(tm, false), pod(tm, true, oldRevision), pod(tm, true, deleting)}
 	if got, want := TaskManagers(statefulSet("tm-new", 0), pods), (Counts{Replicas: 2, Updated: 2, Ready: 1, Observed: true}); got != want {
 		t.Errorf("TaskManagers = %+v, want %+v", got, want)
 	}
@@ -184,7 +193,7 @@ func TestReplicasCountTheCurrentPods(t *testing.T) {
 		t.Errorf("status ahead: TaskManagers = %+v, want %+v", got, want)
 	}
 	jm := resources.ComponentJobManager
-	if got, want := JobManagers(deployment(1, 0), []corev1.Pod{pod(jm, false)}), (Counts{Replicas: 1, Updated: 1, Observed: true}); got != want {
+	if got, want := JobManagers(deployment(1, 0), []Pod{pod(jm, false)}), (Counts{Replicas: 1, Updated: 1, Observed: true}); got != want {
 		t.Errorf("JobManagers = %+v, want %+v", got, want)
 	}
 }
