@@ -258,7 +258,7 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		return Verdict{}
 	}
 	now := p.now()
-	seenReady, restStarting := p.started(fc, now)
+	seenReady, restStarting := p.started(ctx, fc, now)
 	probes, jobs, jobsSeen := p.probe(ctx, fc, seenReady, restStarting)
 	if ctx.Err() != nil {
 		// Shutting down: the REST calls were cut short by us, not by Flink.
@@ -343,7 +343,7 @@ func failed(probes []Probe) bool {
 // starting: no probe has judged it since the JobManager first turned
 // ready, which was moments ago (RestStartGrace) or not yet seen by a probe.
 func (p *Poller) RestStarting(fc *v1.FlinkCluster) bool {
-	_, starting := p.started(fc, p.now())
+	_, starting := p.started(context.Background(), fc, p.now())
 	return starting
 }
 
@@ -352,9 +352,18 @@ func (p *Poller) RestStarting(fc *v1.FlinkCluster) bool {
 // is still starting. A JobManager that turned ready moments ago may not
 // answer through its Service yet (kube-proxy routes it once the
 // EndpointSlice controller has published the pod): until its REST API
-// first answers (or fails otherwise), that is a start, not a failure.
-func (p *Poller) started(fc *v1.FlinkCluster, now time.Time) (seenReady, restStarting bool) {
+// first answers (or fails otherwise), that is a start, not a failure. The
+// start is timed from when the JobManager's pod turned ready where the
+// pods tell (readiness.Counts.ReadySince), not from when this process
+// first saw it: an operator that restarts again and again would otherwise
+// hold a cluster whose REST API does not answer as starting for ever.
+func (p *Poller) started(ctx context.Context, fc *v1.FlinkCluster, now time.Time) (seenReady, restStarting bool) {
 	readyAt, judged := p.Tracker.started(client.ObjectKeyFromObject(fc), fc.UID)
+	if !judged {
+		if _, c, err := p.jobManager(ctx, fc); err == nil && !c.ReadySince.IsZero() && (readyAt.IsZero() || c.ReadySince.Before(readyAt)) {
+			readyAt = c.ReadySince
+		}
+	}
 	seenReady = !readyAt.IsZero() || everReady(fc)
 	return seenReady, !judged && (!seenReady || now.Sub(readyAt) < RestStartGrace)
 }
@@ -371,13 +380,13 @@ func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady, rest
 		return pr
 	}
 
-	jm, ready, err := p.jobManager(ctx, fc)
+	jm, counts, err := p.jobManager(ctx, fc)
 	var l1 Probe
 	if err != nil {
 		l1 = add(Probe{Level: LevelJobManager, Unknown: true, Reason: ReasonJobManagerUnknown,
 			Message: sentence("Reading the JobManager failed: " + err.Error())})
 	} else {
-		l1 = add(jobManagerProbe(jm, ready, seenReady))
+		l1 = add(jobManagerProbe(jm, counts.Ready, seenReady))
 	}
 	if !l1.OK {
 		add(unknownAbove(LevelRest, l1))
@@ -416,18 +425,18 @@ func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady, rest
 
 // jobManager reads the cluster's JobManager Deployment from the cache, nil
 // when it does not exist or belongs to another incarnation of the cluster,
-// and counts its ready pods (readiness).
-func (p *Poller) jobManager(ctx context.Context, fc *v1.FlinkCluster) (*appsv1.Deployment, int32, error) {
+// and counts its pods (readiness).
+func (p *Poller) jobManager(ctx context.Context, fc *v1.FlinkCluster) (*appsv1.Deployment, readiness.Counts, error) {
 	var dep appsv1.Deployment
 	err := p.Reader.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}, &dep)
 	if apierrors.IsNotFound(err) {
-		return nil, 0, nil
+		return nil, readiness.Counts{}, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, readiness.Counts{}, err
 	}
 	if owner := metav1.GetControllerOf(&dep); owner != nil && fc.UID != "" && owner.UID != fc.UID {
-		return nil, 0, nil
+		return nil, readiness.Counts{}, nil
 	}
-	return &dep, readiness.JobManagers(&dep, p.Pods.Pods(fc.Namespace, fc.Name)).Ready, nil
+	return &dep, readiness.JobManagers(&dep, p.Pods.Pods(fc.Namespace, fc.Name)), nil
 }

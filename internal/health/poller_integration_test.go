@@ -31,6 +31,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/teardown"
 	"github.com/datapilot/datapilot/internal/testenv"
@@ -460,6 +461,55 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		v, _ = h.probe(fc)
 		if r := v.Levels[LevelRest]; r.Reason == ReasonRestStarting || h.failures(LevelRest) != failures+1 {
 			t.Errorf("after the grace: Rest = %+v, %v failures; want a counted failure", r, h.failures(LevelRest)-failures)
+		}
+	})
+
+	// An operator that restarts starts its Tracker afresh. The start is
+	// timed from when the JobManager's pod turned ready, as the pod
+	// records it, not from this process's first look: a crash loop
+	// shorter than the grace would otherwise hold a cluster whose REST API
+	// never answers (say its Service is missing) as starting for ever.
+	t.Run("after a restart the start is timed from the pod", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("rest-restarted", "demo", true, nil)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: fc.Namespace, Name: "demo-jobmanager-0", Labels: resources.Labels(fc, resources.ComponentJobManager)},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "jobmanager", Image: "flink:1.18.1"}}},
+		}
+		if err := h.k8s.Create(h.ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		readySince := metav1.NewTime(time.Now().Add(-2 * RestStartGrace))
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readySince}}
+		if err := h.k8s.Status().Update(h.ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		pods, err := readiness.NewCache(h.env.Config, nil, []string{fc.Namespace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(h.ctx)
+		defer stop()
+		go func() { _ = pods.Start(ctx) }()
+		eventually(t, "the pod cache holds the ready JobManager pod", func() bool {
+			got := pods.Pods(fc.Namespace, fc.Name)
+			return len(got) == 1 && got[0].Ready
+		})
+		h.sim.InjectUnavailable(h.key(fc), 100)
+		defer h.sim.InjectUnavailable(h.key(fc), 0)
+
+		// Without the pods, a fresh Tracker can only time the start from
+		// now: the control that shows what the pods change.
+		blind := &Poller{Reader: h.k8s, Resolver: h.poller.Resolver, Tracker: NewTracker(), ProbeTimeout: 2 * time.Second, Teardown: h.poller.Teardown}
+		if v := blind.ProbeOnce(h.ctx, fc); v.Levels[LevelRest].Reason != ReasonRestStarting {
+			t.Fatalf("fresh Tracker without pods: Rest = %+v, want RestStarting", v.Levels[LevelRest])
+		}
+		restarted := &Poller{Reader: h.k8s, Pods: pods, Resolver: h.poller.Resolver, Tracker: NewTracker(), ProbeTimeout: 2 * time.Second, Teardown: h.poller.Teardown}
+		if restarted.RestStarting(fc) {
+			t.Errorf("RestStarting with a JobManager pod ready for %v", 2*RestStartGrace)
+		}
+		if v := restarted.ProbeOnce(h.ctx, fc); v.Levels[LevelRest].Reason != ReasonRestUnavailable {
+			t.Errorf("fresh Tracker with pods: Rest = %+v, want RestUnavailable", v.Levels[LevelRest])
 		}
 	})
 

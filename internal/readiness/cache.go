@@ -35,8 +35,10 @@ type Pod struct {
 	// Cluster, Component and Revision are the pod's instance, component
 	// and controller-revision-hash labels.
 	Cluster, Component, Revision string
-	// Ready: the pod's Ready condition is True.
-	Ready bool
+	// Ready: the pod's Ready condition is True, since ReadySince (its
+	// last transition, as the kubelet recorded it).
+	Ready      bool
+	ReadySince metav1.Time
 }
 
 // DeepCopyObject makes Pod a runtime.Object, as informers and event
@@ -51,7 +53,12 @@ func (p *Pod) DeepCopyObject() runtime.Object {
 func Slim(p *corev1.Pod) *Pod {
 	out := &Pod{
 		Cluster: p.Labels[resources.LabelInstance], Component: p.Labels[resources.LabelComponent],
-		Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], Ready: PodReady(p),
+		Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey],
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			out.Ready, out.ReadySince = true, c.LastTransitionTime
+		}
 	}
 	out.Name, out.Namespace, out.ResourceVersion, out.UID = p.Name, p.Namespace, p.ResourceVersion, p.UID
 	out.CreationTimestamp, out.DeletionTimestamp = p.CreationTimestamp, p.DeletionTimestamp

@@ -13,6 +13,8 @@
 package readiness
 
 import (
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -24,9 +26,12 @@ import (
 // Observed: the workload's controller has acted on its current spec (its
 // status says so, or a pod of its current template exists, which only the
 // controller creates).
+// ReadySince: the earliest time one of the counted ready pods turned
+// ready, as the pods record it (zero when counted from status alone).
 type Counts struct {
 	Replicas, Updated, Ready int32
 	Observed                 bool
+	ReadySince               time.Time
 }
 
 // JobManagers counts the JobManager pods: the Deployment's status, or more
@@ -80,7 +85,7 @@ func TaskManagers(s *appsv1.StatefulSet, pods []Pod) Counts {
 
 func (c Counts) max(o Counts) Counts {
 	return Counts{Replicas: max(c.Replicas, o.Replicas), Updated: max(c.Updated, o.Updated), Ready: max(c.Ready, o.Ready),
-		Observed: c.Observed || o.Observed}
+		Observed: c.Observed || o.Observed, ReadySince: earliest(c.ReadySince, o.ReadySince)}
 }
 
 // count counts the component's current pods that are not being deleted
@@ -97,9 +102,18 @@ func count(pods []Pod, component string, current func(*Pod) bool) Counts {
 		c.Updated++
 		if p.Ready {
 			c.Ready++
+			c.ReadySince = earliest(c.ReadySince, p.ReadySince.Time)
 		}
 	}
 	return c
+}
+
+// earliest of two times, a zero one being none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // PodReady: the pod's Ready condition is True.

@@ -160,10 +160,11 @@ func TestSlimKeepsWhatIsCounted(t *testing.T) {
 	full.Annotations = map[string]string{"a": "b"}
 	full.Spec.Containers = []corev1.Container{{Name: "taskmanager", Image: "flink:1.20"}}
 	full.Status.PodIP = "10.0.0.1"
+	full.Status.Conditions[1].LastTransitionTime = created
 	want := Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: full.Name, Namespace: "data", UID: "u1", ResourceVersion: "42",
 			CreationTimestamp: created, DeletionTimestamp: full.DeletionTimestamp},
-		Cluster: "fc", Component: resources.ComponentTaskManager, Revision: "tm-new", Ready: true,
+		Cluster: "fc", Component: resources.ComponentTaskManager, Revision: "tm-new", Ready: true, ReadySince: created,
 	}
 	if got := Slim(full); !equality.Semantic.DeepEqual(*got, want) {
 		t.Errorf("Slim = %+v, want %+v", *got, want)
@@ -175,6 +176,30 @@ func TestSlimKeepsWhatIsCounted(t *testing.T) {
 	}
 	if Slim(&corev1.Pod{}).Ready {
 		t.Errorf("a pod without conditions is kept as ready")
+	}
+}
+
+// TestReadySince: the earliest time a counted pod turned ready; a pod not
+// ready, not current or being deleted says nothing, nor does a status.
+func TestReadySince(t *testing.T) {
+	at := func(d time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Status.Conditions[1].LastTransitionTime = metav1.NewTime(created.Add(d)) }
+	}
+	tm, jm := resources.ComponentTaskManager, resources.ComponentJobManager
+	for _, tc := range []struct {
+		name string
+		got  Counts
+		want time.Time
+	}{
+		{"the earlier of two ready pods", TaskManagers(statefulSet("tm-new", 0), []Pod{pod(tm, true, at(2*time.Minute)), pod(tm, true, at(time.Minute))}), created.Add(time.Minute)},
+		{"an old revision's pod says nothing", TaskManagers(statefulSet("tm-new", 0), []Pod{pod(tm, true, at(time.Minute), oldRevision), pod(tm, true, at(2*time.Minute))}), created.Add(2 * time.Minute)},
+		{"a pod not ready says nothing", JobManagers(deployment(1, 0), []Pod{pod(jm, false, at(time.Minute))}), time.Time{}},
+		{"a pod being deleted says nothing", JobManagers(deployment(1, 0), []Pod{pod(jm, true, at(time.Minute), deleting)}), time.Time{}},
+		{"status alone says nothing", JobManagers(deployment(1, 1), nil), time.Time{}},
+	} {
+		if !tc.got.ReadySince.Equal(tc.want) {
+			t.Errorf("%s: ReadySince = %v, want %v", tc.name, tc.got.ReadySince, tc.want)
+		}
 	}
 }
 

@@ -68,9 +68,12 @@ func TestEtcdRestartedMidBurst(t *testing.T) {
 }
 
 // killer restarts the operator with SIGKILL each time the previous one
-// has done something visible (its reconcile counter moved), until stopped:
-// a crash loop that never lets a reconcile sequence finish in one process.
-func killer(t *testing.T, stop <-chan struct{}) *sync.WaitGroup {
+// has done something visible (its reconcile counter moved), until the
+// returned stop is called (at the latest when the test ends, so a failed
+// test leaves no crash loop to the tests after it): a crash loop that
+// never lets a reconcile sequence finish in one process.
+func killer(t *testing.T) (stop func()) {
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
@@ -78,13 +81,13 @@ func killer(t *testing.T, stop <-chan struct{}) *sync.WaitGroup {
 			// completed a reconcile.
 			for metric(t, "controller_runtime_reconcile_total", `controller="flinkcluster"`) < 1 {
 				select {
-				case <-stop:
+				case <-done:
 					return
 				case <-time.After(100 * time.Millisecond):
 				}
 			}
 			select {
-			case <-stop:
+			case <-done:
 				return
 			case <-time.After(1500 * time.Millisecond): // let it get partway through its work
 			}
@@ -94,7 +97,10 @@ func killer(t *testing.T, stop <-chan struct{}) *sync.WaitGroup {
 			}
 		}
 	})
-	return &wg
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 // TestOperatorKilledDuringBurstAndUpgrades: the operator is killed again
@@ -104,20 +110,16 @@ func killer(t *testing.T, stop <-chan struct{}) *sync.WaitGroup {
 // second one means the operator decided the step twice).
 func TestOperatorKilledDuringBurstAndUpgrades(t *testing.T) {
 	ns := newNamespace(t)
-	stop := make(chan struct{})
-	kills := killer(t, stop)
+	stopKilling := killer(t)
 	before := op.kills
 	createAll(t, burst(ns, true), nil)
 	waitConverged(t, ns, *clusters, true, 4*time.Minute)
-	close(stop)
-	kills.Wait()
+	stopKilling()
 	t.Logf("operator killed %d times during the burst", op.kills-before)
 	checkNoDuplicates(t, ns, true)
 
 	upgradeAll(t, ns, func() (stopChaos func()) {
-		stop := make(chan struct{})
-		wg := killer(t, stop)
-		return func() { close(stop); wg.Wait() }
+		return killer(t)
 	})
 	if op.kills-before < 2 {
 		t.Errorf("the operator was killed %d times; the scenario needs repeated kills", op.kills-before)
