@@ -352,20 +352,34 @@ func (p *Poller) RestStarting(fc *v1.FlinkCluster) bool {
 // is still starting. A JobManager that turned ready moments ago may not
 // answer through its Service yet (kube-proxy routes it once the
 // EndpointSlice controller has published the pod): until its REST API
-// first answers (or fails otherwise), that is a start, not a failure. The
-// start is timed from when the JobManager's pod turned ready where the
-// pods tell (readiness.Counts.ReadySince), not from when this process
-// first saw it: an operator that restarts again and again would otherwise
-// hold a cluster whose REST API does not answer as starting for ever.
+// first answers (or fails otherwise), that is a start, not a failure.
 func (p *Poller) started(ctx context.Context, fc *v1.FlinkCluster, now time.Time) (seenReady, restStarting bool) {
 	readyAt, judged := p.Tracker.started(client.ObjectKeyFromObject(fc), fc.UID)
-	if !judged {
-		if _, c, err := p.jobManager(ctx, fc); err == nil && !c.ReadySince.IsZero() && (readyAt.IsZero() || c.ReadySince.Before(readyAt)) {
-			readyAt = c.ReadySince
+	if readyAt.IsZero() && !judged {
+		if _, c, err := p.jobManager(ctx, fc); err == nil {
+			readyAt = startedAt(c.ReadySince, now)
 		}
 	}
 	seenReady = !readyAt.IsZero() || everReady(fc)
 	return seenReady, !judged && (!seenReady || now.Sub(readyAt) < RestStartGrace)
+}
+
+// startedAt is when a JobManager this process has not seen turn ready did,
+// by its pod's Ready condition (readiness.Counts.ReadySince; zero when the
+// pods do not tell). An operator that restarts again and again would
+// otherwise time each start from its own first look and hold a cluster
+// whose REST API never answers as starting for ever. The condition's time
+// has whole seconds, so the pod turned ready up to one second after it; it
+// is the node's clock, so a time ahead of ours counts from now. Once this
+// process has seen the JobManager ready, its own clock times the start.
+func startedAt(readySince, now time.Time) time.Time {
+	if readySince.IsZero() {
+		return time.Time{}
+	}
+	if at := readySince.Add(time.Second); at.Before(now) {
+		return at
+	}
+	return now
 }
 
 // probe checks the levels bottom-up. It returns the probes, and the jobs

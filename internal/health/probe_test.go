@@ -98,6 +98,24 @@ func TestEverReady(t *testing.T) {
 	}
 }
 
+func TestStartedAt(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		readySince time.Time
+		want       time.Time
+	}{
+		{"the pods do not tell", time.Time{}, time.Time{}},
+		{"ready a minute ago: a second later, for the condition's whole seconds", now.Add(-time.Minute), now.Add(-time.Minute + time.Second)},
+		{"ready this second", now.Add(-300 * time.Millisecond), now},
+		{"a node clock ahead of ours", now.Add(time.Minute), now},
+	} {
+		if got := startedAt(tc.readySince, now); !got.Equal(tc.want) {
+			t.Errorf("%s: startedAt = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestRestProbe(t *testing.T) {
 	checkProbe(t, "answers", restProbe(nil, false), LevelRest, passes, ReasonRestAvailable)
 	checkProbe(t, "answers, starting", restProbe(nil, true), LevelRest, passes, ReasonRestAvailable)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -376,10 +377,12 @@ func (o Options) validateWebhook() error {
 	return nil
 }
 
+// splitList reads a comma-separated list, blanks and repeats dropped: a
+// namespace named twice is still one namespace to watch.
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}

@@ -27,7 +27,7 @@ func TestDefaultsFromEnvironment(t *testing.T) {
 			}
 			return ""
 		}},
-		{name: "namespace list", env: map[string]string{"WATCH_NAMESPACE": " team-a, team-b ,"}, check: func(o Options) string {
+		{name: "namespace list", env: map[string]string{"WATCH_NAMESPACE": " team-a, team-b ,team-a"}, check: func(o Options) string {
 			if strings.Join(o.WatchNamespaces, "|") != "team-a|team-b" {
 				return "namespaces " + strings.Join(o.WatchNamespaces, "|")
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -94,7 +95,10 @@ func NewCache(cfg *rest.Config, httpClient *http.Client, namespaces []string) (*
 	if err != nil {
 		return nil, fmt.Errorf("client for the pod cache: %w", err)
 	}
-	if len(namespaces) == 0 {
+	// One informer per namespace: a namespace named twice would count
+	// each of its pods twice.
+	namespaces = slices.Compact(slices.Sorted(slices.Values(namespaces)))
+	if len(namespaces) == 0 || slices.Contains(namespaces, metav1.NamespaceAll) {
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	selector := labels.Set{resources.LabelManagedBy: resources.ManagedBy}.String()

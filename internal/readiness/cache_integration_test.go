@@ -55,7 +55,9 @@ func TestCacheKeepsTheFlinkPods(t *testing.T) {
 	flinkPod("data", "someone-elses", false)
 	flinkPod("other", "fc-taskmanager-0", true)
 
-	c, err := readiness.NewCache(cfg, nil, []string{"data"})
+	// A namespace named twice (WATCH_NAMESPACE=data,data) is watched
+	// once: its pods would count twice otherwise.
+	c, err := readiness.NewCache(cfg, nil, []string{"data", "data"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestCacheKeepsTheFlinkPods(t *testing.T) {
 
 	got := c.Pods("data", "fc")
 	if len(got) != 1 {
-		t.Fatalf("Pods(data, fc) = %+v, want the one managed pod of namespace data", got)
+		t.Fatalf("Pods(data, fc) = %+v, want the one managed pod of namespace data, once", got)
 	}
 	if p := got[0]; p.Name != tm0.Name || p.Cluster != "fc" || p.Component != resources.ComponentTaskManager || p.Revision != "tm-1" || p.Ready || p.Labels != nil {
 		t.Errorf("cached pod = %+v", p)
