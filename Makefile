@@ -67,10 +67,10 @@ bench: tools build
 	$(GO) run ./bench/autopilotrest
 	$(GO) run ./bench/autopilot
 
-## test-unit: unit tests and the integration tier (envtest: real kube-apiserver and etcd from bin/)
+## test-unit: unit tests (the bench's own included) and the integration tier (envtest: real kube-apiserver and etcd from bin/)
 export KUBEBUILDER_ASSETS := $(BIN)
 test-unit:
-	$(GOTEST) -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e /test/e2e -e /test/chaos -e /test/faults -e /bench)
+	$(GOTEST) -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e /test/e2e -e /test/chaos -e /test/faults)
 
 ## test-e2e: the local platform, the Flink REST simulator and the operator binary. Its tests
 ## mostly wait on scaled Flink and Kubernetes timers, so more of them run at once than CPUs.

@@ -231,7 +231,12 @@ func scrape(addr string) (promText, error) {
 func (p promText) sum(name string, filters ...string) float64 {
 	total := 0.0
 	for _, l := range p {
+		// A label value may hold spaces (the Flink REST endpoint, "GET
+		// /jobs/overview"): the value follows the closing brace.
 		series, value, ok := strings.Cut(l, " ")
+		if i := strings.LastIndex(l, "}"); i >= 0 {
+			series, value, ok = l[:i+1], l[i+1:], true
+		}
 		if !ok {
 			continue
 		}

@@ -46,3 +46,32 @@ func TestAPILags(t *testing.T) {
 		t.Errorf("apiLags = %v, want %v", got, want)
 	}
 }
+
+func TestPromTextSum(t *testing.T) {
+	p := promText{
+		`datapilot_flink_rest_request_duration_seconds_count{endpoint="GET /jobs/overview"} 4`,
+		`datapilot_flink_rest_request_duration_seconds_count{endpoint="GET /overview"} 2`,
+		`datapilot_flink_rest_request_duration_seconds_sum{endpoint="GET /jobs/overview"} 0.002`,
+		`datapilot_flink_rest_request_duration_seconds_sum{endpoint="GET /overview"} 0.001`,
+		`controller_runtime_reconcile_total{controller="flinkcluster",result="success"} 7`,
+		`controller_runtime_reconcile_total{controller="other",result="success"} 100`,
+		`process_cpu_seconds_total 3.5`,
+	}
+	for _, tc := range []struct {
+		name    string
+		filters []string
+		want    float64
+	}{
+		{"datapilot_flink_rest_request_duration_seconds_count", nil, 6},
+		{"datapilot_flink_rest_request_duration_seconds_count", []string{`endpoint="GET /overview"`}, 2},
+		{"controller_runtime_reconcile_total", []string{`controller="flinkcluster"`}, 7},
+		{"process_cpu_seconds_total", nil, 3.5},
+	} {
+		if got := p.sum(tc.name, tc.filters...); got != tc.want {
+			t.Errorf("sum(%s, %v) = %v, want %v", tc.name, tc.filters, got, tc.want)
+		}
+	}
+	if got, want := p.mean("datapilot_flink_rest_request_duration_seconds"), 500*time.Microsecond; got != want {
+		t.Errorf("mean = %v, want %v", got, want)
+	}
+}
