@@ -267,3 +267,50 @@ func TestFirstDeployWaitsForFlink(t *testing.T) {
 		t.Errorf("%d jobs submitted, want 1", n)
 	}
 }
+
+// TestRestartDuringRestOutage: the operator restarts while a running job
+// cluster's REST API answers 503. The new process times the REST start
+// from the JobManager pod's Ready transition, long past, so it judges the
+// API unavailable instead of holding the cluster as starting; and with
+// Flink unreachable it stops, cancels and submits nothing: the job it had
+// stays recorded, and an upgrade asked for meanwhile is held with
+// StateHold FlinkUnreachable, then takes its savepoint once Flink answers
+// and restores from it.
+func TestRestartDuringRestOutage(t *testing.T) {
+	alone(t)
+	ns, key := startJobCluster(t, "restarted")
+	oldJob := getFC(t, ns, "restarted").Status.Job.ID
+	sim.Engine.InjectUnavailable(key, -1)
+	defer sim.Engine.ClearFaults(key)
+	op.kill()
+	if err := op.start(); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, ns, "restarted", v1.ConditionRestAvailable, metav1.ConditionFalse, time.Minute)
+	patchSpec(t, ns, "restarted", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	fc := waitStateHold(t, ns, "restarted", "FlinkUnreachable", time.Minute)
+	runs := func() int {
+		v, err := sim.Engine.View(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Requests["POST /jars/{jarid}/run"]
+	}
+	submitted := runs()
+	if fc.Status.Upgrade != nil || fc.Status.Job == nil || fc.Status.Job.ID != oldJob || jobManagerImage(t, ns, "restarted") != "flink:1.17.1" {
+		t.Fatalf("Flink unreachable after a restart: upgrade %+v, job %+v (had %s), image %s", fc.Status.Upgrade, fc.Status.Job, oldJob, jobManagerImage(t, ns, "restarted"))
+	}
+	if old := simJob(t, key, oldJob); old.StopsTriggered != 0 || old.State != flink.JobRunning {
+		t.Fatalf("Flink unreachable after a restart: the old job %s, %d stops", old.State, old.StopsTriggered)
+	}
+	sim.Engine.ClearFaults(key)
+	fc = waitUpgradeResult(t, ns, "restarted", "UpgradeSucceeded", 2*time.Minute)
+	old := simJob(t, key, oldJob)
+	nw := simJob(t, key, fc.Status.Job.ID)
+	if old.StopsTriggered != 1 || nw.RestoredFrom == nil || !nw.RestoredFrom.IsSavepoint || nw.RestoredFrom.ExternalPath != old.LatestSavepoint {
+		t.Errorf("old job %d stops; new job restored from %+v, want the stop's savepoint %s", old.StopsTriggered, nw.RestoredFrom, old.LatestSavepoint)
+	}
+	if n := runs() - submitted; n != 1 {
+		t.Errorf("%d jobs submitted once Flink answered, want 1", n)
+	}
+}
