@@ -42,6 +42,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -189,11 +190,9 @@ func run(ctx context.Context, c config) error {
 		return fmt.Errorf("%s is missing: run 'make build' (make bench does)", bin)
 	}
 	stateDir, _ := filepath.Abs(c.stateDir)
+	// The platform empties it once it owns the state dir: a second bench
+	// started on the same dir must not take a running one's log.
 	audit := filepath.Join(stateDir, "audit", "audit.log")
-	if err := os.MkdirAll(filepath.Dir(audit), 0o755); err != nil {
-		return err
-	}
-	_ = os.Remove(audit)
 	// Every pod of every phase must fit: three per cluster, with headroom.
 	nodes := max(4, (3*(c.n+c.jobs)+199)/200+1)
 	var r results
@@ -216,7 +215,15 @@ func run(ctx context.Context, c config) error {
 	r.startup = pl.StartupDuration()
 	fmt.Printf("Local platform up in %s with %d nodes\n", r.startup.Round(time.Millisecond), nodes)
 
-	cfg := pl.RESTConfig()
+	// The bench's own clients (its creates, the watches that measure, the
+	// Flink simulator) run through every phase; uncompressed, as the
+	// operator's, so the API server gzips no watch event for them.
+	restConfig := func() *rest.Config {
+		cfg := pl.RESTConfig()
+		cfg.DisableCompression = true
+		return cfg
+	}
+	cfg := restConfig()
 	cfg.UserAgent = benchAgent
 	cfg.QPS, cfg.Burst = 500, 1000
 	k8s, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
@@ -229,7 +236,7 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer closeSimLog()
-	sim, err := flinksim.New(pl.RESTConfig(), flinksim.Options{ListenAddr: "127.0.0.1:0", Log: simLog})
+	sim, err := flinksim.New(restConfig(), flinksim.Options{ListenAddr: "127.0.0.1:0", Log: simLog})
 	if err != nil {
 		return err
 	}
@@ -260,7 +267,7 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 	}
-	watch, err := watchReadiness(ctx, pl.RESTConfig(), watched...)
+	watch, err := watchReadiness(ctx, restConfig(), watched...)
 	if err != nil {
 		return err
 	}
