@@ -289,8 +289,10 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
+	// Its certificate in the state dir: the takeover kills it, which would
+	// leave a temporary dir behind at every run.
 	leaderArgs := append(slices.Clone(opArgs), "--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1",
-		fmt.Sprintf("--webhook-port=%d", whPort), fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", whPort))
+		"--webhook-cert-dir="+filepath.Join(stateDir, "webhook-certs"), fmt.Sprintf("--webhook-port=%d", whPort), fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", whPort))
 	op, err := startOperator(bin, c.heapProfile != "", nil, leaderArgs...)
 	if err != nil {
 		return err

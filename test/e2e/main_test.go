@@ -268,6 +268,8 @@ func (o *operatorProcess) start() error {
 		// The conversion webhook for data.example.com/v1alpha1, as
 		// `datapilot-local up` runs it.
 		"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", o.webhookPort),
+		// In the state dir, not a temporary dir that every kill leaves.
+		"--webhook-cert-dir="+filepath.Join(filepath.Dir(o.logPath), "webhook-certs"),
 		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", o.webhookPort))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
