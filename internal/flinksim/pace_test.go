@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// TestReadPace: a namespace rests as long as its last read took, others
-// are not held by it, and a first read never waits.
+// TestReadPace: a namespace rests as long as its last read took, up to
+// maxRest; others are not held by it, and a first read never waits.
 func TestReadPace(t *testing.T) {
 	t0 := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
 	var p readPace
@@ -28,6 +28,11 @@ func TestReadPace(t *testing.T) {
 		if got := p.wait(tc.ns, t0.Add(tc.at)); got != tc.want {
 			t.Errorf("wait(%s, +%v) = %v, want %v", tc.ns, tc.at, got, tc.want)
 		}
+	}
+	// A read slowed by more than its size rests no longer than maxRest.
+	p.read("c", t0, t0.Add(5*time.Second))
+	if got := p.wait("c", t0.Add(5*time.Second)); got != maxRest {
+		t.Errorf("after a 5s read c rests %v, want %v", got, maxRest)
 	}
 	// A quick read rests as briefly.
 	p.read("a", t0.Add(time.Second), t0.Add(time.Second+time.Millisecond))

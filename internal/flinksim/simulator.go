@@ -211,26 +211,34 @@ func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 // every change in it: with a thousand clusters in one namespace a read
 // takes a good part of a core, changes arrive faster than it ends, and the
 // worker would read back to back for as long as they come, taking the CPU
-// of the control plane it watches (a fifth of the machine's in the bench
-// at N = 1000). So a namespace is read again no sooner than its last read
-// took: half the worker's time at most, and a change is observed at most
-// about three reads late (one under way, the rest, the next). How the
-// simulator reads Kubernetes, not a Flink behaviour (Flink's processes see
-// their pods through the kubelet, later still); with a few clusters a read
-// takes a millisecond. Only the watch's one worker uses it.
+// of the control plane it watches (65 % of the bench process's CPU in
+// profiles at N = 400, a seventh of the machine's). So a namespace is read
+// again no sooner than its last read took, at most maxRest: half the
+// worker's time at most for one namespace, and a change in it is observed
+// about three of its reads late at most (one under way, the rest, the
+// next), plus the reads of other namespaces queued ahead. A read is timed
+// by the clock, not the CPU: the ServiceAccount reviews it may wait for
+// count too, hence the bound. How the simulator reads Kubernetes, not a
+// Flink behaviour (Flink's processes see their pods through the kubelet,
+// later still). Only the watch's one worker uses it.
 type readPace map[string]time.Time
+
+// maxRest bounds a namespace's rest after a read slowed by something other
+// than its size (API round trips, a busy machine).
+const maxRest = time.Second
 
 // wait is how long the namespace still rests at now.
 func (p *readPace) wait(ns string, now time.Time) time.Duration {
 	return max(0, (*p)[ns].Sub(now))
 }
 
-// read notes a read of the namespace from start to end: it rests as long.
+// read notes a read of the namespace from start to end: it rests as long,
+// up to maxRest.
 func (p *readPace) read(ns string, start, end time.Time) {
 	if *p == nil {
 		*p = readPace{}
 	}
-	(*p)[ns] = end.Add(end.Sub(start))
+	(*p)[ns] = end.Add(min(end.Sub(start), maxRest))
 }
 
 // accessTTL is how long an answer about a ServiceAccount's rights is kept.
