@@ -40,3 +40,18 @@ func TestReadPace(t *testing.T) {
 		t.Errorf("after a 1ms read a rests %v, want 1ms", got)
 	}
 }
+
+// TestReadStatsString: how the bench prints the reads.
+func TestReadStatsString(t *testing.T) {
+	for _, tc := range []struct {
+		r    ReadStats
+		want string
+	}{
+		{ReadStats{}, "none"},
+		{ReadStats{Count: 4, Total: 10 * time.Millisecond, Longest: 7 * time.Millisecond}, "4 / 2.5ms / 7ms"},
+	} {
+		if got := tc.r.String(); got != tc.want {
+			t.Errorf("%+v.String() = %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -42,6 +43,39 @@ type Simulator struct {
 	opts Options
 	ln   net.Listener
 	log  logr.Logger
+
+	readsMu sync.Mutex
+	reads   ReadStats
+}
+
+// ReadStats are the watch's namespace reads so far. How late a change is
+// seen follows from them (readPace): the bench reports them, since that
+// delay lies on the operator's path to a running Flink, not the baseline's.
+type ReadStats struct {
+	Count          int
+	Total, Longest time.Duration
+}
+
+// ReadStats returns the namespace reads so far.
+func (s *Simulator) ReadStats() ReadStats {
+	s.readsMu.Lock()
+	defer s.readsMu.Unlock()
+	return s.reads
+}
+
+func (r ReadStats) String() string {
+	if r.Count == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d / %s / %s", r.Count, (r.Total / time.Duration(r.Count)).Round(time.Microsecond), r.Longest.Round(time.Microsecond))
+}
+
+func (s *Simulator) noteRead(d time.Duration) {
+	s.readsMu.Lock()
+	defer s.readsMu.Unlock()
+	s.reads.Count++
+	s.reads.Total += d
+	s.reads.Longest = max(s.reads.Longest, d)
 }
 
 // New creates a simulator and binds its listener, so Addr is known before
@@ -192,7 +226,9 @@ func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 			}
 			start := time.Now()
 			again, err := w.sync(ctx, ns)
-			pace.read(ns, start, time.Now())
+			end := time.Now()
+			pace.read(ns, start, end)
+			s.noteRead(end.Sub(start))
 			if err != nil {
 				s.log.Error(err, "Flink REST simulator: observing namespace", "namespace", ns)
 			}

@@ -167,6 +167,11 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 		}
 		return nil
 	})
+	// The cluster was learnt by reading its namespace, and the reads are
+	// counted (the bench reports them).
+	if rs := sim.ReadStats(); rs.Count == 0 || rs.Total < rs.Longest || rs.Longest <= 0 {
+		t.Errorf("ReadStats after observing a cluster = %+v, want reads counted and timed", rs)
+	}
 	_, jarID, err := fl.UploadJar(ctx, "job.jar", strings.NewReader("PK"))
 	if err != nil {
 		t.Fatal(err)
