@@ -254,9 +254,13 @@ func (s *Simulator) watch(ctx context.Context, errc chan<- error) error {
 // about three of its reads late at most (one under way, the rest, the
 // next), plus the reads of other namespaces queued ahead. A read is timed
 // by the clock, not the CPU: the ServiceAccount reviews it may wait for
-// count too, hence the bound. How the simulator reads Kubernetes, not a
-// Flink behaviour (Flink's processes see their pods through the kubelet,
-// later still). Only the watch's one worker uses it.
+// count too, hence the bound. No Flink class is followed here: this is
+// when the simulator learns of Kubernetes objects, not what a Flink
+// process does once started (Engine.Observe and what it calls decide
+// that). It makes the simulator later, and kinder in one way only: a pod
+// that runs and is gone again within one rest starts no process, where
+// Flink would have run one for that moment (within one read, the same
+// held before). Only the watch's one worker uses it.
 type readPace map[string]time.Time
 
 // maxRest bounds a namespace's rest after a read slowed by something other

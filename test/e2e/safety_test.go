@@ -73,11 +73,7 @@ func TestUpgradeDuringRestOutage(t *testing.T) {
 	}
 	sim.Engine.ClearFaults(key)
 	fc = waitUpgradeResult(t, ns, "outage", "UpgradeSucceeded", 2*time.Minute)
-	old := simJob(t, key, oldJob)
-	nw := simJob(t, key, fc.Status.Job.ID)
-	if old.StopsTriggered != 1 || nw.RestoredFrom == nil || !nw.RestoredFrom.IsSavepoint || nw.RestoredFrom.ExternalPath != old.LatestSavepoint {
-		t.Errorf("old job %d stops; new job restored from %+v, want the stop's savepoint %s", old.StopsTriggered, nw.RestoredFrom, old.LatestSavepoint)
-	}
+	wantRestoredFromStop(t, key, oldJob, fc.Status.Job.ID)
 	if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionStateHold); c != nil {
 		t.Errorf("StateHold left: %+v", c)
 	}
@@ -305,12 +301,18 @@ func TestRestartDuringRestOutage(t *testing.T) {
 	}
 	sim.Engine.ClearFaults(key)
 	fc = waitUpgradeResult(t, ns, "restarted", "UpgradeSucceeded", 2*time.Minute)
-	old := simJob(t, key, oldJob)
-	nw := simJob(t, key, fc.Status.Job.ID)
-	if old.StopsTriggered != 1 || nw.RestoredFrom == nil || !nw.RestoredFrom.IsSavepoint || nw.RestoredFrom.ExternalPath != old.LatestSavepoint {
-		t.Errorf("old job %d stops; new job restored from %+v, want the stop's savepoint %s", old.StopsTriggered, nw.RestoredFrom, old.LatestSavepoint)
-	}
+	wantRestoredFromStop(t, key, oldJob, fc.Status.Job.ID)
 	if n := runs() - submitted; n != 1 {
 		t.Errorf("%d jobs submitted once Flink answered, want 1", n)
+	}
+}
+
+// wantRestoredFromStop: the old job was stopped exactly once, and the new
+// job restored from the savepoint that stop took, as Flink recorded both.
+func wantRestoredFromStop(t *testing.T, key flinksim.ClusterKey, oldJob, newJob string) {
+	t.Helper()
+	old, nw := simJob(t, key, oldJob), simJob(t, key, newJob)
+	if old.StopsTriggered != 1 || nw.RestoredFrom == nil || !nw.RestoredFrom.IsSavepoint || nw.RestoredFrom.ExternalPath != old.LatestSavepoint {
+		t.Errorf("old job %d stops; new job restored from %+v, want the stop's savepoint %s", old.StopsTriggered, nw.RestoredFrom, old.LatestSavepoint)
 	}
 }
