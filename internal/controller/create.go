@@ -32,7 +32,7 @@ func (r *Reconciler) write(ctx context.Context, c child, a action) (created stri
 		return "", r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership)
 	}
 	if a == actionCreate {
-		obj, err := asObject(c.desired)
+		obj, err := asTyped(r.Client.Scheme(), c.desired)
 		if err != nil {
 			return "", err
 		}
@@ -89,6 +89,33 @@ func (r *Reconciler) ownCreatedFields(ctx context.Context, c child) error {
 		return fmt.Errorf("take over the created fields of %s %s: %w", c.kind, c.name, err)
 	}
 	return nil
+}
+
+// asTyped is an apply configuration as the typed object it describes, so
+// its create goes as protobuf, both ways, as controller-runtime sends every
+// built-in kind it knows the type of. Sent unstructured, the create went as
+// JSON and its answer was decoded into a map: a tenth of the operator's
+// CPU at N = 400 (its profile: unstructuredClient.Create), and the API
+// server's JSON codec on both sides. The same fields reach the API server
+// either way: the converter fills only what the configuration sets, and
+// what it leaves zero is what a JSON body without the field decodes to.
+func asTyped(scheme *runtime.Scheme, ac runtime.ApplyConfiguration) (client.Object, error) {
+	u, err := asObject(ac)
+	if err != nil {
+		return nil, err
+	}
+	o, err := scheme.New(u.GroupVersionKind())
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", u.GetKind(), err)
+	}
+	obj, ok := o.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("create %s: %T is not an object", u.GetKind(), o)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return nil, fmt.Errorf("convert %s: %w", u.GetKind(), err)
+	}
+	return obj, nil
 }
 
 // asObject is an apply configuration as the object it describes.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,9 +125,16 @@ func (c countWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		n, _ := writesByNamespace.LoadOrStore(ns, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
+		if req.Method == http.MethodPost {
+			createTypes.Store(ns+" "+path.Base(req.URL.Path), req.Header.Get("Content-Type"))
+		}
 	}
 	return c.next.RoundTrip(req)
 }
+
+// createTypes maps "<namespace> <resource>" to the Content-Type of the
+// operator's last create of that resource there.
+var createTypes sync.Map
 
 // writesByNamespace maps a namespace to its *atomic.Int64 write count.
 var writesByNamespace sync.Map
