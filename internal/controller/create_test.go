@@ -53,10 +53,14 @@ func TestCreatedChildrenDropWhatTheRenderingDrops(t *testing.T) {
 	}
 	// Typed, so protobuf both ways (asTyped): JSON into an unstructured
 	// map was a tenth of the operator's CPU.
+	// The children are created side by side: wait for each create.
 	for _, r := range []string{"configmaps", "services", "deployments", "statefulsets", "poddisruptionbudgets"} {
-		if ct, _ := createTypes.Load(ns + " " + r); ct != runtime.ContentTypeProtobuf {
-			t.Errorf("the operator created %s as %v, want %s", r, ct, runtime.ContentTypeProtobuf)
-		}
+		testwait.Until(t, 15*time.Second, func() error {
+			if ct, ok := createTypes.Load(ns + " " + r); !ok || ct != runtime.ContentTypeProtobuf {
+				return fmt.Errorf("the operator created %s as %v, want %s", r, ct, runtime.ContentTypeProtobuf)
+			}
+			return nil
+		})
 	}
 	if sts.Spec.Template.Labels["team"] != "data-platform" {
 		t.Fatalf("TaskManager pod labels %v, want the podTemplate's team", sts.Spec.Template.Labels)
