@@ -35,15 +35,7 @@ func TestCreatedTypedAsTheJSONWouldDecode(t *testing.T) {
 		t.Fatal("no protobuf serializer")
 	}
 	for _, file := range []string{"dedicated-pool.yaml", "streaming-job.yaml", "realtime-warehouse.yaml", "autopilot.yaml", "sql-job.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(testenv.Root(), "examples", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		fc, err := r.FlinkCluster(u, "team-a")
+		fc, err := r.FlinkCluster(exampleObject(t, file), "team-a")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,4 +73,18 @@ func TestCreatedTypedAsTheJSONWouldDecode(t *testing.T) {
 			}
 		}
 	}
+}
+
+// exampleObject is the FlinkCluster of examples/<file>, as written.
+func exampleObject(t *testing.T, file string) *unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.Root(), "examples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

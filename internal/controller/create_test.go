@@ -51,9 +51,9 @@ func TestCreatedChildrenDropWhatTheRenderingDrops(t *testing.T) {
 	if m := managers(&cm); !m[controller.FieldManager+"/Update"] {
 		t.Errorf("new ConfigMap's field managers %v, want the operator's create", m)
 	}
-	// Typed, so protobuf both ways (asTyped): JSON into an unstructured
-	// map was a tenth of the operator's CPU.
-	// The children are created side by side: wait for each create.
+	// Created typed, so as protobuf (asTyped): JSON into an unstructured
+	// map was a tenth of the operator's CPU. The five are created side by
+	// side: wait for each.
 	for _, r := range []string{"configmaps", "services", "deployments", "statefulsets", "poddisruptionbudgets"} {
 		testwait.Until(t, 15*time.Second, func() error {
 			if ct, ok := createTypes.Load(ns + " " + r); !ok || ct != runtime.ContentTypeProtobuf {

@@ -3,8 +3,6 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,24 +13,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/controller"
 	"github.com/datapilot/datapilot/internal/resources"
-	"github.com/datapilot/datapilot/internal/testenv"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
 func example(t *testing.T, ns, file string) *unstructured.Unstructured {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(testenv.Root(), "examples", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(raw, &u.Object); err != nil {
-		t.Fatal(err)
-	}
+	u := controller.ExampleObject(t, file)
 	u.SetNamespace(ns)
 	return u
 }
