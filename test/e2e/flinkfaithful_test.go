@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -154,4 +156,54 @@ func TestJobManagerPodDeletedWithoutHA(t *testing.T) {
 		}
 		return fmt.Errorf("no job running from %s in Flink: %+v", newest, v.Jobs)
 	})
+}
+
+// TestJobManagerDeploymentDeletedWithoutHA: a JobManager Deployment deleted
+// under a running job (by hand, by a tool pruning what it does not know)
+// takes its pods and, without high availability, the job with them. The
+// operator creates the Deployment again (a create: the child does not
+// exist), and the new JobManager process starts empty, as Flink's would: the
+// operator must not submit the job again from a restore point it cannot
+// confirm as the newest, but hold and say why.
+func TestJobManagerDeploymentDeletedWithoutHA(t *testing.T) {
+	parallel(t)
+	ns, key := startJobCluster(t, "jmgone")
+	eventually(t, time.Minute, "a checkpoint recorded in the status", func() error {
+		if getFC(t, ns, "jmgone").Status.Job.LastCheckpoint == nil {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	ctx := context.Background()
+	name := types.NamespacedName{Namespace: ns, Name: "jmgone-jobmanager"}
+	var old appsv1.Deployment
+	if err := k8s.Get(ctx, name, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, &old, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the JobManager Deployment created again", func() error {
+		var d appsv1.Deployment
+		if err := k8s.Get(ctx, name, &d); err != nil {
+			return err
+		}
+		if d.UID == old.UID {
+			return fmt.Errorf("still the deleted one")
+		}
+		return nil
+	})
+	fc := waitCondition(t, ns, "jmgone", v1.ConditionStateHold, metav1.ConditionTrue, time.Minute)
+	if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionStateHold); c.Reason != "NewestStateUnknown" {
+		t.Fatalf("StateHold %s: %s", c.Reason, c.Message)
+	}
+	v, err := sim.Engine.View(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range v.Jobs {
+		if j.Present && j.State == flink.JobRunning {
+			t.Fatalf("a job runs while the operator holds: %+v", j)
+		}
+	}
 }
