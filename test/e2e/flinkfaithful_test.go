@@ -119,19 +119,7 @@ func TestJobManagerPodDeletedWithoutHA(t *testing.T) {
 	// (RETAIN_ON_CANCELLATION), but no Flink process remembers which is the
 	// newest, and the one recorded may have been subsumed since: the
 	// operator restores nothing and says why.
-	fc := waitCondition(t, ns, "jmcrash", v1.ConditionStateHold, metav1.ConditionTrue, time.Minute)
-	if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionStateHold); c.Reason != "NewestStateUnknown" {
-		t.Fatalf("StateHold %s: %s", c.Reason, c.Message)
-	}
-	v, err := sim.Engine.View(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, j := range v.Jobs {
-		if j.Present && j.State == flink.JobRunning {
-			t.Fatalf("a job runs while the operator holds: %+v", j)
-		}
-	}
+	v := wantHeldNewestUnknown(t, ns, "jmcrash", key)
 	// Flink's record of the suspension names the newest checkpoint: the
 	// user restores from it, as they would from the checkpoint storage.
 	var newest string
@@ -193,7 +181,15 @@ func TestJobManagerDeploymentDeletedWithoutHA(t *testing.T) {
 		}
 		return nil
 	})
-	fc := waitCondition(t, ns, "jmgone", v1.ConditionStateHold, metav1.ConditionTrue, time.Minute)
+	wantHeldNewestUnknown(t, ns, "jmgone", key)
+}
+
+// wantHeldNewestUnknown: the operator holds the cluster with StateHold
+// NewestStateUnknown, and Flink runs no job meanwhile. It returns Flink's
+// view as the hold found it.
+func wantHeldNewestUnknown(t *testing.T, ns, name string, key flinksim.ClusterKey) flinksim.ClusterView {
+	t.Helper()
+	fc := waitCondition(t, ns, name, v1.ConditionStateHold, metav1.ConditionTrue, time.Minute)
 	if c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionStateHold); c.Reason != "NewestStateUnknown" {
 		t.Fatalf("StateHold %s: %s", c.Reason, c.Message)
 	}
@@ -206,4 +202,5 @@ func TestJobManagerDeploymentDeletedWithoutHA(t *testing.T) {
 			t.Fatalf("a job runs while the operator holds: %+v", j)
 		}
 	}
+	return v
 }
