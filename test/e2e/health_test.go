@@ -49,10 +49,27 @@ func TestHealthToleratesJitterAndDegradesOnRepeatedFailure(t *testing.T) {
 	stable := waitCondition(t, ns, "jitter", v1.ConditionAvailable, metav1.ConditionTrue, time.Minute)
 
 	// One 503: a Warning event, no status change at all.
+	before, err := sim.Engine.View(key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sim.Engine.InjectUnavailable(key, 1)
 	eventually(t, 30*time.Second, "a Warning event for the 503", func() error {
 		if n := warningEvents(t, ns, "jitter", "RestUnavailable"); n < 1 {
-			return fmt.Errorf("%d events", n)
+			// Which requests came since, and whether one took the 503:
+			// what a failure needs to tell a poller that did not probe
+			// from a request that was not the probe.
+			now, err := sim.Engine.View(key)
+			if err != nil {
+				return err
+			}
+			since := map[string]int{}
+			for e, c := range now.Requests {
+				if d := c - before.Requests[e]; d > 0 {
+					since[e] = d
+				}
+			}
+			return fmt.Errorf("%d events; 503s left %d; requests since the injection %v", n, now.UnavailableRemaining, since)
 		}
 		return nil
 	})
