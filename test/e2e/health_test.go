@@ -16,16 +16,23 @@ import (
 
 func warningEvents(t *testing.T, ns, name, reason string) int32 {
 	t.Helper()
+	return warnings(t, ns, name)[reason]
+}
+
+// warnings counts the Warning events about a FlinkCluster by reason, each
+// series by its count.
+func warnings(t *testing.T, ns, name string) map[string]int32 {
+	t.Helper()
 	list := &eventsv1.EventList{}
 	if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	var n int32
+	n := map[string]int32{}
 	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Reason == reason && e.Type == "Warning" {
-			n++
+		if e.Regarding.Name == name && e.Type == "Warning" {
+			n[e.Reason]++
 			if e.Series != nil {
-				n += e.Series.Count - 1
+				n[e.Reason] += e.Series.Count - 1
 			}
 		}
 	}
@@ -69,7 +76,8 @@ func TestHealthToleratesJitterAndDegradesOnRepeatedFailure(t *testing.T) {
 					since[e] = d
 				}
 			}
-			return fmt.Errorf("%d events; 503s left %d; requests since the injection %v", n, now.UnavailableRemaining, since)
+			return fmt.Errorf("%d events; 503s left %d; requests since the injection %v; Warnings by reason %v",
+				n, now.UnavailableRemaining, since, warnings(t, ns, "jitter"))
 		}
 		return nil
 	})
