@@ -94,6 +94,7 @@ func TestInstallsApplyToAPIServer(t *testing.T) {
 			if w := warnings.all(); len(w) > 0 {
 				t.Errorf("The API server warned:\n%s", strings.Join(w, "\n"))
 			}
+			checkClusterScopedStored(t, c, objs)
 
 			example := parse(t, readFile(t, "examples/realtime-warehouse.yaml"))[0]
 			example.SetNamespace(in.namespace)
@@ -252,4 +253,25 @@ func (w *warningRecorder) all() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.list)
+}
+
+// checkClusterScopedStored: every cluster-scoped object an install renders
+// is stored without a namespace, whatever the rendering gave it (kustomize
+// gives the FlowSchema one).
+func checkClusterScopedStored(t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		if !clusterScoped[o.GetKind()] {
+			continue
+		}
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(o.GroupVersionKind())
+		if err := c.Get(t.Context(), client.ObjectKey{Name: o.GetName()}, got); err != nil {
+			t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
+			continue
+		}
+		if ns := got.GetNamespace(); ns != "" {
+			t.Errorf("%s %s is stored in namespace %q", o.GetKind(), o.GetName(), ns)
+		}
+	}
 }
