@@ -69,6 +69,12 @@
 //     Tracker and, across operator restarts, read from the FlinkCluster's
 //     status (a JobManagerReady condition that is True or False, or
 //     status.jobManager.readyReplicas > 0).
+//   - A REST API that has not answered since its JobManager turned ready
+//     is starting (level 2 unknown, reason RestStarting) for RestStartGrace;
+//     once a probe has seen it answer or fail, not answering is a failure.
+//     That is decided again when the probe's answers are folded in: a
+//     reconcile's probe and the round's can overlap, and one that began
+//     before the other saw the API answer still counts its own failure.
 //   - While status.upgrade is set, the upgrade gate owns the outcome (it
 //     verifies the jobs and rolls back by itself): failures are reported as
 //     unknown, without Event, count or Degraded.

@@ -259,7 +259,9 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 	}
 	now := p.now()
 	seenReady, restStarting := p.started(ctx, fc, now)
-	probes, jobs, jobsSeen := p.probe(ctx, fc, seenReady, restStarting)
+	a := p.ask(ctx, fc, seenReady)
+	answered := p.now()
+	probes, jobs, jobsSeen := judge(fc, a, seenReady, restStarting, answered)
 	if ctx.Err() != nil {
 		// Shutting down: the REST calls were cut short by us, not by Flink.
 		v, _ := p.Tracker.Get(key)
@@ -279,6 +281,12 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		if e.uid != fc.UID {
 			// A new incarnation under the same name starts afresh.
 			*e = entry{uid: fc.UID}
+		}
+		if restStarting && e.restJudged {
+			// Another probe saw the REST API answer (or fail) while this
+			// one was under way (a reconcile's and the round's overlap):
+			// it is no longer starting, and not answering is a failure.
+			probes, jobs, jobsSeen = judge(fc, a, seenReady, false, answered)
 		}
 		var changed bool
 		first := len(e.verdict.Levels) == 0
@@ -382,9 +390,45 @@ func startedAt(readySince, now time.Time) time.Time {
 	return now
 }
 
-// probe checks the levels bottom-up. It returns the probes, and the jobs
-// when GET /jobs/overview answered.
-func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady, restStarting bool) (probes []Probe, jobs []JobSummary, jobsSeen bool) {
+// answers is what one probe read: the JobManager from the cache, and the
+// REST API's answers when the JobManager passed.
+type answers struct {
+	jm     *appsv1.Deployment
+	counts readiness.Counts
+	jmErr  error
+	// asked: the REST API was asked; restErr is its failure, jobs its
+	// GET /jobs/overview when the cluster's jobs are probed.
+	asked   bool
+	restErr error
+	jobs    *flink.MultipleJobsDetails
+}
+
+// ask reads the JobManager and, when it passes, asks the REST API.
+func (p *Poller) ask(ctx context.Context, fc *v1.FlinkCluster, seenReady bool) answers {
+	var a answers
+	a.jm, a.counts, a.jmErr = p.jobManager(ctx, fc)
+	if a.jmErr != nil || !jobManagerProbe(a.jm, a.counts.Ready, seenReady).OK {
+		return a
+	}
+	fl := flink.NewClient(p.Resolver.BaseURL(fc.Namespace, fc.Name), p.HTTPClient)
+	fl.MaxRetries = 0
+	fl.RequestTimeout = p.ProbeTimeout
+	if fl.RequestTimeout <= 0 {
+		fl.RequestTimeout = DefaultProbeTimeout
+	}
+	a.asked = true
+	_, a.restErr = fl.Overview(ctx)
+	if _, required := jobsRequired(fc); a.restErr == nil && required {
+		// A REST API that answers /overview but not /jobs/overview does not
+		// answer: that is level 2's failure.
+		a.jobs, a.restErr = fl.JobsOverview(ctx)
+	}
+	return a
+}
+
+// judge makes the levels' probes of what one probe read, bottom-up. It
+// returns the jobs when GET /jobs/overview answered.
+func judge(fc *v1.FlinkCluster, a answers, seenReady, restStarting bool, now time.Time) (probes []Probe, jobs []JobSummary, jobsSeen bool) {
 	upgrading := fc.Status.Upgrade != nil
 	add := func(pr Probe) Probe {
 		if upgrading {
@@ -394,36 +438,20 @@ func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady, rest
 		return pr
 	}
 
-	jm, counts, err := p.jobManager(ctx, fc)
 	var l1 Probe
-	if err != nil {
+	if a.jmErr != nil {
 		l1 = add(Probe{Level: LevelJobManager, Unknown: true, Reason: ReasonJobManagerUnknown,
-			Message: sentence("Reading the JobManager failed: " + err.Error())})
+			Message: sentence("Reading the JobManager failed: " + a.jmErr.Error())})
 	} else {
-		l1 = add(jobManagerProbe(jm, counts.Ready, seenReady))
+		l1 = add(jobManagerProbe(a.jm, a.counts.Ready, seenReady))
 	}
-	if !l1.OK {
+	if !l1.OK || !a.asked {
 		add(unknownAbove(LevelRest, l1))
 		add(unknownAbove(LevelJobs, l1))
 		return probes, nil, false
 	}
-
-	fl := flink.NewClient(p.Resolver.BaseURL(fc.Namespace, fc.Name), p.HTTPClient)
-	fl.MaxRetries = 0
-	fl.RequestTimeout = p.ProbeTimeout
-	if fl.RequestTimeout <= 0 {
-		fl.RequestTimeout = DefaultProbeTimeout
-	}
-
-	_, err = fl.Overview(ctx)
 	l3, required := jobsRequired(fc)
-	var ov *flink.MultipleJobsDetails
-	if err == nil && required {
-		// A REST API that answers /overview but not /jobs/overview does not
-		// answer: that is level 2's failure.
-		ov, err = fl.JobsOverview(ctx)
-	}
-	l2 := add(restProbe(err, restStarting))
+	l2 := add(restProbe(a.restErr, restStarting))
 	if !l2.OK {
 		add(unknownAbove(LevelJobs, l2))
 		return probes, nil, false
@@ -432,8 +460,8 @@ func (p *Poller) probe(ctx context.Context, fc *v1.FlinkCluster, seenReady, rest
 		add(l3)
 		return probes, nil, false
 	}
-	jobs = summarize(ov.Jobs)
-	add(jobsProbe(fc, jobs, p.now()))
+	jobs = summarize(a.jobs.Jobs)
+	add(jobsProbe(fc, jobs, now))
 	return probes, jobs, true
 }
 

@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path"
 	"sync"
 	"testing"
@@ -436,6 +437,34 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		h.probe(fc)
 		if h.failures(LevelRest) != failures+1 {
 			t.Errorf("a 503 after the REST API answered counted %v failures, want 1", h.failures(LevelRest)-failures)
+		}
+	})
+
+	// A reconcile's probe and the round's overlap while a JobManager turns
+	// ready. One that began while the REST API was starting and is answered
+	// after the other saw the API answer takes a failure for a failure.
+	t.Run("a probe the API was judged under does not take a failure for a start", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("rest-overlap", "demo", true, nil)
+		h.refresh(fc)
+		hold := &holdFirst{entered: make(chan struct{}), release: make(chan struct{})}
+		p := &Poller{Reader: h.k8s, Resolver: h.poller.Resolver, Tracker: NewTracker(), Recorder: h.rec, Metrics: h.metrics,
+			ProbeTimeout: 5 * time.Second, Teardown: h.poller.Teardown, HTTPClient: &http.Client{Transport: hold}}
+		failures := h.failures(LevelRest)
+		first := make(chan Verdict, 1)
+		go func() { first <- p.ProbeOnce(h.ctx, fc) }()
+		<-hold.entered // begun as a start: nothing has judged the REST API
+		if v := p.ProbeOnce(h.ctx, fc); v.Levels[LevelRest].Status != metav1.ConditionTrue {
+			t.Fatalf("the second probe: Rest = %+v, want True", v.Levels[LevelRest])
+		}
+		h.sim.InjectUnavailable(h.key(fc), 1)
+		close(hold.release)
+		v := <-first
+		if r := v.Levels[LevelRest]; r.ConsecutiveFailures != 1 {
+			t.Errorf("the first probe, answered 503 after the second's answer: Rest = %+v, want one failure", r)
+		}
+		if n := h.rec.count(fc, ReasonRestUnavailable); n != 1 || h.failures(LevelRest) != failures+1 {
+			t.Errorf("%d Warnings, %v failures counted; want 1 and 1", n, h.failures(LevelRest)-failures)
 		}
 	})
 
@@ -1012,4 +1041,21 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 			t.Error("Start did not return after its context ended")
 		}
 	})
+}
+
+// holdFirst is a transport that holds the first request it is given until
+// release is closed, having closed entered; the others go at once.
+type holdFirst struct {
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (h *holdFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	first := false
+	h.once.Do(func() { first = true })
+	if first {
+		close(h.entered)
+		<-h.release
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
