@@ -72,9 +72,10 @@
 //   - A REST API that has not answered since its JobManager turned ready
 //     is starting (level 2 unknown, reason RestStarting) for RestStartGrace;
 //     once a probe has seen it answer or fail, not answering is a failure.
-//     That is decided again when the probe's answers are folded in: a
-//     reconcile's probe and the round's can overlap, and one that began
-//     before the other saw the API answer still counts its own failure.
+//     That is decided as the probe's answers are folded in, not as it
+//     began: a reconcile's probe and the round's can overlap (one that
+//     began before the other saw the API answer counts its own failure),
+//     and a probe answered after the grace is past it.
 //   - While status.upgrade is set, the upgrade gate owns the outcome (it
 //     verifies the jobs and rolls back by itself): failures are reported as
 //     unknown, without Event, count or Degraded.

@@ -206,7 +206,9 @@ func (p *Poller) round(ctx context.Context) {
 	for range min(workers, max(1, len(list.Items))) {
 		wg.Go(func() {
 			for fc := range work {
-				p.ProbeOnce(ctx, fc)
+				if cur := p.current(ctx, fc); cur != nil {
+					p.ProbeOnce(ctx, cur)
+				}
 			}
 		})
 	}
@@ -244,6 +246,22 @@ func (p *Poller) round(ctx context.Context) {
 	}
 }
 
+// current is the cluster as the cache has it as its probe begins: the round
+// listed it up to half an interval before, and an upgrade begun since
+// decides how its failures count. Nil, and forgotten, when it is gone. The
+// cache's own object, not a copy, as the round's list.
+func (p *Poller) current(ctx context.Context, fc *v1.FlinkCluster) *v1.FlinkCluster {
+	cur := &v1.FlinkCluster{}
+	switch err := p.Reader.Get(ctx, client.ObjectKeyFromObject(fc), cur, client.UnsafeDisableDeepCopy); {
+	case apierrors.IsNotFound(err):
+		p.Tracker.Forget(client.ObjectKeyFromObject(fc))
+		return nil
+	case err != nil:
+		return fc
+	}
+	return cur
+}
+
 // ProbeOnce runs one round for one cluster: it probes the levels, folds
 // them into the cluster's Verdict in the Tracker, records a Warning Event
 // and the failure metric for every failed probe, and sends the cluster on
@@ -258,36 +276,32 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		return Verdict{}
 	}
 	now := p.now()
-	seenReady, restStarting := p.started(ctx, fc, now)
-	a := p.ask(ctx, fc, seenReady)
+	st := p.start(ctx, fc, now)
+	a := p.ask(ctx, fc, st.seenReady)
 	answered := p.now()
-	probes, jobs, jobsSeen := judge(fc, a, seenReady, restStarting, answered)
 	if ctx.Err() != nil {
 		// Shutting down: the REST calls were cut short by us, not by Flink.
 		v, _ := p.Tracker.Get(key)
 		return v
 	}
-	if failed(probes) && p.Teardown.Terminating(ctx, fc.Namespace) {
-		// The namespace's deletion took the children first; asked only
-		// on a failure, so a healthy round reads nothing more.
-		p.Tracker.Forget(key)
-		return Verdict{}
-	}
 	var (
-		next   Verdict
-		notify bool
+		probes   []Probe
+		jobs     []JobSummary
+		jobsSeen bool
+		next     Verdict
+		notify   bool
 	)
 	p.Tracker.update(key, func(e *entry) {
 		if e.uid != fc.UID {
 			// A new incarnation under the same name starts afresh.
 			*e = entry{uid: fc.UID}
 		}
-		if restStarting && e.restJudged {
-			// Another probe saw the REST API answer (or fail) while this
-			// one was under way (a reconcile's and the round's overlap):
-			// it is no longer starting, and not answering is a failure.
-			probes, jobs, jobsSeen = judge(fc, a, seenReady, false, answered)
-		}
+		// The start is judged as the answers are folded in, not as the
+		// probe began: a reconcile's probe and the round's overlap, and
+		// the other may have seen the JobManager ready or the REST API
+		// answer meanwhile, or the grace ended while this one waited.
+		st = st.since(e)
+		probes, jobs, jobsSeen = judge(fc, a, st.seenReady, st.restStarting(answered), answered)
 		var changed bool
 		first := len(e.verdict.Levels) == 0
 		next, changed = Evaluate(e.verdict, probes, Threshold(fc), now)
@@ -312,6 +326,12 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		notify = changed || e.notifyPending
 		e.notifyPending = false
 	})
+	if failed(probes) && p.Teardown.Terminating(ctx, fc.Namespace) {
+		// The namespace's deletion took the children first; asked only
+		// on a failure, so a healthy round reads nothing more.
+		p.Tracker.Forget(key)
+		return Verdict{}
+	}
 
 	for _, pr := range probes {
 		if pr.Unknown {
@@ -351,25 +371,48 @@ func failed(probes []Probe) bool {
 // starting: no probe has judged it since the JobManager first turned
 // ready, which was moments ago (RestStartGrace) or not yet seen by a probe.
 func (p *Poller) RestStarting(fc *v1.FlinkCluster) bool {
-	_, starting := p.started(context.Background(), fc, p.now())
-	return starting
+	now := p.now()
+	return p.start(context.Background(), fc, now).restStarting(now)
 }
 
-// started reads whether the JobManager has been ready (seen by a probe, or
-// recorded in status before an operator restart) and whether its REST API
-// is still starting. A JobManager that turned ready moments ago may not
-// answer through its Service yet (kube-proxy routes it once the
+// start is what is known of a cluster's start: when its JobManager turned
+// ready (zero when not seen), whether it has been ready (seen by a probe,
+// or recorded in status before an operator restart), and whether a probe
+// has judged its REST API since.
+type start struct {
+	readyAt   time.Time
+	seenReady bool
+	judged    bool
+}
+
+// start reads the cluster's start. A JobManager that turned ready moments
+// ago may not answer through its Service yet (kube-proxy routes it once the
 // EndpointSlice controller has published the pod): until its REST API
 // first answers (or fails otherwise), that is a start, not a failure.
-func (p *Poller) started(ctx context.Context, fc *v1.FlinkCluster, now time.Time) (seenReady, restStarting bool) {
-	readyAt, judged := p.Tracker.started(client.ObjectKeyFromObject(fc), fc.UID)
-	if readyAt.IsZero() && !judged {
+func (p *Poller) start(ctx context.Context, fc *v1.FlinkCluster, now time.Time) start {
+	var s start
+	s.readyAt, s.judged = p.Tracker.started(client.ObjectKeyFromObject(fc), fc.UID)
+	if s.readyAt.IsZero() && !s.judged {
 		if _, c, err := p.jobManager(ctx, fc); err == nil {
-			readyAt = startedAt(c.ReadySince, now)
+			s.readyAt = startedAt(c.ReadySince, now)
 		}
 	}
-	seenReady = !readyAt.IsZero() || everReady(fc)
-	return seenReady, !judged && (!seenReady || now.Sub(readyAt) < RestStartGrace)
+	s.seenReady = !s.readyAt.IsZero() || everReady(fc)
+	return s
+}
+
+// since adds what other probes recorded in the cluster's entry meanwhile.
+func (s start) since(e *entry) start {
+	if s.readyAt.IsZero() && !e.readyAt.IsZero() {
+		s.readyAt, s.seenReady = e.readyAt, true
+	}
+	s.judged = s.judged || e.restJudged
+	return s
+}
+
+// restStarting: the REST API may still be starting at the time.
+func (s start) restStarting(at time.Time) bool {
+	return !s.judged && (!s.seenReady || at.Sub(s.readyAt) < RestStartGrace)
 }
 
 // startedAt is when a JobManager this process has not seen turn ready did,
@@ -398,9 +441,10 @@ type answers struct {
 	jmErr  error
 	// asked: the REST API was asked; restErr is its failure, jobs its
 	// GET /jobs/overview when the cluster's jobs are probed.
-	asked   bool
-	restErr error
-	jobs    *flink.MultipleJobsDetails
+	asked    bool
+	restErr  error
+	required bool
+	jobs     *flink.MultipleJobsDetails
 }
 
 // ask reads the JobManager and, when it passes, asks the REST API.
@@ -418,7 +462,7 @@ func (p *Poller) ask(ctx context.Context, fc *v1.FlinkCluster, seenReady bool) a
 	}
 	a.asked = true
 	_, a.restErr = fl.Overview(ctx)
-	if _, required := jobsRequired(fc); a.restErr == nil && required {
+	if _, a.required = jobsRequired(fc); a.restErr == nil && a.required {
 		// A REST API that answers /overview but not /jobs/overview does not
 		// answer: that is level 2's failure.
 		a.jobs, a.restErr = fl.JobsOverview(ctx)
@@ -445,18 +489,18 @@ func judge(fc *v1.FlinkCluster, a answers, seenReady, restStarting bool, now tim
 	} else {
 		l1 = add(jobManagerProbe(a.jm, a.counts.Ready, seenReady))
 	}
-	if !l1.OK || !a.asked {
+	if !l1.OK {
 		add(unknownAbove(LevelRest, l1))
 		add(unknownAbove(LevelJobs, l1))
 		return probes, nil, false
 	}
-	l3, required := jobsRequired(fc)
+	l3, _ := jobsRequired(fc)
 	l2 := add(restProbe(a.restErr, restStarting))
 	if !l2.OK {
 		add(unknownAbove(LevelJobs, l2))
 		return probes, nil, false
 	}
-	if !required {
+	if !a.required {
 		add(l3)
 		return probes, nil, false
 	}

@@ -447,24 +447,44 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		h.t = t
 		fc := h.cluster("rest-overlap", "demo", true, nil)
 		h.refresh(fc)
-		hold := &holdFirst{entered: make(chan struct{}), release: make(chan struct{})}
-		p := &Poller{Reader: h.k8s, Resolver: h.poller.Resolver, Tracker: NewTracker(), Recorder: h.rec, Metrics: h.metrics,
-			ProbeTimeout: 5 * time.Second, Teardown: h.poller.Teardown, HTTPClient: &http.Client{Transport: hold}}
+		p := h.ownPoller(nil)
+		first, release := h.held(p, fc) // begun as a start: nothing has judged the REST API
 		failures := h.failures(LevelRest)
-		first := make(chan Verdict, 1)
-		go func() { first <- p.ProbeOnce(h.ctx, fc) }()
-		<-hold.entered // begun as a start: nothing has judged the REST API
 		if v := p.ProbeOnce(h.ctx, fc); v.Levels[LevelRest].Status != metav1.ConditionTrue {
 			t.Fatalf("the second probe: Rest = %+v, want True", v.Levels[LevelRest])
 		}
 		h.sim.InjectUnavailable(h.key(fc), 1)
-		close(hold.release)
-		v := <-first
-		if r := v.Levels[LevelRest]; r.ConsecutiveFailures != 1 {
-			t.Errorf("the first probe, answered 503 after the second's answer: Rest = %+v, want one failure", r)
+		release()
+		if r := (<-first).Levels[LevelRest]; r.Status != metav1.ConditionTrue || r.ConsecutiveFailures != 1 {
+			t.Errorf("the first probe, answered 503 after the second's answer: Rest = %+v, want True with one failure", r)
 		}
 		if n := h.rec.count(fc, ReasonRestUnavailable); n != 1 || h.failures(LevelRest) != failures+1 {
 			t.Errorf("%d Warnings, %v failures counted; want 1 and 1", n, h.failures(LevelRest)-failures)
+		}
+	})
+
+	// The grace is over when the answer comes, not when the probe began.
+	t.Run("a probe answered after the grace takes a failure for a failure", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("rest-late", "demo", true, nil)
+		h.refresh(fc)
+		clock := &testClock{now: time.Now()}
+		p := h.ownPoller(clock.Now)
+		// A first round sees the JobManager ready, its REST API not yet.
+		h.sim.InjectUnavailable(h.key(fc), 1)
+		if r := p.ProbeOnce(h.ctx, fc).Levels[LevelRest]; r.Reason != ReasonRestStarting {
+			t.Fatalf("the first round: Rest = %+v, want RestStarting", r)
+		}
+		// The next begins within the grace and is answered after it.
+		failures := h.failures(LevelRest)
+		clock.Advance(RestStartGrace - time.Second)
+		held, release := h.held(p, fc)
+		clock.Advance(2 * time.Second)
+		h.sim.InjectUnavailable(h.key(fc), 1)
+		release()
+		if r := (<-held).Levels[LevelRest]; r.Reason == ReasonRestStarting || h.failures(LevelRest) != failures+1 {
+			t.Errorf("answered %v after the JobManager turned ready: Rest = %+v, %v failures; want a counted failure",
+				RestStartGrace+time.Second, r, h.failures(LevelRest)-failures)
 		}
 	})
 
@@ -786,6 +806,33 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		}
 	})
 
+	// A round lists the clusters once and probes them over half an
+	// interval: each probe takes the cluster as it is when it begins.
+	t.Run("a round probes each cluster as it is when its probe begins", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("current", "demo", true, nil)
+		h.refresh(fc)
+		listed := fc.DeepCopy()
+		now := metav1.Now()
+		fc.Status.Upgrade = &v1.UpgradeStatus{Phase: v1.UpgradeDeploying, Kind: "Upgrade", TargetGeneration: 2, StartedAt: now, PhaseStartedAt: now}
+		if err := h.k8s.Status().Update(h.ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+		if cur := h.poller.current(h.ctx, listed); cur == nil || cur.Status.Upgrade == nil {
+			t.Errorf("the cluster as listed before its upgrade began: %+v, want it with its upgrade", cur)
+		}
+		h.probe(fc)
+		if err := h.k8s.Delete(h.ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+		if cur := h.poller.current(h.ctx, listed); cur != nil {
+			t.Errorf("a cluster deleted since it was listed is probed as %+v", cur)
+		}
+		if _, ok := h.poller.Tracker.Get(client.ObjectKeyFromObject(fc)); ok {
+			t.Error("a cluster deleted since it was listed is still tracked")
+		}
+	})
+
 	t.Run("an upgrade in flight counts no failures", func(t *testing.T) {
 		h.t = t
 		fc := h.cluster("upgrade", "demo", true, withJob)
@@ -1043,19 +1090,50 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 	})
 }
 
+// ownPoller is a Poller of the harness's with a Tracker of its own and,
+// when set, its own clock.
+func (h *harness) ownPoller(clock func() time.Time) *Poller {
+	return &Poller{Reader: h.k8s, Resolver: h.poller.Resolver, Tracker: NewTracker(), Recorder: h.rec, Metrics: h.metrics,
+		ProbeTimeout: 5 * time.Second, Teardown: h.poller.Teardown, Now: clock}
+}
+
+// held starts p.ProbeOnce of fc with its first REST request held until
+// release is called, and returns once that request is under way.
+func (h *harness) held(p *Poller, fc *v1.FlinkCluster) (verdict <-chan Verdict, release func()) {
+	h.t.Helper()
+	hold := &holdFirst{entered: make(chan struct{}), release: make(chan struct{})}
+	p.HTTPClient = &http.Client{Transport: hold}
+	out := make(chan Verdict, 1)
+	go func() { out <- p.ProbeOnce(h.ctx, fc) }()
+	h.t.Cleanup(hold.free)
+	select {
+	case <-hold.entered:
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("the probe sent no REST request")
+	}
+	return out, hold.free
+}
+
 // holdFirst is a transport that holds the first request it is given until
-// release is closed, having closed entered; the others go at once.
+// free is called (or the request is cancelled), having closed entered; the
+// others go at once.
 type holdFirst struct {
-	once             sync.Once
+	once, freed      sync.Once
 	entered, release chan struct{}
 }
+
+func (h *holdFirst) free() { h.freed.Do(func() { close(h.release) }) }
 
 func (h *holdFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 	first := false
 	h.once.Do(func() { first = true })
 	if first {
 		close(h.entered)
-		<-h.release
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }

@@ -139,7 +139,11 @@ func waitRequests(t *testing.T, key flinksim.ClusterKey, endpoint string, n int)
 // further request comes.
 func waitRequestsSince(t *testing.T, key flinksim.ClusterKey, endpoint string, start, n int) {
 	t.Helper()
-	eventually(t, time.Minute, fmt.Sprintf("%d more %s requests", n, endpoint), func() error {
+	// The operator sends them at its own cadence, which a loaded machine
+	// slows: the wait grows with the count (60 autopilot samples at 1 s
+	// took more than a minute in a full run).
+	timeout := max(time.Minute, time.Duration(n)*3*time.Second)
+	eventually(t, timeout, fmt.Sprintf("%d more %s requests", n, endpoint), func() error {
 		if got := requests(t, key, endpoint) - start; got < n {
 			return fmt.Errorf("%d so far", got)
 		}
