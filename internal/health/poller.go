@@ -439,9 +439,8 @@ type answers struct {
 	jm     *appsv1.Deployment
 	counts readiness.Counts
 	jmErr  error
-	// asked: the REST API was asked; restErr is its failure, jobs its
-	// GET /jobs/overview when the cluster's jobs are probed.
-	asked    bool
+	// restErr is the REST API's failure; required says the cluster's jobs
+	// are probed, and jobs is then its GET /jobs/overview.
 	restErr  error
 	required bool
 	jobs     *flink.MultipleJobsDetails
@@ -460,7 +459,6 @@ func (p *Poller) ask(ctx context.Context, fc *v1.FlinkCluster, seenReady bool) a
 	if fl.RequestTimeout <= 0 {
 		fl.RequestTimeout = DefaultProbeTimeout
 	}
-	a.asked = true
 	_, a.restErr = fl.Overview(ctx)
 	if _, a.required = jobsRequired(fc); a.restErr == nil && a.required {
 		// A REST API that answers /overview but not /jobs/overview does not

@@ -821,7 +821,7 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		if cur := h.poller.current(h.ctx, listed); cur == nil || cur.Status.Upgrade == nil {
 			t.Errorf("the cluster as listed before its upgrade began: %+v, want it with its upgrade", cur)
 		}
-		h.probe(fc)
+		h.probe(fc) // tracked, so that its forgetting shows
 		if err := h.k8s.Delete(h.ctx, fc); err != nil {
 			t.Fatal(err)
 		}
