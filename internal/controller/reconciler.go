@@ -119,6 +119,9 @@ type Reconciler struct {
 	configChecks configChecks
 	// sqlPlans remembers what the SQL Gateway said of each new script.
 	sqlPlans sqlPlanMemory
+	// creations remembers the children created that the cache does not
+	// show yet.
+	creations creations
 }
 
 // scope is what one reconcile works on, filled phase by phase: observe
@@ -163,6 +166,9 @@ type scope struct {
 	// held: the JobManager's REST API is still starting (restStarting);
 	// nothing was decided, done or written.
 	held bool
+	// creationWait: a child created earlier is not in the cache yet
+	// (creations); the reconcile looks again by then at the latest.
+	creationWait time.Duration
 }
 
 // restStarting probes the REST API of a JobManager that turned ready
@@ -209,6 +215,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.forgetAutopilot(req.NamespacedName)
 			r.freshness.forget(req.NamespacedName)
 			r.configChecks.forget(req.NamespacedName)
+			r.creations.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get FlinkCluster %s: %w", req.NamespacedName, err)
@@ -276,7 +283,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// created there again, and retrying only loads the API server.
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{RequeueAfter: soonest(s.step.RequeueAfter, s.haReviewAfter)}, s.obs.applyErr
+	return ctrl.Result{RequeueAfter: soonest(soonest(s.step.RequeueAfter, s.haReviewAfter), s.creationWait)}, s.obs.applyErr
 }
 
 // namespaceTerminating: the API server refused a create because the
@@ -573,6 +580,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	// The children are independent objects: read them from the cache, then
 	// apply the ones that differ in parallel, so a new cluster costs one
 	// round trip of latency instead of five.
+	key := client.ObjectKeyFromObject(s.fc)
 	actions := make([]action, len(children))
 	errs := make([]error, len(children))
 	for i, c := range children {
@@ -582,6 +590,12 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs[i] = fmt.Errorf("read %s %s: %w", c.kind, c.name, err)
+			continue
+		}
+		if wait := r.creations.awaited(key, c.kind, c.name, err == nil, s.now); wait > 0 {
+			// Created here moments ago, not in the cache yet: it holds
+			// what was sent. Its watch event wakes the cluster.
+			s.creationWait = soonest(s.creationWait, wait)
 			continue
 		}
 		actions[i] = decide(err == nil, c.hash, c.cached, c.drifted)
@@ -598,6 +612,9 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		if err != nil {
 			errs[i] = fmt.Errorf("%s %s %s: %w", actions[i], c.kind, c.name, err)
 			return
+		}
+		if created != "" {
+			r.creations.created(key, c.kind, c.name, s.now)
 		}
 		if i == 0 && created != "" {
 			// The ConfigMap just created holds the rendering: its data

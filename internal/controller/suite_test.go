@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/datapilot/datapilot/internal/controller"
 	"github.com/datapilot/datapilot/internal/operator"
 	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/testenv"
@@ -53,6 +54,7 @@ func run(m *testing.M) int {
 		}
 	}()
 
+	controller.RestConfig = cfg
 	k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
