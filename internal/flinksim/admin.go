@@ -32,6 +32,9 @@ type ClusterView struct {
 	SavepointFault       Fault     `json:"savepointFault,omitempty"`
 	CheckpointFault      Fault     `json:"checkpointFault,omitempty"`
 	StopFault            StopFault `json:"stopFault,omitempty"`
+	// LostAnswers is how many more answers of each endpoint are lost
+	// (LoseAnswers).
+	LostAnswers map[string]int `json:"lostAnswers,omitempty"`
 	// Requests counts REST requests by "METHOD /path/{template}".
 	Requests map[string]int `json:"requests"`
 	// Totals count over the cluster's life, across resubmissions that
@@ -131,7 +134,8 @@ func (e *Engine) View(k ClusterKey) (ClusterView, error) {
 		TaskManagers: len(c.registered()), SlotsTotal: c.slotsTotal(), SlotsAvailable: c.slotsAvailable(),
 		UnavailableRemaining: c.unavailable,
 		SavepointFault:       c.savepointFault, CheckpointFault: c.checkpointFault, StopFault: c.stopFault,
-		Requests: maps.Clone(c.requests), Totals: c.totals, Jobs: []JobView{}, Events: append([]string{}, c.events...),
+		LostAnswers: maps.Clone(c.lostAnswers),
+		Requests:    maps.Clone(c.requests), Totals: c.totals, Jobs: []JobView{}, Events: append([]string{}, c.events...),
 		Workload: c.workload.view(), Record: c.record.clone(),
 	}
 	lead := c.resourceManager()
@@ -198,6 +202,23 @@ func (e *Engine) InjectUnavailable(k ClusterKey, n int) {
 	e.get(k).unavailable = n
 }
 
+// LoseAnswers makes the next n requests to endpoint ("METHOD /path" with
+// the templates of Flink's REST API specification, as View.Requests counts
+// them, such as "POST /jars/{jarid}/run") take effect while their answers
+// never arrive: the connection is reset once the JobManager has done what
+// was asked. A test fault, not Flink behaviour: an answer lost on the way
+// (a proxy, the pod network, a JobManager that dies as it answers) or one
+// later than the client's timeout, which the client gives up on the same
+// way, unsure whether the request landed. n <= 0 clears it.
+func (e *Engine) LoseAnswers(k ClusterKey, endpoint string, n int) {
+	e.setFault(k, func(c *cluster) {
+		if c.lostAnswers == nil {
+			c.lostAnswers = map[string]int{}
+		}
+		c.lostAnswers[endpoint] = max(n, 0)
+	})
+}
+
 // SetSavepointFault makes savepoints (and stop-with-savepoint) fail or stall.
 func (e *Engine) SetSavepointFault(k ClusterKey, f Fault) {
 	e.setFault(k, func(c *cluster) { c.savepointFault = f })
@@ -249,6 +270,7 @@ func (e *Engine) ClearFaults(k ClusterKey) {
 	e.setFault(k, func(c *cluster) {
 		c.unavailable, c.savepointFault, c.checkpointFault, c.cancelDelay = 0, FaultNone, FaultNone, 0
 		c.stopFault, c.savepointDelay, c.taskStartFault = StopFinishes, 0, ""
+		c.lostAnswers = nil
 	})
 }
 

@@ -214,7 +214,10 @@ type cluster struct {
 	rr    int
 	conns map[string]string
 
-	unavailable     int // remaining 503 answers; <0 means until cleared
+	unavailable int // remaining 503 answers; <0 means until cleared
+	// lostAnswers counts, by endpoint, the requests still to take effect
+	// without an answer (LoseAnswers).
+	lostAnswers     map[string]int
 	savepointFault  Fault
 	checkpointFault Fault
 	stopFault       StopFault
@@ -874,6 +877,12 @@ func (e *Engine) request(t target, endpoint string, fn func(c *cluster, jm *proc
 	}
 	err := fn(c, jm, now)
 	e.advance(c, now)
+	if c.lostAnswers[endpoint] > 0 {
+		c.lostAnswers[endpoint]--
+		// The request took effect; its answer never arrives (status 0:
+		// the connection is reset, see LoseAnswers).
+		return errorf(0, "Flink REST simulator: the answer to %s is lost (injected)", endpoint)
+	}
 	return err
 }
 

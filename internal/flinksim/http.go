@@ -458,6 +458,20 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 			h.e.InjectUnavailable(k, n)
 			h.log.Info("Flink REST simulator: injected 503s", "cluster", k.String(), "requests", n)
 		}
+	case route == "answers/lose" && m == http.MethodPost:
+		// {"endpoint": "POST /jars/{jarid}/run", "requests": N}: the next
+		// N requests to endpoint take effect and lose their answers.
+		req := struct {
+			Endpoint string `json:"endpoint"`
+			Requests int    `json:"requests"`
+		}{}
+		if err = decode(r, &req); err == nil && (req.Endpoint == "" || req.Requests < 1) {
+			err = errorf(http.StatusBadRequest, "an endpoint and a number of requests above 0 are required")
+		}
+		if err == nil {
+			h.e.LoseAnswers(k, req.Endpoint, req.Requests)
+			h.log.Info("Flink REST simulator: answers to lose", "cluster", k.String(), "endpoint", req.Endpoint, "requests", req.Requests)
+		}
 	case route == "faults" && m == http.MethodPost:
 		// {"savepoint": "fail"|"stall"|"", "checkpoint": ..., "stop":
 		// "tasksDoNotFinish"|"", "cancelDelay": "30s", "savepointDelay":

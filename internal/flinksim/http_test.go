@@ -347,6 +347,44 @@ func TestRefusedConnection(t *testing.T) {
 	}
 }
 
+// A lost answer (LoseAnswers): the request takes effect and the client
+// gets no answer, as from a reset connection; only the requests counted
+// lose theirs. Flink deduplicates the retry by its trigger ID
+// (DispatcherCachedOperationsHandler registers a key once), so the same
+// stop sent again is answered and stops nothing twice.
+func TestLostAnswers(t *testing.T) {
+	e, clk, c, _, _ := newHTTPTest(t, "1.19")
+	ctx := context.Background()
+	e.Observe(key, simple(tms(1), s3Plugin("1.19.1")).Observation())
+	id := running(t, e, clk, flink.JarRunRequest{})
+	e.LoseAnswers(key, "POST /jobs/{jobid}/stop", 1)
+	req := flink.StopWithSavepointRequest{TargetDirectory: "s3://state/savepoints", TriggerID: "0123456789abcdef0123456789abcdef"}
+	var fe *flink.Error
+	if _, err := c.StopWithSavepoint(ctx, id, req); !errors.As(err, &fe) || fe.StatusCode != 0 {
+		t.Fatalf("stop with its answer lost: %v, want no answer", err)
+	}
+	if v := view(t, e, id); v.StopsTriggered != 1 {
+		t.Errorf("the stop whose answer was lost: %d stops reached the job, want 1", v.StopsTriggered)
+	}
+	if v, _ := e.View(key); v.LostAnswers["POST /jobs/{jobid}/stop"] != 0 {
+		t.Errorf("answers still to lose: %v, want none", v.LostAnswers)
+	}
+	if _, err := c.Job(ctx, id); err != nil {
+		t.Errorf("a GET after the lost answer: %v", err)
+	}
+	got, err := c.StopWithSavepoint(ctx, id, req)
+	if err != nil || got != req.TriggerID {
+		t.Fatalf("the same stop again: %q, %v; want its trigger ID answered", got, err)
+	}
+	if v := view(t, e, id); v.StopsTriggered != 1 {
+		t.Errorf("after the retry: %d stops, want 1", v.StopsTriggered)
+	}
+	e.LoseAnswers(key, "GET /jobs/{jobid}", -1)
+	if _, err := c.Job(ctx, id); err != nil {
+		t.Errorf("a fault cleared with n <= 0 still loses answers: %v", err)
+	}
+}
+
 func TestRESTErrors(t *testing.T) {
 	e, clk, c, chk, srv := newHTTPTest(t, "1.19")
 	chk.lenient = true
@@ -418,6 +456,7 @@ func TestAdminAPI(t *testing.T) {
 	}
 	do("DELETE", admin+"/faults", "", 204)
 
+
 	do("POST", admin+"/faults", `{"savepoint":"stall","cancelDelay":"1m"}`, 204)
 	trig, err := c.StopWithSavepoint(ctx, jobID, flink.StopWithSavepointRequest{})
 	if err != nil {
@@ -481,6 +520,17 @@ func TestAdminAPI(t *testing.T) {
 	if b := do("POST", admin+"/jobstore/expire", "", 200); !strings.Contains(string(b), `"expired":3`) {
 		t.Errorf("jobstore/expire = %s", b)
 	}
+	// A POST: Go's transport sends an idempotent request again by itself
+	// when a reused connection is reset before any answer.
+	do("POST", admin+"/answers/lose", `{"endpoint":"POST /jars/{jarid}/run","requests":1}`, 204)
+	var fe *flink.Error
+	if _, err := c.RunJar(ctx, jarID, flink.JarRunRequest{}); !errors.As(err, &fe) || fe.StatusCode != 0 {
+		t.Errorf("answer to lose: %v", err)
+	}
+	if _, err := c.RunJar(ctx, jarID, flink.JarRunRequest{}); err != nil {
+		t.Errorf("after the one lost answer: %v", err)
+	}
+	do("POST", admin+"/answers/lose", `{"requests":1}`, 400)
 	do("POST", admin+"/jobmanager/stop", "", 204)
 	do("POST", admin+"/jobmanager/lose", "", 204)
 	if jobs, err := c.Jobs(ctx); err != nil || len(jobs.Jobs) != 0 {
