@@ -456,7 +456,6 @@ func TestAdminAPI(t *testing.T) {
 	}
 	do("DELETE", admin+"/faults", "", 204)
 
-
 	do("POST", admin+"/faults", `{"savepoint":"stall","cancelDelay":"1m"}`, 204)
 	trig, err := c.StopWithSavepoint(ctx, jobID, flink.StopWithSavepointRequest{})
 	if err != nil {
