@@ -307,6 +307,69 @@ func TestRestartDuringRestOutage(t *testing.T) {
 	}
 }
 
+// TestStopWhoseAnswerIsLost (slower than our timeout): Flink takes an
+// upgrade's stop-with-savepoint, and its answer never reaches the operator,
+// as when it comes after the client's timeout. The operator recorded the
+// stop's trigger ID before it sent it: it follows that savepoint, or sends
+// the stop again under the same ID, which Flink answers without stopping
+// twice. Either way the new job restores from the one savepoint taken.
+func TestStopWhoseAnswerIsLost(t *testing.T) {
+	parallel(t)
+	ns, key := startJobCluster(t, "loststop")
+	oldJob := getFC(t, ns, "loststop").Status.Job.ID
+	sim.Engine.LoseAnswers(key, "POST /jobs/{jobid}/stop", 1)
+	patchSpec(t, ns, "loststop", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	fc := waitUpgradeResult(t, ns, "loststop", "UpgradeSucceeded", 2*time.Minute)
+	wantAnswersLost(t, key, "POST /jobs/{jobid}/stop")
+	wantRestoredFromStop(t, key, oldJob, fc.Status.Job.ID)
+}
+
+// TestSubmissionWhoseAnswerIsLost: Flink runs a new cluster's job, and the
+// answer to the submission never reaches the operator. The job ID is the
+// operator's own, recorded before it sent the run: it finds the job Flink
+// knows under it instead of submitting a second one.
+func TestSubmissionWhoseAnswerIsLost(t *testing.T) {
+	parallel(t)
+	ns := newNamespace(t)
+	key := simKey(ns, "lostrun")
+	sim.Engine.LoseAnswers(key, "POST /jars/{jarid}/run", 1)
+	if err := k8s.Create(context.Background(), jobCluster(ns, "lostrun")); err != nil {
+		t.Fatal(err)
+	}
+	var fc *v1.FlinkCluster
+	eventually(t, 2*time.Minute, "job running and stable", func() error {
+		fc = getFC(t, ns, "lostrun")
+		if fc.Status.Job == nil || fc.Status.Job.State != string(flink.JobRunning) || fc.Status.LastStableSpec == nil {
+			return fmt.Errorf("job %+v", fc.Status.Job)
+		}
+		return nil
+	})
+	wantAnswersLost(t, key, "POST /jars/{jarid}/run")
+	v, err := sim.Engine.View(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Totals.JobsSubmitted != 1 || len(v.Jobs) != 1 || v.Jobs[0].ID != fc.Status.Job.ID {
+		t.Errorf("%d jobs submitted, jobs %+v; want the one recorded, %s", v.Totals.JobsSubmitted, v.Jobs, fc.Status.Job.ID)
+	}
+	if n := v.Requests["POST /jars/{jarid}/run"]; n != 1 {
+		t.Errorf("%d runs sent, want 1: the job Flink knows needs no second", n)
+	}
+}
+
+// wantAnswersLost: the injected lost answers of endpoint were all used, so
+// the test saw the operator go on without them.
+func wantAnswersLost(t *testing.T, key flinksim.ClusterKey, endpoint string) {
+	t.Helper()
+	v, err := sim.Engine.View(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := v.LostAnswers[endpoint]; n != 0 || v.Requests[endpoint] == 0 {
+		t.Errorf("%s: %d requests, %d answers still to lose; the fault did not fire", endpoint, v.Requests[endpoint], n)
+	}
+}
+
 // wantRestoredFromStop: the old job was stopped exactly once, and the new
 // job restored from the savepoint that stop took, as Flink recorded both.
 func wantRestoredFromStop(t *testing.T, key flinksim.ClusterKey, oldJob, newJob string) {
