@@ -324,6 +324,50 @@ func TestStopWhoseAnswerIsLost(t *testing.T) {
 	wantRestoredFromStop(t, key, oldJob, fc.Status.Job.ID)
 }
 
+// TestFinalStopWhoseAnswerIsLost: deleting a cluster stops its job with a
+// savepoint, and the stop's answer never reaches the operator. The cluster
+// goes only once that savepoint is complete, and the operator names it.
+func TestFinalStopWhoseAnswerIsLost(t *testing.T) {
+	parallel(t)
+	ns, key := startJobCluster(t, "lostfinal")
+	oldJob := getFC(t, ns, "lostfinal").Status.Job.ID
+	sim.Engine.LoseAnswers(key, "POST /jobs/{jobid}/stop", 1)
+	deleteAndWait(t, ns, "lostfinal")
+	wantAnswersLost(t, key, "POST /jobs/{jobid}/stop")
+	j := simJob(t, key, oldJob)
+	if j.State != flink.JobFinished || j.StopsTriggered != 1 {
+		t.Fatalf("old job %s after %d stops, want FINISHED by one stop-with-savepoint", j.State, j.StopsTriggered)
+	}
+	if sp := stoppedSavepoint(t, ns, "lostfinal"); sp != j.LatestSavepoint {
+		t.Errorf("the operator named %s, Flink took %s", sp, j.LatestSavepoint)
+	}
+}
+
+// TestCancelWhoseAnswerIsLost: Flink cancels a last-state upgrade's job,
+// and the answer never reaches the operator. It learns the cancel from the
+// job's state, not from the answer, and restores the new job from the
+// latest checkpoint Flink kept of the old one.
+func TestCancelWhoseAnswerIsLost(t *testing.T) {
+	parallel(t)
+	ns := newNamespace(t)
+	fc := jobClusterAt(ns, "lostcancel", "1.17.1")
+	fc.Spec.Job.UpgradeMode = v1.UpgradeLastState
+	key := startCluster(t, fc)
+	first := getFC(t, ns, "lostcancel").Status.Job.ID
+	sim.Engine.LoseAnswers(key, "PATCH /jobs/{jobid}", 1)
+	patchSpec(t, ns, "lostcancel", func(fc *v1.FlinkCluster) {
+		fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"pipeline.name": "orders"}
+	})
+	got := waitUpgradeResult(t, ns, "lostcancel", "UpgradeSucceeded", 2*time.Minute)
+	wantAnswersLost(t, key, "PATCH /jobs/{jobid}")
+	old, nw := simJob(t, key, first), simJob(t, key, got.Status.Job.ID)
+	if old.State != flink.JobCanceled || nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.IsSavepoint ||
+		nw.RestoredFrom.ExternalPath != old.LatestCheckpoint {
+		t.Errorf("old job %s, latest checkpoint %s; new job %s restored from %+v; want the old job's latest checkpoint",
+			old.State, old.LatestCheckpoint, nw.State, nw.RestoredFrom)
+	}
+}
+
 // TestSubmissionWhoseAnswerIsLost: Flink runs a new cluster's job, and the
 // answer to the submission never reaches the operator. The job ID is the
 // operator's own, recorded before it sent the run: it finds the job Flink
