@@ -280,6 +280,9 @@ func markStable(s *Step) {
 // while it holds, nothing starts and the pods keep what they run.
 func startUpgrade(s *Step, change Change) bool {
 	in, job := s.in, s.job()
+	// The job as Flink has it, whatever the rule answers: a refusal ends
+	// here, and the phases that follow do not all read it.
+	s.recordJob()
 	snap, v := s.restorePoint(purposeOf(change, modeOf(in)))
 	switch v.Do {
 	case Hold, Wait:
@@ -400,9 +403,10 @@ func savingState(s *Step) bool {
 }
 
 // untouched ends an upgrade whose state could not be saved while its job
-// runs on.
+// runs on (recordJob: no phase polls it after this).
 func untouched(s *Step) {
 	target := s.upgrade().TargetGeneration
+	s.recordJob()
 	s.endUpgrade(true)
 	s.transition(Transition{Kind: UpgradeFailed})
 	s.setUpgrading(metav1.ConditionFalse, "SavepointFailed",

@@ -329,6 +329,42 @@ func TestUpgradeWithSavepointAndRestore(t *testing.T) {
 	}
 }
 
+// The upgrade that could not save the job's state ends with the job as
+// Flink reports it: no phase polls the job after it, so a state recorded
+// while the job recovered (INITIALIZING) would otherwise stay. A job still
+// starting is looked at again.
+func TestFailedSavepointRecordsTheJobAsFlinkHasIt(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		flink   flink.JobStatus
+		requeue bool
+	}{
+		{"running", flink.JobRunning, false},
+		{"still starting", flink.JobInitializing, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := stableWorld()
+			w.status.Job.State = string(flink.JobInitializing)
+			w.gen, w.spec = 2, baseSpec()
+			w.spec.Version = "1.18.1"
+			w.commit(w.decide())
+
+			w.now = w.now.Add(2 * time.Second)
+			w.flink = running("job-1", 12)
+			w.flink.JobState = tc.flink
+			w.flink.Pending = &Operation{Done: true, Failure: "Injected failure"}
+			p := w.decide()
+			if p.Status.Upgrade != nil || p.Status.Job.State != string(tc.flink) || p.Status.Job.CheckpointsCompleted != 12 {
+				t.Errorf("after the failed savepoint: upgrade %+v, job %s with %d checkpoints; want none, %s with 12",
+					p.Status.Upgrade, p.Status.Job.State, p.Status.Job.CheckpointsCompleted, tc.flink)
+			}
+			if got := p.RequeueAfter > 0; got != tc.requeue {
+				t.Errorf("looks again in %v, want a look again: %v", p.RequeueAfter, tc.requeue)
+			}
+		})
+	}
+}
+
 func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
 	w := stableWorld()
 	w.gen, w.spec = 2, baseSpec()

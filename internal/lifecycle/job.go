@@ -50,6 +50,20 @@ func (s *Step) observe() {
 	}
 }
 
+// recordJob records the job as Flink reports it now (observe), and looks
+// again while it is still starting, where no phase will poll it: the
+// health poller wakes a cluster only when its verdict changes, and a job
+// turning RUNNING from INITIALIZING changes none (fault schedule 18: a job
+// recovering from a JobManager loss when an upgrade began, whose savepoint
+// then failed, stayed INITIALIZING in the status for good while Flink ran
+// it).
+func (s *Step) recordJob() {
+	s.observe()
+	if starting(s.in.Flink.JobState) {
+		s.requeue(Poll)
+	}
+}
+
 // FlinkProgressOnly reports whether next differs from recorded only in
 // what Flink moves on by itself: the completed-checkpoint count, a newer
 // checkpoint of the job already recorded, and the state of a job that was
