@@ -181,7 +181,7 @@ func TestGenerate(t *testing.T) {
 	if len(seen) < 195 {
 		t.Errorf("200 seeds gave %d schedules", len(seen))
 	}
-	if len(kinds) != 11 {
+	if len(kinds) != 12 {
 		t.Errorf("kinds drawn: %v", kinds)
 	}
 }

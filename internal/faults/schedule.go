@@ -1,6 +1,7 @@
 // Package faults generates seeded fault schedules for a FlinkCluster with a
 // job (spec changes, Flink REST outages, JobManager loss, slow and failing
-// savepoints, operator restarts, the cluster deleted and created again) and
+// savepoints, operator restarts, the cluster deleted and created again,
+// answers to the requests that change a job lost after Flink did them) and
 // judges, from what the Flink REST simulator recorded, whether the job's
 // state survived them. The runner is test/faults; the same seed always
 // gives the same schedule, so a failure replays with -faults.seed=N.
@@ -32,7 +33,20 @@ const (
 	FailingSavepoints Kind = "failing-savepoints" // savepoints fail for a while
 	RestartOperator   Kind = "restart-operator"   // SIGKILL, then a new operator process
 	Recreate          Kind = "recreate-cluster"   // the FlinkCluster deleted, then created again
+	LostAnswers       Kind = "lost-answers"       // the next answer to each request that changes a job is lost
 )
+
+// JobRequests are the REST requests that change a job, by the endpoint the
+// simulator counts them under: a LostAnswers step loses the next answer to
+// each, after Flink did what it asked.
+var JobRequests = []string{
+	"POST /jars/{jarid}/run",
+	"POST /jobs/{jobid}/stop",
+	"POST /jobs/{jobid}/savepoints",
+	"POST /jobs/{jobid}/checkpoints",
+	"PATCH /jobs/{jobid}",
+	"PUT /jobs/{jobid}/resource-requirements",
+}
 
 // Step is one timed step of a schedule.
 type Step struct {
@@ -122,7 +136,7 @@ func Generate(seed int64) Schedule {
 		Parallelism:      int32(1 + r.IntN(Slots)),
 	}
 	version, parallelism, hasJob := line[0], s.Parallelism, true
-	kinds := []Kind{Version, Version, Config, Parallelism, RemoveJob, RESTOutage, LoseJobManager, SlowSavepoints, FailingSavepoints, RestartOperator, Recreate}
+	kinds := []Kind{Version, Version, Config, Parallelism, RemoveJob, RESTOutage, LoseJobManager, SlowSavepoints, FailingSavepoints, RestartOperator, Recreate, LostAnswers}
 	n := 3 + r.IntN(3)
 	for range n {
 		st := Step{After: time.Duration(r.IntN(9)) * 500 * time.Millisecond, Kind: kinds[r.IntN(len(kinds))]}

@@ -107,6 +107,9 @@ func runSchedule(t *testing.T, sch faults.Schedule) {
 	fmt.Fprintf(&b, "Flink's record:\n  %s\n", rec)
 	if fc != nil {
 		fmt.Fprintf(&b, "Status: phase %s, job %+v, upgrade %+v\n", fc.Status.Phase, fc.Status.Job, fc.Status.Upgrade)
+		for _, c := range fc.Status.Conditions {
+			fmt.Fprintf(&b, "  %s=%s %s (%s): %s\n", c.Type, c.Status, c.Reason, c.LastTransitionTime.UTC().Format("15:04:05"), c.Message)
+		}
 	}
 	fmt.Fprintf(&b, "Events:\n%s", r.events())
 	if l := r.operatorLog(); l != "" {
@@ -226,6 +229,10 @@ func (r *runner) do(st faults.Step) {
 		}
 	case faults.Recreate:
 		r.recreate()
+	case faults.LostAnswers:
+		for _, endpoint := range faults.JobRequests {
+			e.LoseAnswers(r.key, endpoint, 1)
+		}
 	}
 }
 
