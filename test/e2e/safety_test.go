@@ -94,13 +94,7 @@ func TestLastStateUpgradeWithDefaultRetention(t *testing.T) {
 			fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"pipeline.name": "orders"}
 		})
 		got := waitUpgradeResult(t, ns, "laststate", "UpgradeSucceeded", 2*time.Minute)
-		old := simJob(t, key, first.ID)
-		nw := simJob(t, key, got.Status.Job.ID)
-		if old.State != flink.JobCanceled || nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.IsSavepoint ||
-			nw.RestoredFrom.ExternalPath != old.LatestCheckpoint {
-			t.Errorf("old job %s, latest checkpoint %s; new job %s restored from %+v; want the old job's latest checkpoint",
-				old.State, old.LatestCheckpoint, nw.State, nw.RestoredFrom)
-		}
+		wantRestoredFromLatestCheckpoint(t, key, first.ID, got.Status.Job.ID)
 	})
 }
 
@@ -360,12 +354,7 @@ func TestCancelWhoseAnswerIsLost(t *testing.T) {
 	})
 	got := waitUpgradeResult(t, ns, "lostcancel", "UpgradeSucceeded", 2*time.Minute)
 	wantAnswersLost(t, key, "PATCH /jobs/{jobid}")
-	old, nw := simJob(t, key, first), simJob(t, key, got.Status.Job.ID)
-	if old.State != flink.JobCanceled || nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.IsSavepoint ||
-		nw.RestoredFrom.ExternalPath != old.LatestCheckpoint {
-		t.Errorf("old job %s, latest checkpoint %s; new job %s restored from %+v; want the old job's latest checkpoint",
-			old.State, old.LatestCheckpoint, nw.State, nw.RestoredFrom)
-	}
+	wantRestoredFromLatestCheckpoint(t, key, first, got.Status.Job.ID)
 }
 
 // TestSubmissionWhoseAnswerIsLost: Flink runs a new cluster's job, and the
@@ -411,6 +400,19 @@ func wantAnswersLost(t *testing.T, key flinksim.ClusterKey, endpoint string) {
 	}
 	if n := v.LostAnswers[endpoint]; n != 0 || v.Requests[endpoint] == 0 {
 		t.Errorf("%s: %d requests, %d answers still to lose; the fault did not fire", endpoint, v.Requests[endpoint], n)
+	}
+}
+
+// wantRestoredFromLatestCheckpoint: the old job was cancelled, and the new
+// one runs restored from the old one's latest checkpoint, as Flink
+// recorded both.
+func wantRestoredFromLatestCheckpoint(t *testing.T, key flinksim.ClusterKey, oldJob, newJob string) {
+	t.Helper()
+	old, nw := simJob(t, key, oldJob), simJob(t, key, newJob)
+	if old.State != flink.JobCanceled || nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.IsSavepoint ||
+		nw.RestoredFrom.ExternalPath != old.LatestCheckpoint {
+		t.Errorf("old job %s, latest checkpoint %s; new job %s restored from %+v; want the old job's latest checkpoint",
+			old.State, old.LatestCheckpoint, nw.State, nw.RestoredFrom)
 	}
 }
 
