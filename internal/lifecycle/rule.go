@@ -43,6 +43,11 @@ const (
 	ForStateless Purpose = "stateless restart"
 )
 
+// needsSavepoint: the purpose stops a RUNNING job with a savepoint.
+func (p Purpose) needsSavepoint() bool {
+	return p == ForVersion || p == ForChange || p == ForRemoval || p == ForSuspend
+}
+
 // Do is what the rule allows now.
 type Do string
 
@@ -146,6 +151,12 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// does only once the tasks finished: an answer that it still runs
 		// is its cache of the job's details (web.refresh-interval).
 		return Snapshot{}, stopNotSeen(in, job)
+	}
+	if running && in.Flink.TasksStarting() && why.needsSavepoint() {
+		// A savepoint now would fail, and a failed upgrade savepoint ends
+		// the upgrade until the spec changes: wait the start out.
+		return Snapshot{}, Verdict{Do: Hold, Reason: "WaitingForRunning", Message: fmt.Sprintf(
+			"The %s needs a savepoint of job %s, which Flink takes only while all its tasks run, and some are still deploying or restoring their state; waiting for them", why, job.ID)}
 	}
 	switch why {
 	case ForVersion:

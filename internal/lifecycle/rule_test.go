@@ -19,6 +19,14 @@ func TestRestorePoint(t *testing.T) {
 	done := metav1.NewTime(t0.Add(-time.Minute))
 	stop := &v1.SavepointInfo{Path: "s3://sp/stop", JobID: "job-1", Stop: true, CheckpointID: 8, CompletedAt: &done}
 	cp := func(id int64) *Checkpoint { return &Checkpoint{ID: id, Path: "s3://cp/chk-" + string(rune('0'+id))} }
+	// A job RUNNING whose tasks restore their state after a failover:
+	// one of two runs.
+	tasksStarting := func() Flink {
+		f := running("job-1", 3)
+		f.LatestCheckpoint = cp(3)
+		f.Vertices[0].Tasks = map[string]int32{"RUNNING": 1, "INITIALIZING": 1}
+		return f
+	}
 	for _, tc := range []struct {
 		name      string
 		job       v1.JobStatus
@@ -38,6 +46,10 @@ func TestRestorePoint(t *testing.T) {
 		{"running, job change: savepoint", v1.JobStatus{ID: "job-1"}, running("job-1", 3), "", ForChange, TakeSavepoint, "", ""},
 		{"running, removal: savepoint", v1.JobStatus{ID: "job-1"}, running("job-1", 3), "", ForRemoval, TakeSavepoint, "", ""},
 		{"restarting, version change: waits", v1.JobStatus{ID: "job-1"}, Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting}, "", ForVersion, Hold, "", "WaitingForRunning"},
+		{"running, tasks restoring, version change: waits", v1.JobStatus{ID: "job-1"}, tasksStarting(), "", ForVersion, Hold, "", "WaitingForRunning"},
+		{"running, tasks restoring, job change: waits", v1.JobStatus{ID: "job-1"}, tasksStarting(), "RETAIN_ON_CANCELLATION", ForChange, Hold, "", "WaitingForRunning"},
+		{"running, tasks restoring, removal: waits", v1.JobStatus{ID: "job-1"}, tasksStarting(), "", ForRemoval, Hold, "", "WaitingForRunning"},
+		{"running, tasks restoring, last-state, checkpoint retained: cancel", v1.JobStatus{ID: "job-1"}, tasksStarting(), "RETAIN_ON_CANCELLATION", ForLastState, Cancel, "", ""},
 		{"restarting, job change, checkpoint retained: cancel", v1.JobStatus{ID: "job-1"},
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForChange, Cancel, "", ""},
 		{"running, last-state, checkpoint retained: cancel", v1.JobStatus{ID: "job-1"},

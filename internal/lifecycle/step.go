@@ -69,6 +69,17 @@ func (f Flink) TasksRunning() bool {
 	return true
 }
 
+// TasksStarting: the job is RUNNING and Flink listed its vertices, some of
+// whose tasks do not run yet (scheduled, deploying, or restoring their
+// state after a restart or failover, which a large state makes long).
+// Flink fails a savepoint triggered then: DefaultCheckpointPlanCalculator
+// finds a task to trigger not RUNNING (CheckpointFailureReason
+// NOT_ALL_REQUIRED_TASKS_RUNNING, "Not all required tasks are currently
+// running").
+func (f Flink) TasksStarting() bool {
+	return f.JobFound && f.JobState == flink.JobRunning && len(f.Vertices) > 0 && !f.TasksRunning()
+}
+
 // Checkpoint is a completed checkpoint or savepoint as Flink lists it.
 type Checkpoint struct {
 	ID   int64
