@@ -265,12 +265,22 @@ func (e *Engine) SetCancelDelay(k ClusterKey, d time.Duration) {
 	e.setFault(k, func(c *cluster) { c.cancelDelay = d })
 }
 
+// SetDeployDelay makes the tasks of every job that deploys from now on take
+// d before they run: a large state to restore, which StreamTask#restoreInternal
+// does while the task is INITIALIZING, or a slow TaskManager. The job is
+// RUNNING meanwhile, and a checkpoint or savepoint triggered then fails
+// (DefaultCheckpointPlanCalculator: not all required tasks are running).
+// Zero restores EngineOptions.DeployDelay.
+func (e *Engine) SetDeployDelay(k ClusterKey, d time.Duration) {
+	e.setFault(k, func(c *cluster) { c.deployDelay = d })
+}
+
 // ClearFaults removes every injected fault of a cluster.
 func (e *Engine) ClearFaults(k ClusterKey) {
 	e.setFault(k, func(c *cluster) {
 		c.unavailable, c.savepointFault, c.checkpointFault, c.cancelDelay = 0, FaultNone, FaultNone, 0
 		c.stopFault, c.savepointDelay, c.taskStartFault = StopFinishes, 0, ""
-		c.lostAnswers = nil
+		c.lostAnswers, c.deployDelay = nil, 0
 	})
 }
 

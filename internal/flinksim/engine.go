@@ -225,6 +225,7 @@ type cluster struct {
 	// from now on throws as it restores or opens (see SetTaskStartFault).
 	taskStartFault string
 	cancelDelay    time.Duration // 0: EngineOptions.CancelDelay
+	deployDelay    time.Duration // 0: EngineOptions.DeployDelay
 	savepointDelay time.Duration // 0: EngineOptions.SavepointDelay
 	requests       map[string]int
 	totals         Totals
@@ -835,7 +836,7 @@ func (e *Engine) schedule(c *cluster, now time.Time) {
 			}
 		}
 		j.tasks = "DEPLOYING"
-		j.tasksUntil = now.Add(e.opts.DeployDelay)
+		j.tasksUntil = now.Add(e.deployDelay(c))
 	}
 }
 

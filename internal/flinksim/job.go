@@ -761,6 +761,13 @@ func (e *Engine) failJob(c *cluster, j *job, at time.Time, cause string, global 
 	j.until = at.Add(e.cancelDelay(c))
 }
 
+func (e *Engine) deployDelay(c *cluster) time.Duration {
+	if c.deployDelay > 0 {
+		return c.deployDelay
+	}
+	return e.opts.DeployDelay
+}
+
 func (e *Engine) cancelDelay(c *cluster) time.Duration {
 	if c.cancelDelay > 0 {
 		return c.cancelDelay

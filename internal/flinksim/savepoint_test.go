@@ -137,6 +137,15 @@ func TestSavepointOfJobThatCannot(t *testing.T) {
 			clk.step(time.Second)
 			return id
 		}, "CheckpointException: Not all required tasks are currently running."},
+		{"tasks restoring their state (SetDeployDelay)", func(t *testing.T, e *Engine, clk *fakeClock) string {
+			e.SetDeployDelay(key, time.Minute)
+			id := submit(t, e, flink.JarRunRequest{})
+			clk.step(30 * time.Second)
+			if j := jobDetails(t, e, id); j.State != flink.JobRunning || j.Vertices[0].Status != "DEPLOYING" {
+				t.Fatalf("30 s into a one-minute deploy: job %s, tasks %s", j.State, j.Vertices[0].Status)
+			}
+			return id
+		}, "CheckpointException: Not all required tasks are currently running."},
 		{"finished job", func(t *testing.T, e *Engine, clk *fakeClock) string {
 			id := running(t, e, clk, flink.JarRunRequest{})
 			_, _ = e.StopWithSavepoint(key, id, flink.StopWithSavepointRequest{})

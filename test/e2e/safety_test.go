@@ -301,6 +301,44 @@ func TestRestartDuringRestOutage(t *testing.T) {
 	}
 }
 
+// TestUpgradeWaitsForTasksRestoringState: after a JobManager failover
+// (Kubernetes HA) the recovered job is RUNNING while its tasks restore
+// their state. A version change asked for then waits for them (StateHold
+// WaitingForRunning) instead of sending a stop-with-savepoint Flink would
+// fail, which would end the upgrade until the spec changed; once the tasks
+// run it takes the savepoint and restores from it.
+func TestUpgradeWaitsForTasksRestoringState(t *testing.T) {
+	parallel(t)
+	ns := newNamespace(t)
+	fc := jobClusterAt(ns, "restoring", "1.17.1")
+	fc.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
+	key := startCluster(t, fc)
+	oldJob := getFC(t, ns, "restoring").Status.Job.ID
+	sim.Engine.SetDeployDelay(key, 20*time.Second)
+	if err := sim.Engine.LoseJobManager(key); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the recovered job RUNNING, its tasks restoring", func() error {
+		j, err := sim.Engine.Job(key, oldJob)
+		if err != nil {
+			return err
+		}
+		if j.State != flink.JobRunning || len(j.Vertices) == 0 || j.Vertices[0].Status != "DEPLOYING" {
+			return fmt.Errorf("job %s, vertices %+v", j.State, j.Vertices)
+		}
+		return nil
+	})
+	patchSpec(t, ns, "restoring", func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	waitStateHold(t, ns, "restoring", "WaitingForRunning", time.Minute)
+	if j := simJob(t, key, oldJob); j.SavepointsTriggered != 0 {
+		t.Fatalf("%d savepoints sent to a job whose tasks do not all run", j.SavepointsTriggered)
+	}
+	// The job's tasks run out their delay; the new job's deploy at once.
+	sim.Engine.SetDeployDelay(key, 0)
+	fc = waitUpgradeResult(t, ns, "restoring", "UpgradeSucceeded", 2*time.Minute)
+	wantRestoredFromStop(t, key, oldJob, fc.Status.Job.ID)
+}
+
 // TestStopWhoseAnswerIsLost (slower than our timeout): Flink takes an
 // upgrade's stop-with-savepoint, and its answer never reaches the operator,
 // as when it comes after the client's timeout. The operator recorded the
