@@ -265,14 +265,28 @@ func (e *Engine) SetCancelDelay(k ClusterKey, d time.Duration) {
 	e.setFault(k, func(c *cluster) { c.cancelDelay = d })
 }
 
-// SetDeployDelay makes the tasks of every job that deploys from now on take
-// d before they run: a large state to restore, which StreamTask#restoreInternal
-// does while the task is INITIALIZING, or a slow TaskManager. The job is
-// RUNNING meanwhile, and a checkpoint or savepoint triggered then fails
-// (DefaultCheckpointPlanCalculator: not all required tasks are running).
-// Zero restores EngineOptions.DeployDelay.
-func (e *Engine) SetDeployDelay(k ClusterKey, d time.Duration) {
-	e.setFault(k, func(c *cluster) { c.deployDelay = d })
+// SetRestoreDelay makes the tasks of every job that deploys from now on
+// stay INITIALIZING for d before they run: Task#doRun restores the
+// operators' state there (StreamTask#restoreInternal), which a large state
+// makes long. The job is RUNNING meanwhile, and a checkpoint or savepoint
+// triggered then fails: DefaultCheckpointPlanCalculator#checkTasksStarted
+// finds a task to trigger not RUNNING (NOT_ALL_REQUIRED_TASKS_RUNNING).
+// Tasks initializing now end theirs within d from now, so a smaller d
+// (zero: at once) lifts the fault.
+func (e *Engine) SetRestoreDelay(k ClusterKey, d time.Duration) {
+	e.setFault(k, func(c *cluster) {
+		c.restoreDelay = d
+		for _, p := range c.jms {
+			if p.d == nil {
+				continue
+			}
+			for _, j := range p.d.jobs {
+				if j.tasks == "INITIALIZING" && j.tasksUntil.After(e.now().Add(d)) {
+					j.tasksUntil = e.now().Add(d)
+				}
+			}
+		}
+	})
 }
 
 // ClearFaults removes every injected fault of a cluster.
@@ -280,7 +294,7 @@ func (e *Engine) ClearFaults(k ClusterKey) {
 	e.setFault(k, func(c *cluster) {
 		c.unavailable, c.savepointFault, c.checkpointFault, c.cancelDelay = 0, FaultNone, FaultNone, 0
 		c.stopFault, c.savepointDelay, c.taskStartFault = StopFinishes, 0, ""
-		c.lostAnswers, c.deployDelay = nil, 0
+		c.lostAnswers, c.restoreDelay = nil, 0
 	})
 }
 

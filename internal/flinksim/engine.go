@@ -225,7 +225,8 @@ type cluster struct {
 	// from now on throws as it restores or opens (see SetTaskStartFault).
 	taskStartFault string
 	cancelDelay    time.Duration // 0: EngineOptions.CancelDelay
-	deployDelay    time.Duration // 0: EngineOptions.DeployDelay
+	// restoreDelay is how long tasks stay INITIALIZING (SetRestoreDelay).
+	restoreDelay   time.Duration
 	savepointDelay time.Duration // 0: EngineOptions.SavepointDelay
 	requests       map[string]int
 	totals         Totals
@@ -836,7 +837,7 @@ func (e *Engine) schedule(c *cluster, now time.Time) {
 			}
 		}
 		j.tasks = "DEPLOYING"
-		j.tasksUntil = now.Add(e.deployDelay(c))
+		j.tasksUntil = now.Add(e.opts.DeployDelay)
 	}
 }
 

@@ -315,7 +315,7 @@ func (e *Engine) scheduleAdaptive(c *cluster, j *job, free map[string]int, tms [
 	j.waiting = false
 	j.setState(flink.JobRunning, now)
 	j.tasks = "DEPLOYING"
-	j.tasksUntil = now.Add(e.deployDelay(c))
+	j.tasksUntil = now.Add(e.opts.DeployDelay)
 	j.executingSince = now
 }
 

@@ -475,18 +475,18 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 	case route == "faults" && m == http.MethodPost:
 		// {"savepoint": "fail"|"stall"|"", "checkpoint": ..., "stop":
 		// "tasksDoNotFinish"|"", "cancelDelay": "30s", "savepointDelay":
-		// "5m", "deployDelay": "20s"}; an absent key leaves that fault as
-		// it is.
+		// "5m", "restoreDelay": "20s"}; an absent key leaves that fault
+		// as it is.
 		req := struct {
 			Savepoint      *Fault     `json:"savepoint"`
 			Checkpoint     *Fault     `json:"checkpoint"`
 			Stop           *StopFault `json:"stop"`
 			CancelDelay    *string    `json:"cancelDelay"`
 			SavepointDelay *string    `json:"savepointDelay"`
-			DeployDelay    *string    `json:"deployDelay"`
+			RestoreDelay   *string    `json:"restoreDelay"`
 			TaskStart      *string    `json:"taskStart"`
 		}{}
-		var delay, spDelay, deploy time.Duration
+		var delay, spDelay, restore time.Duration
 		if err = decode(r, &req); err == nil {
 			for _, f := range []*Fault{req.Savepoint, req.Checkpoint} {
 				if f != nil && *f != FaultNone && *f != FaultFail && *f != FaultStall {
@@ -500,7 +500,7 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 				name string
 				in   *string
 				out  *time.Duration
-			}{{"cancelDelay", req.CancelDelay, &delay}, {"savepointDelay", req.SavepointDelay, &spDelay}, {"deployDelay", req.DeployDelay, &deploy}} {
+			}{{"cancelDelay", req.CancelDelay, &delay}, {"savepointDelay", req.SavepointDelay, &spDelay}, {"restoreDelay", req.RestoreDelay, &restore}} {
 				if d.in == nil || err != nil {
 					continue
 				}
@@ -525,13 +525,13 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 			if req.SavepointDelay != nil {
 				h.e.SetSavepointDelay(k, spDelay)
 			}
-			if req.DeployDelay != nil {
-				h.e.SetDeployDelay(k, deploy)
+			if req.RestoreDelay != nil {
+				h.e.SetRestoreDelay(k, restore)
 			}
 			if req.TaskStart != nil {
 				h.e.SetTaskStartFault(k, *req.TaskStart)
 			}
-			h.log.Info("Flink REST simulator: injected faults", "cluster", k.String(), "savepoint", req.Savepoint, "checkpoint", req.Checkpoint, "stop", req.Stop, "cancelDelay", req.CancelDelay, "savepointDelay", req.SavepointDelay, "deployDelay", req.DeployDelay, "taskStart", req.TaskStart)
+			h.log.Info("Flink REST simulator: injected faults", "cluster", k.String(), "savepoint", req.Savepoint, "checkpoint", req.Checkpoint, "stop", req.Stop, "cancelDelay", req.CancelDelay, "savepointDelay", req.SavepointDelay, "restoreDelay", req.RestoreDelay, "taskStart", req.TaskStart)
 		}
 	case route == "faults" && m == http.MethodDelete:
 		h.e.ClearFaults(k)

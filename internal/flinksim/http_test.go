@@ -468,7 +468,7 @@ func TestAdminAPI(t *testing.T) {
 	do("POST", admin+"/faults", `{"savepoint":"explode"}`, 400)
 	do("POST", admin+"/faults", `{"stop":"hang"}`, 400)
 	do("POST", admin+"/faults", `{"savepointDelay":"soon"}`, 400)
-	do("POST", admin+"/faults", `{"deployDelay":"soon"}`, 400)
+	do("POST", admin+"/faults", `{"restoreDelay":"soon"}`, 400)
 	do("POST", admin+"/faults", `{"stop":"tasksDoNotFinish","savepointDelay":"5m"}`, 204)
 	if v, _ := e.View(key); v.StopFault != StopTasksDoNotFinish {
 		t.Errorf("stop fault = %q", v.StopFault)

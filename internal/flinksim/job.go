@@ -237,6 +237,8 @@ func (e *Engine) jobEvent(c *cluster, j *job) (time.Time, func(time.Time)) {
 		return time.Time{}, nil
 	case "DEPLOYING":
 		return j.tasksUntil, func(at time.Time) { e.deployed(c, j, at) }
+	case "INITIALIZING":
+		return j.tasksUntil, func(at time.Time) { e.initialized(c, j, at) }
 	}
 	var (
 		best time.Time
@@ -453,6 +455,19 @@ func (e *Engine) startScheduling(c *cluster, j *job, at time.Time) {
 // deployed runs the tasks. A task that cannot read the state it restores
 // fails at once, which is a task failure like any other.
 func (e *Engine) deployed(c *cluster, j *job, at time.Time) {
+	if c.restoreDelay > 0 {
+		// Task#doRun: INITIALIZING while StreamTask#restoreInternal
+		// restores the operators' state, then RUNNING.
+		j.tasks = "INITIALIZING"
+		j.tasksUntil = at.Add(c.restoreDelay)
+		return
+	}
+	e.initialized(c, j, at)
+}
+
+// initialized ends the tasks' INITIALIZING: they run, or the restore or
+// the operators' opening fails.
+func (e *Engine) initialized(c *cluster, j *job, at time.Time) {
 	if s := j.restoreFrom; s != nil {
 		if ok, missing := s.readable(e.fs); !ok {
 			e.failJob(c, j, at, fmt.Sprintf("java.io.FileNotFoundException: %s (No such file or directory)", missing), false)
@@ -759,13 +774,6 @@ func (e *Engine) failJob(c *cluster, j *job, at time.Time, cause string, global 
 	j.d.jm.logf(at, "INFO Job %s fails: the restart strategy %s is exhausted", j.id, j.strategy)
 	j.setState(flink.JobFailing, at)
 	j.until = at.Add(e.cancelDelay(c))
-}
-
-func (e *Engine) deployDelay(c *cluster) time.Duration {
-	if c.deployDelay > 0 {
-		return c.deployDelay
-	}
-	return e.opts.DeployDelay
 }
 
 func (e *Engine) cancelDelay(c *cluster) time.Duration {

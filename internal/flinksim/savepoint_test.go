@@ -137,12 +137,12 @@ func TestSavepointOfJobThatCannot(t *testing.T) {
 			clk.step(time.Second)
 			return id
 		}, "CheckpointException: Not all required tasks are currently running."},
-		{"tasks restoring their state (SetDeployDelay)", func(t *testing.T, e *Engine, clk *fakeClock) string {
-			e.SetDeployDelay(key, time.Minute)
+		{"tasks restoring their state (SetRestoreDelay)", func(t *testing.T, e *Engine, clk *fakeClock) string {
+			e.SetRestoreDelay(key, time.Minute)
 			id := submit(t, e, flink.JarRunRequest{})
 			clk.step(30 * time.Second)
-			if j := jobDetails(t, e, id); j.State != flink.JobRunning || j.Vertices[0].Status != "DEPLOYING" {
-				t.Fatalf("30 s into a one-minute deploy: job %s, tasks %s", j.State, j.Vertices[0].Status)
+			if j := jobDetails(t, e, id); j.State != flink.JobRunning || j.Vertices[0].Status != "INITIALIZING" {
+				t.Fatalf("30 s into a one-minute restore: job %s, tasks %s", j.State, j.Vertices[0].Status)
 			}
 			return id
 		}, "CheckpointException: Not all required tasks are currently running."},

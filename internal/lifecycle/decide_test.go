@@ -365,6 +365,20 @@ func TestFailedSavepointRecordsTheJobAsFlinkHasIt(t *testing.T) {
 	}
 }
 
+// A checkpoint history that did not answer leaves the recorded count and
+// checkpoint as they were: a count of none would later read as a job that
+// never checkpointed, and a job Flink then lost would restart from its
+// initial savepoint instead of being held (NewestStateUnknown).
+func TestUnreadHistoryKeepsTheRecordedCheckpoints(t *testing.T) {
+	w := stableWorld()
+	w.status.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 9, Path: "s3://cp/chk-9", JobID: "job-1"}
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, HistoryUnread: true}
+	p := w.decide()
+	if j := p.Status.Job; j.CheckpointsCompleted != 10 || j.LastCheckpoint == nil || j.LastCheckpoint.ID != 9 || j.State != "RUNNING" {
+		t.Errorf("job recorded as %+v; want 10 checkpoints, the last 9, RUNNING", j)
+	}
+}
+
 func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
 	w := stableWorld()
 	w.gen, w.spec = 2, baseSpec()

@@ -39,11 +39,17 @@ func (s *Step) observe() {
 		return
 	}
 	job.State = string(in.Flink.JobState)
-	job.CheckpointsCompleted = in.Flink.CheckpointsCompleted
 	job.FailureCause = ""
 	if in.Flink.JobState == flink.JobFailed {
 		job.FailureCause = in.Flink.FailureCause
 	}
+	if in.Flink.HistoryUnread {
+		// The checkpoint history did not answer: its zero count is not
+		// Flink's, and a recorded count of none would later read as a job
+		// that never checkpointed (lost).
+		return
+	}
+	job.CheckpointsCompleted = in.Flink.CheckpointsCompleted
 	if cp := in.Flink.LatestCheckpoint; cp != nil && cp.Path != "" &&
 		(job.LastCheckpoint == nil || job.LastCheckpoint.Path != cp.Path) {
 		job.LastCheckpoint = &v1.CheckpointInfo{ID: cp.ID, Path: cp.Path, JobID: job.ID, ObservedAt: s.now()}

@@ -43,11 +43,6 @@ const (
 	ForStateless Purpose = "stateless restart"
 )
 
-// needsSavepoint: the purpose stops a RUNNING job with a savepoint.
-func (p Purpose) needsSavepoint() bool {
-	return p == ForVersion || p == ForChange || p == ForRemoval || p == ForSuspend
-}
-
 // Do is what the rule allows now.
 type Do string
 
@@ -142,7 +137,12 @@ func RestorePoint(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) 
 
 // beforeStop answers for a job Flink runs.
 func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
-	running := in.Flink.JobState == flink.JobRunning
+	// running: Flink would take a savepoint of the job now. A RUNNING job
+	// whose tasks are still starting (TasksStarting: deploying, restoring
+	// state after a failover) would fail it, and a failed upgrade savepoint
+	// ends the upgrade until the spec changes: until they run, the job is
+	// treated as one that is not RUNNING.
+	running := in.Flink.JobState == flink.JobRunning && !in.Flink.TasksStarting()
 	switch {
 	case why == ForStateless || why == ForRollback:
 		return Snapshot{}, Verdict{Do: Cancel}
@@ -152,19 +152,13 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// is its cache of the job's details (web.refresh-interval).
 		return Snapshot{}, stopNotSeen(in, job)
 	}
-	if running && in.Flink.TasksStarting() && why.needsSavepoint() {
-		// A savepoint now would fail, and a failed upgrade savepoint ends
-		// the upgrade until the spec changes: wait the start out.
-		return Snapshot{}, Verdict{Do: Hold, Reason: "WaitingForRunning", Message: fmt.Sprintf(
-			"The %s needs a savepoint of job %s, which Flink takes only while all its tasks run, and some are still deploying or restoring their state; waiting for them", why, job.ID)}
-	}
 	switch why {
 	case ForVersion:
 		if running {
 			return Snapshot{}, Verdict{Do: TakeSavepoint}
 		}
 		return Snapshot{}, Verdict{Do: Hold, Reason: "WaitingForRunning", Message: fmt.Sprintf(
-			"The %s needs a savepoint of job %s, which Flink takes only of a RUNNING job (it is %s); waiting for it to run", why, job.ID, in.Flink.JobState)}
+			"The %s needs a savepoint of job %s, which Flink takes only of a RUNNING job whose tasks run (it is %s); waiting for it to run", why, job.ID, stateOf(in.Flink))}
 	case ForChange, ForRemoval, ForSuspend:
 		if running {
 			return Snapshot{}, Verdict{Do: TakeSavepoint}
@@ -184,7 +178,15 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		return Snapshot{}, Verdict{Do: Cancel}
 	}
 	return Snapshot{}, Verdict{Do: Hold, Reason: "NoStateSurvivesCancel", Message: fmt.Sprintf(
-		"Job %s is %s, so it cannot take a savepoint, and a cancel would delete its checkpoints (%s is %s, not RETAIN_ON_CANCELLATION); waiting for it to run", job.ID, in.Flink.JobState, flink.LastStateRetentionKey, orUnknown(in.Retention))}
+		"Job %s is %s, so it cannot take a savepoint, and a cancel would delete its checkpoints (%s is %s, not RETAIN_ON_CANCELLATION); waiting for it to run", job.ID, stateOf(in.Flink), flink.LastStateRetentionKey, orUnknown(in.Retention))}
+}
+
+// stateOf is the job's state as a hold names it.
+func stateOf(f Flink) string {
+	if f.TasksStarting() {
+		return "RUNNING, some of its tasks still deploying or restoring their state"
+	}
+	return string(f.JobState)
 }
 
 // stopped: the job's own stop-with-savepoint completed.

@@ -70,14 +70,24 @@ func (f Flink) TasksRunning() bool {
 }
 
 // TasksStarting: the job is RUNNING and Flink listed its vertices, some of
-// whose tasks do not run yet (scheduled, deploying, or restoring their
-// state after a restart or failover, which a large state makes long).
-// Flink fails a savepoint triggered then: DefaultCheckpointPlanCalculator
-// finds a task to trigger not RUNNING (CheckpointFailureReason
-// NOT_ALL_REQUIRED_TASKS_RUNNING, "Not all required tasks are currently
-// running").
+// whose tasks do not run yet: scheduled (waiting for slots), deploying, or
+// INITIALIZING, where Task#doRun restores their state (long for a large
+// state, after a restart or failover). Flink fails a savepoint triggered
+// then: DefaultCheckpointPlanCalculator#checkTasksStarted refuses a task to
+// trigger that is not RUNNING (NOT_ALL_REQUIRED_TASKS_RUNNING). Vertices
+// without a parallelism (not yet decided) are not counted. Job details are
+// cached for web.refresh-interval, so a start that began moments ago may
+// not show yet.
 func (f Flink) TasksStarting() bool {
-	return f.JobFound && f.JobState == flink.JobRunning && len(f.Vertices) > 0 && !f.TasksRunning()
+	if !f.JobFound || f.JobState != flink.JobRunning {
+		return false
+	}
+	for _, v := range f.Vertices {
+		if v.Parallelism > 0 && v.Tasks["RUNNING"]+v.Tasks["FINISHED"] < v.Parallelism {
+			return true
+		}
+	}
+	return false
 }
 
 // Checkpoint is a completed checkpoint or savepoint as Flink lists it.

@@ -314,7 +314,8 @@ func TestUpgradeWaitsForTasksRestoringState(t *testing.T) {
 	fc.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
 	key := startCluster(t, fc)
 	oldJob := getFC(t, ns, "restoring").Status.Job.ID
-	sim.Engine.SetDeployDelay(key, 20*time.Second)
+	// Restores that last until the test lifts them.
+	sim.Engine.SetRestoreDelay(key, time.Hour)
 	if err := sim.Engine.LoseJobManager(key); err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +324,7 @@ func TestUpgradeWaitsForTasksRestoringState(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if j.State != flink.JobRunning || len(j.Vertices) == 0 || j.Vertices[0].Status != "DEPLOYING" {
+		if j.State != flink.JobRunning || len(j.Vertices) == 0 || j.Vertices[0].Status != "INITIALIZING" {
 			return fmt.Errorf("job %s, vertices %+v", j.State, j.Vertices)
 		}
 		return nil
@@ -333,8 +334,7 @@ func TestUpgradeWaitsForTasksRestoringState(t *testing.T) {
 	if j := simJob(t, key, oldJob); j.SavepointsTriggered != 0 {
 		t.Fatalf("%d savepoints sent to a job whose tasks do not all run", j.SavepointsTriggered)
 	}
-	// The job's tasks run out their delay; the new job's deploy at once.
-	sim.Engine.SetDeployDelay(key, 0)
+	sim.Engine.SetRestoreDelay(key, 0)
 	fc = waitUpgradeResult(t, ns, "restoring", "UpgradeSucceeded", 2*time.Minute)
 	wantRestoredFromStop(t, key, oldJob, fc.Status.Job.ID)
 }
