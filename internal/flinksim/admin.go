@@ -209,7 +209,8 @@ func (e *Engine) InjectUnavailable(k ClusterKey, n int) {
 // was asked. A test fault, not Flink behaviour: an answer lost on the way
 // (a proxy, the pod network, a JobManager that dies as it answers) or one
 // later than the client's timeout, which the client gives up on the same
-// way, unsure whether the request landed. n <= 0 clears it.
+// way, unsure whether the request landed. Whatever the answer would have
+// been, a refusal too, it is lost. n <= 0 clears it.
 func (e *Engine) LoseAnswers(k ClusterKey, endpoint string, n int) {
 	e.setFault(k, func(c *cluster) {
 		if c.lostAnswers == nil {
