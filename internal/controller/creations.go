@@ -26,39 +26,54 @@ const creationWait = 15 * time.Second
 // one-object form, keyed by cluster so a deleted cluster's go with it.
 type creations struct {
 	mu sync.Mutex
-	// sent holds, per cluster, when each child ("Kind name") was created.
-	sent map[types.NamespacedName]map[string]time.Time
+	// sent holds, per cluster, the incarnation (UID) the children were
+	// created for and when each ("Kind name") was.
+	sent map[types.NamespacedName]*incarnation
+}
+
+type incarnation struct {
+	uid types.UID
+	at  map[string]time.Time
 }
 
 // created records the create of a child of cluster at now.
-func (c *creations) created(cluster types.NamespacedName, kind, name string, now time.Time) {
+func (c *creations) created(cluster types.NamespacedName, uid types.UID, kind, name string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sent == nil {
-		c.sent = map[types.NamespacedName]map[string]time.Time{}
+		c.sent = map[types.NamespacedName]*incarnation{}
 	}
-	if c.sent[cluster] == nil {
-		c.sent[cluster] = map[string]time.Time{}
+	if e := c.sent[cluster]; e == nil || e.uid != uid {
+		c.sent[cluster] = &incarnation{uid: uid, at: map[string]time.Time{}}
 	}
-	c.sent[cluster][kind+" "+name] = now
+	c.sent[cluster].at[kind+" "+name] = now
 }
 
 // awaited is how much longer a child the cache does not show (cached
 // false) is taken to be there, as created, without a write: zero when it
-// was not created here, or longer than creationWait ago. A child the cache
-// shows is forgotten.
-func (c *creations) awaited(cluster types.NamespacedName, kind, name string, cached bool, now time.Time) time.Duration {
+// was not created here for this incarnation of the cluster, or longer
+// than creationWait ago. A child the cache shows is forgotten.
+func (c *creations) awaited(cluster types.NamespacedName, uid types.UID, kind, name string, cached bool, now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	at, ok := c.sent[cluster][kind+" "+name]
+	e := c.sent[cluster]
+	if e == nil {
+		return 0
+	}
+	if e.uid != uid {
+		// The cluster was deleted and created again under its name.
+		delete(c.sent, cluster)
+		return 0
+	}
+	at, ok := e.at[kind+" "+name]
 	if !ok {
 		return 0
 	}
 	if left := at.Add(creationWait).Sub(now); !cached && left > 0 {
 		return left
 	}
-	delete(c.sent[cluster], kind+" "+name)
-	if len(c.sent[cluster]) == 0 {
+	delete(e.at, kind+" "+name)
+	if len(e.at) == 0 {
 		delete(c.sent, cluster)
 	}
 	return 0

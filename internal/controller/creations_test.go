@@ -42,9 +42,9 @@ func TestCreationsAwaited(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var c creations
 			if tc.created {
-				c.created(cluster, "StatefulSet", "pool-taskmanager", t0)
+				c.created(cluster, "uid-1", "StatefulSet", "pool-taskmanager", t0)
 			}
-			if got := c.awaited(cluster, "StatefulSet", "pool-taskmanager", tc.cached, t0.Add(tc.at)); got != tc.want {
+			if got := c.awaited(cluster, "uid-1", "StatefulSet", "pool-taskmanager", tc.cached, t0.Add(tc.at)); got != tc.want {
 				t.Errorf("awaited %v, want %v", got, tc.want)
 			}
 			// An answer of zero forgets the child: it is not awaited again.
@@ -54,12 +54,16 @@ func TestCreationsAwaited(t *testing.T) {
 		})
 	}
 	var c creations
-	c.created(cluster, "Service", "pool-rest", t0)
-	if got := c.awaited(cluster, "StatefulSet", "pool-rest", false, t0); got != 0 {
+	c.created(cluster, "uid-1", "Service", "pool-rest", t0)
+	if got := c.awaited(cluster, "uid-1", "StatefulSet", "pool-rest", false, t0); got != 0 {
 		t.Errorf("another kind of the same name awaited %v", got)
 	}
+	if got := c.awaited(cluster, "uid-2", "Service", "pool-rest", false, t0); got != 0 || len(c.sent) != 0 {
+		t.Errorf("the child of a cluster created again under its name awaited %v (remembered %v)", got, c.sent)
+	}
+	c.created(cluster, "uid-1", "Service", "pool-rest", t0)
 	c.forget(cluster)
-	if got := c.awaited(cluster, "Service", "pool-rest", false, t0); got != 0 {
+	if got := c.awaited(cluster, "uid-1", "Service", "pool-rest", false, t0); got != 0 {
 		t.Errorf("a deleted cluster's child awaited %v", got)
 	}
 }

@@ -592,7 +592,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			errs[i] = fmt.Errorf("read %s %s: %w", c.kind, c.name, err)
 			continue
 		}
-		if wait := r.creations.awaited(key, c.kind, c.name, err == nil, s.now); wait > 0 {
+		if wait := r.creations.awaited(key, s.fc.UID, c.kind, c.name, err == nil, s.now); wait > 0 {
 			// Created here moments ago, not in the cache yet: it holds
 			// what was sent. Its watch event wakes the cluster.
 			s.creationWait = soonest(s.creationWait, wait)
@@ -614,7 +614,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			return
 		}
 		if created != "" {
-			r.creations.created(key, c.kind, c.name, s.now)
+			r.creations.created(key, s.fc.UID, c.kind, c.name, s.now)
 		}
 		if i == 0 && created != "" {
 			// The ConfigMap just created holds the rendering: its data
