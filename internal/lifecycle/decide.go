@@ -421,8 +421,13 @@ func untouched(s *Step) {
 func deploying(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
 	// A job that was never submitted has nothing to stop: once the pods
-	// run the new spec it is submitted (from the initial savepoint).
-	if !specEqual(in.Deployed, in.Spec) || job.ID != "" && job.EndedAt == nil {
+	// run the new spec it is submitted (from the initial savepoint). An
+	// ended job whose restore point this upgrade has not recorded asks the
+	// rule too: a spec that supersedes an upgrade and equals the deployed
+	// one finds the pods as they are, and the job the superseded upgrade
+	// stopped (fault schedule 30: a removal's cancel, then spec.job back;
+	// the job was submitted without the state the cancel kept).
+	if !specEqual(in.Deployed, in.Spec) || job.ID != "" && (job.EndedAt == nil || up.RestorePath == "") {
 		snap, v := s.restorePoint(purposeOf(Change(up.Kind), modeOf(in)))
 		switch v.Do {
 		case TakeSavepoint:
@@ -449,10 +454,17 @@ func deploying(s *Step) bool {
 			if up.RollbackPath == "" {
 				up.RollbackPath = snap.Path
 			}
+			if specEqual(in.Deployed, in.Spec) {
+				// The pods run this spec already: submit it below.
+				break
+			}
 			s.Deploy = in.Spec
 			s.requeue(Poll)
+			return false
 		}
-		return false
+		if v.Do != Restore {
+			return false
+		}
 	}
 	s.Deploy = in.Spec
 	if !in.RolledOut {

@@ -379,6 +379,39 @@ func TestUnreadHistoryKeepsTheRecordedCheckpoints(t *testing.T) {
 	}
 }
 
+// Fault schedule 30: spec.job removed while the job restarts (the rule
+// cancels it, its checkpoint surviving), then declared again as it was
+// before the cancel's answer came. The superseding spec equals the
+// deployed one: the job is submitted from the checkpoint the cancel kept,
+// never without state.
+func TestSupersedingSpecEqualToTheDeployedRestoresTheStoppedJob(t *testing.T) {
+	w := stableWorld()
+	cp := &Checkpoint{ID: 12, Path: "s3://cp/chk-12"}
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Job = nil
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting, CheckpointsCompleted: 12, LatestCheckpoint: cp}
+	p := w.decide()
+	if p.Action.Kind != ActCancel {
+		t.Fatalf("removal of a restarting job: action %s, upgrade %+v; want a cancel", p.Action.Kind, p.Status.Upgrade)
+	}
+	w.commit(p)
+
+	w.gen, w.spec = 3, baseSpec()
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, CheckpointsCompleted: 12, LatestCheckpoint: cp, EndedAt: w.now}
+	for range 10 {
+		w.now = w.now.Add(time.Second)
+		p = w.decide()
+		if p.Action.Kind == ActSubmit {
+			if p.Action.RestorePath != cp.Path {
+				t.Fatalf("submitted from %q, want the checkpoint the cancel kept, %s", p.Action.RestorePath, cp.Path)
+			}
+			return
+		}
+		w.commit(p)
+	}
+	t.Fatalf("no submission: upgrade %+v, hold %+v", p.Status.Upgrade, p.Facts.StateHold)
+}
+
 func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
 	w := stableWorld()
 	w.gen, w.spec = 2, baseSpec()
