@@ -812,7 +812,7 @@ func TestFirstJobEvents(t *testing.T) {
 	}{
 		{"first job without state", baseSpec(), nil, Flink{Reachable: true}, ""},
 		{"first job from the initial savepoint", withInitial, nil, Flink{Reachable: true}, "Submitted"},
-		{"a lost job", baseSpec(), &v1.JobStatus{ID: "job-1", State: "RUNNING"}, Flink{Reachable: true}, "Restored"},
+		{"a job lost while starting", baseSpec(), &v1.JobStatus{ID: "job-1", State: "INITIALIZING"}, Flink{Reachable: true}, "Restored"},
 	} {
 		w := &world{gen: 1, spec: tc.spec, deployed: tc.spec.DeepCopy(), rolled: true, now: t0, flink: tc.flink}
 		if tc.job != nil {

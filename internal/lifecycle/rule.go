@@ -285,19 +285,26 @@ func lost(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// Its own stop-with-savepoint ended it: nothing came after.
 		return portable(Snapshot{Path: job.LastSavepoint.Path, Savepoint: true}, job, why)
 	}
-	if job.CheckpointsCompleted > 0 || checkpointsDir(job) != "" {
-		// Flink completed checkpoints of this job and forgot it (its
-		// JobManager went without HA): nothing in Flink says which is the
-		// newest any more, and the one the operator last recorded may have
-		// been subsumed since (CheckpointCoordinator deletes what
+	if job.CheckpointsCompleted > 0 || checkpointsDir(job) != "" || ran(job) {
+		// Flink may have completed checkpoints of this job and forgot it
+		// (its JobManager went without HA): nothing in Flink says which is
+		// the newest any more, and the one the operator last recorded may
+		// have been subsumed since (CheckpointCoordinator deletes what
 		// state.checkpoints.num-retained no longer keeps): restoring it
-		// would rewind the job, or fail it on a deleted checkpoint. The
-		// user names the state, by changing spec.job.initialSavepointPath.
+		// would rewind the job, or fail it on a deleted checkpoint. A job
+		// seen running with none recorded is no different: the first
+		// checkpoint may come at once (CheckpointCoordinator's first
+		// trigger waits a random delay from the minimum pause, 0 by
+		// default), and the operator reads the history only every poll,
+		// through Flink's cache of it (fault schedule 70: two checkpoints
+		// completed unseen in the 3 s before the loss, and the job was
+		// restored from the older savepoint it had started from). The user
+		// names the state, by changing spec.job.initialSavepointPath.
 		if p := chosenRestore(in); p != "" {
 			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
 		}
 		return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
-			"Flink no longer knows job %s (a JobManager without high availability forgets its jobs), which completed %d checkpoints; the newest is known only to the checkpoint storage (the highest chk-N in %s), and the one last recorded, %s, may have been deleted since. Set spec.job.initialSavepointPath to the state to restore from; enable highAvailability so Flink recovers its jobs itself",
+			"Flink no longer knows job %s (a JobManager without high availability forgets its jobs), which ran and completed %d checkpoints as last seen, perhaps more since; the newest is known only to the checkpoint storage (the highest chk-N in %s), and the one last recorded, %s, may be older or deleted since. Set spec.job.initialSavepointPath to the state to restore from; enable highAvailability so Flink recovers its jobs itself",
 			job.ID, job.CheckpointsCompleted, orUnknown(checkpointsDir(job)), orUnknown(newestState(job, &v1.JobSpec{})))}
 	}
 	path := newestState(job, &v1.JobSpec{})
@@ -317,6 +324,12 @@ func chosenRestore(in Input) string {
 		return ""
 	}
 	return in.Spec.Job.InitialSavepointPath
+}
+
+// ran: the job was seen past its start (RUNNING, or any state after it),
+// so its tasks may have run and checkpointed.
+func ran(job *v1.JobStatus) bool {
+	return job.State != "" && !starting(flink.JobStatus(job.State))
 }
 
 // checkpointsDir is the directory of the job's recorded checkpoints, where

@@ -89,8 +89,10 @@ func TestRestorePoint(t *testing.T) {
 
 		{"lost after a recorded checkpoint: refused, it may be subsumed", v1.JobStatus{ID: "job-1", State: "RUNNING", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"},
 			LastCheckpoint: &v1.CheckpointInfo{ID: 5, Path: "s3://cp/chk-5", JobID: "job-1"}}, Flink{Reachable: true}, "", ForRestart, Refuse, "", "NewestStateUnknown"},
-		{"lost before any checkpoint: the savepoint it started from", v1.JobStatus{ID: "job-1", State: "RUNNING", RestoredFrom: "s3://sp/old", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}},
+		{"lost while starting: the savepoint it started from", v1.JobStatus{ID: "job-1", State: "INITIALIZING", RestoredFrom: "s3://sp/old", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}},
 			Flink{Reachable: true}, "", ForRestart, Restore, "s3://sp/old", ""},
+		{"lost after it ran, no checkpoint seen: refused, one may have completed unseen", v1.JobStatus{ID: "job-1", State: "RUNNING", RestoredFrom: "s3://sp/old", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}},
+			Flink{Reachable: true}, "", ForRestart, Refuse, "", "NewestStateUnknown"},
 		{"lost, stopped with a savepoint: it", v1.JobStatus{ID: "job-1", State: "FINISHED", LastSavepoint: stop,
 			LastCheckpoint: &v1.CheckpointInfo{ID: 7, Path: "s3://cp/chk-7", JobID: "job-1"}}, Flink{Reachable: true}, "", ForVersion, Restore, "s3://sp/stop", ""},
 		{"lost with checkpoints, none recorded: refused", v1.JobStatus{ID: "job-1", State: "RUNNING", CheckpointsCompleted: 4}, Flink{Reachable: true}, "", ForRestart, Refuse, "", "NewestStateUnknown"},
