@@ -140,9 +140,13 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 	// running: Flink would take a savepoint of the job now. A RUNNING job
 	// whose tasks are still starting (TasksStarting: deploying, restoring
 	// state after a failover) would fail it, and a failed upgrade savepoint
-	// ends the upgrade until the spec changes: until they run, the job is
-	// treated as one that is not RUNNING.
-	running := in.Flink.JobState == flink.JobRunning && !in.Flink.TasksStarting()
+	// ends the upgrade until the spec changes: a change that needs a
+	// savepoint waits for them, as the upgrade mode asks (a cancel would
+	// do where the checkpoint survives it, but the user chose savepoints;
+	// tasks that never run fail the job after slot.request.timeout, and a
+	// RESTARTING job takes the cancel path).
+	starting := in.Flink.TasksStarting()
+	running := in.Flink.JobState == flink.JobRunning && !starting
 	switch {
 	case why == ForStateless || why == ForRollback:
 		return Snapshot{}, Verdict{Do: Cancel}
@@ -162,6 +166,10 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 	case ForChange, ForRemoval, ForSuspend:
 		if running {
 			return Snapshot{}, Verdict{Do: TakeSavepoint}
+		}
+		if starting {
+			return Snapshot{}, Verdict{Do: Hold, Reason: "WaitingForRunning", Message: fmt.Sprintf(
+				"The %s needs a savepoint of job %s, which Flink takes only while all its tasks run (it is %s); waiting for them", why, job.ID, stateOf(in.Flink))}
 		}
 	}
 	// ForLastState, ForRestart, and a job that is not RUNNING: a cancel
