@@ -195,6 +195,10 @@ func readCheckpoints(obs *lifecycle.Flink, cps *flink.CheckpointingStatistics) {
 	if cp := cps.Latest.Completed; cp != nil && cp.ExternalPath != "" {
 		obs.LatestCheckpoint = &lifecycle.Checkpoint{ID: cp.ID, Path: cp.ExternalPath, TriggeredAt: time.UnixMilli(cp.TriggerTimestamp)}
 	}
+	if r := cps.Latest.Restored; r != nil && r.ExternalPath != "" {
+		obs.Restored = &lifecycle.Checkpoint{ID: r.ID, Path: r.ExternalPath}
+		obs.RestoredSavepoint = r.IsSavepoint
+	}
 	for _, h := range cps.History {
 		if h.IsSavepoint && h.ClassName == flink.CheckpointClassCompleted && h.ExternalPath != "" {
 			obs.Savepoints = append(obs.Savepoints, lifecycle.Checkpoint{ID: h.ID, Path: h.ExternalPath, TriggeredAt: time.UnixMilli(h.TriggerTimestamp)})

@@ -178,11 +178,11 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 	// restart it); a RUNNING job that cannot be cancelled safely is stopped
 	// with a savepoint instead.
 	switch {
-	case survivesCancel(in):
+	case survivesCancel(in, job):
 		return Snapshot{}, Verdict{Do: Cancel}
 	case running:
 		return Snapshot{}, Verdict{Do: TakeSavepoint}
-	case in.Flink.LatestCheckpoint == nil:
+	case ownLatest(in, job) == nil:
 		return Snapshot{}, Verdict{Do: Cancel}
 	}
 	return Snapshot{}, Verdict{Do: Hold, Reason: "NoStateSurvivesCancel", Message: fmt.Sprintf(
@@ -217,8 +217,23 @@ func stopNotSeen(in Input, job *v1.JobStatus) Verdict {
 // the pods run keeps it when the job is cancelled. (Under rendering drift
 // the pods may run an older rendering; every drift starts an upgrade that
 // takes a savepoint of a RUNNING job first.)
-func survivesCancel(in Input) bool {
-	return in.Retention == "RETAIN_ON_CANCELLATION" && in.Flink.LatestCheckpoint != nil && in.Flink.LatestCheckpoint.Path != ""
+func survivesCancel(in Input, job *v1.JobStatus) bool {
+	cp := ownLatest(in, job)
+	return in.Retention == "RETAIN_ON_CANCELLATION" && cp != nil && cp.Path != ""
+}
+
+// ownLatest is the job's newest checkpoint of its own that a cancel's
+// retention decides on: its latest completed one, else the one its
+// current run recovered after a failover (Flink.Restored, when the
+// operator did not give it).
+func ownLatest(in Input, job *v1.JobStatus) *Checkpoint {
+	if cp := in.Flink.LatestCheckpoint; cp != nil {
+		return cp
+	}
+	if r := in.Flink.Restored; r != nil && !in.Flink.RestoredSavepoint && r.Path != job.RestoredFrom {
+		return r
+	}
+	return nil
 }
 
 // afterStop answers for a job Flink reports ended.
@@ -264,6 +279,16 @@ func newestRetained(in Input, job *v1.JobStatus) Snapshot {
 	}
 	if sp := job.LastSavepoint; sp != nil && sp.JobID == job.ID && sp.CheckpointID > 0 {
 		consider(Snapshot{Path: sp.Path, Savepoint: true, ID: sp.CheckpointID})
+	}
+	if r := in.Flink.Restored; r != nil && r.Path != job.RestoredFrom && (in.Flink.RestoredSavepoint || retainedAfter(in.Retention, in.Flink.JobState)) {
+		// The current run restored a snapshot the operator did not give
+		// it: a failover's recovery of the job's own latest checkpoint
+		// (fault schedule 18: cancelled before its first new checkpoint,
+		// the job was submitted without state). The job owns it, so the
+		// retention decides whether it outlived the end; a snapshot the
+		// operator gave is not the job's (NO_CLAIM) and is the fallback
+		// below.
+		consider(Snapshot{Path: r.Path, Savepoint: in.Flink.RestoredSavepoint, ID: r.ID})
 	}
 	return best
 }

@@ -33,6 +33,14 @@ type Flink struct {
 	// Savepoints are the completed savepoints in the job's checkpoint
 	// history, Flink's own record of what a forgotten trigger produced.
 	Savepoints []Checkpoint
+	// Restored is what the job's current run restored from, as Flink
+	// reports it (latest.restored), and RestoredSavepoint whether it is a
+	// savepoint. After a JobManager failover with HA, the new leader
+	// restores the latest checkpoint of its store, which the operator may
+	// never have recorded, and the new run's statistics start afresh: no
+	// completed checkpoint, only this.
+	Restored          *Checkpoint
+	RestoredSavepoint bool
 	// Pending is the state of status.job.pendingSavepoint in Flink.
 	Pending *Operation
 	// Vertices are the job's vertices as Flink lists them, sources first
