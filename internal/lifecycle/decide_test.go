@@ -798,7 +798,8 @@ func TestRenderingDriftTakesTheStateSafePath(t *testing.T) {
 }
 
 // TestFirstJobEvents: a new cluster's first job is told by its status; a
-// job submitted from state, or again after one was lost, gets an event.
+// job submitted from state gets an event. (A job Flink lost after it showed
+// it is held, NewestStateUnknown: TestJobLostWithItsJobManager.)
 // A starting job is looked at again without waiting for the health poller.
 func TestFirstJobEvents(t *testing.T) {
 	withInitial := baseSpec()
@@ -812,7 +813,6 @@ func TestFirstJobEvents(t *testing.T) {
 	}{
 		{"first job without state", baseSpec(), nil, Flink{Reachable: true}, ""},
 		{"first job from the initial savepoint", withInitial, nil, Flink{Reachable: true}, "Submitted"},
-		{"a job lost while starting", baseSpec(), &v1.JobStatus{ID: "job-1", State: "INITIALIZING"}, Flink{Reachable: true}, "Restored"},
 	} {
 		w := &world{gen: 1, spec: tc.spec, deployed: tc.spec.DeepCopy(), rolled: true, now: t0, flink: tc.flink}
 		if tc.job != nil {

@@ -359,10 +359,12 @@ func chosenRestore(in Input) string {
 	return in.Spec.Job.InitialSavepointPath
 }
 
-// ran: the job was seen past its start (RUNNING, or any state after it),
-// so its tasks may have run and checkpointed.
+// ran: Flink was seen to have the job, in any state, so its tasks may have
+// run and checkpointed since, unseen: a job last seen INITIALIZING can run
+// and complete a checkpoint within one poll (fault schedule 127: lost 2.7 s
+// after its start, two checkpoints completed, none seen).
 func ran(job *v1.JobStatus) bool {
-	return job.State != "" && !starting(flink.JobStatus(job.State))
+	return job.State != ""
 }
 
 // checkpointsDir is the directory of the job's recorded checkpoints, where

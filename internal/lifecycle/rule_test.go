@@ -97,8 +97,10 @@ func TestRestorePoint(t *testing.T) {
 
 		{"lost after a recorded checkpoint: refused, it may be subsumed", v1.JobStatus{ID: "job-1", State: "RUNNING", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"},
 			LastCheckpoint: &v1.CheckpointInfo{ID: 5, Path: "s3://cp/chk-5", JobID: "job-1"}}, Flink{Reachable: true}, "", ForRestart, Refuse, "", "NewestStateUnknown"},
-		{"lost while starting: the savepoint it started from", v1.JobStatus{ID: "job-1", State: "INITIALIZING", RestoredFrom: "s3://sp/old", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}},
+		{"lost before Flink ever showed it: the savepoint it started from", v1.JobStatus{ID: "job-1", SubmittedAt: &ended, RestoredFrom: "s3://sp/old", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}},
 			Flink{Reachable: true}, "", ForRestart, Restore, "s3://sp/old", ""},
+		{"lost after Flink showed it starting: refused, it may have run since", v1.JobStatus{ID: "job-1", State: "INITIALIZING", RestoredFrom: "s3://sp/old", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}},
+			Flink{Reachable: true}, "", ForRestart, Refuse, "", "NewestStateUnknown"},
 		{"lost after it ran, no checkpoint seen: refused, one may have completed unseen", v1.JobStatus{ID: "job-1", State: "RUNNING", RestoredFrom: "s3://sp/old", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}},
 			Flink{Reachable: true}, "", ForRestart, Refuse, "", "NewestStateUnknown"},
 		{"lost, stopped with a savepoint: it", v1.JobStatus{ID: "job-1", State: "FINISHED", LastSavepoint: stop,
