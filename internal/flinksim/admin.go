@@ -275,19 +275,23 @@ func (e *Engine) SetCancelDelay(k ClusterKey, d time.Duration) {
 // Tasks initializing now end theirs within d from now, so a smaller d
 // (zero: at once) lifts the fault.
 func (e *Engine) SetRestoreDelay(k ClusterKey, d time.Duration) {
-	e.setFault(k, func(c *cluster) {
-		c.restoreDelay = d
-		for _, p := range c.jms {
-			if p.d == nil {
-				continue
-			}
-			for _, j := range p.d.jobs {
-				if j.tasks == "INITIALIZING" && j.tasksUntil.After(e.now().Add(d)) {
-					j.tasksUntil = e.now().Add(d)
-				}
+	e.setFault(k, func(c *cluster) { e.restoreWithin(c, d) })
+}
+
+// restoreWithin sets the restore delay to d and ends the restores under
+// way within d from now.
+func (e *Engine) restoreWithin(c *cluster, d time.Duration) {
+	c.restoreDelay = d
+	for _, p := range c.jms {
+		if p.d == nil {
+			continue
+		}
+		for _, j := range p.d.jobs {
+			if j.tasks == "INITIALIZING" && j.tasksUntil.After(e.now().Add(d)) {
+				j.tasksUntil = e.now().Add(d)
 			}
 		}
-	})
+	}
 }
 
 // ClearFaults removes every injected fault of a cluster.
@@ -295,7 +299,8 @@ func (e *Engine) ClearFaults(k ClusterKey) {
 	e.setFault(k, func(c *cluster) {
 		c.unavailable, c.savepointFault, c.checkpointFault, c.cancelDelay = 0, FaultNone, FaultNone, 0
 		c.stopFault, c.savepointDelay, c.taskStartFault = StopFinishes, 0, ""
-		c.lostAnswers, c.restoreDelay = nil, 0
+		c.lostAnswers = nil
+		e.restoreWithin(c, 0)
 	})
 }
 

@@ -324,3 +324,40 @@ func TestCancel(t *testing.T) {
 		t.Errorf("overview = %+v", ov)
 	}
 }
+
+// TestRestoreDelayLifted: lowering the restore delay, or clearing the
+// faults, ends the restores under way within the new delay, so a test
+// that lifts the fault sees the tasks run as the next deployment would.
+func TestRestoreDelayLifted(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lift   func(e *Engine)
+		within time.Duration
+	}{
+		{"SetRestoreDelay(0)", func(e *Engine) { e.SetRestoreDelay(key, 0) }, 0},
+		{"SetRestoreDelay(5s)", func(e *Engine) { e.SetRestoreDelay(key, 5*time.Second) }, 5 * time.Second},
+		{"ClearFaults", func(e *Engine) { e.ClearFaults(key) }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, clk := newTestEngine(t)
+			e.Observe(key, simple(tms(1), nil).Observation())
+			e.SetRestoreDelay(key, time.Hour)
+			id := submit(t, e, flink.JarRunRequest{})
+			clk.step(30 * time.Second)
+			if j := jobDetails(t, e, id); j.Vertices[0].Status != "INITIALIZING" {
+				t.Fatalf("before the lift: tasks %s", j.Vertices[0].Status)
+			}
+			tc.lift(e)
+			if tc.within > 0 {
+				clk.step(tc.within - time.Second)
+				if j := jobDetails(t, e, id); j.Vertices[0].Status != "INITIALIZING" {
+					t.Fatalf("%v after the lift to %v: tasks %s", tc.within-time.Second, tc.within, j.Vertices[0].Status)
+				}
+			}
+			clk.step(time.Second)
+			if j := jobDetails(t, e, id); j.Vertices[0].Status != "RUNNING" {
+				t.Errorf("%v after the lift: tasks %s, want RUNNING", tc.within, j.Vertices[0].Status)
+			}
+		})
+	}
+}
