@@ -233,6 +233,11 @@ const (
 	HighAvailabilityKubernetes HighAvailabilityMode = "kubernetes"
 )
 
+// HighAvailable: the spec runs its JobManagers with HA services.
+func (s *FlinkClusterSpec) HighAvailable() bool {
+	return s != nil && s.HighAvailability != nil && s.HighAvailability.Mode != HighAvailabilityNone
+}
+
 // HighAvailabilitySpec configures JobManager high availability.
 // +kubebuilder:validation:XValidation:rule="self.mode != 'zookeeper' || (has(self.zookeeper) && size(self.zookeeper.connectString) > 0)",message="spec.highAvailability.zookeeper.connectString is required when spec.highAvailability.mode is zookeeper"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'zookeeper' || !has(self.zookeeper)",message="spec.highAvailability.zookeeper is only allowed when spec.highAvailability.mode is zookeeper"

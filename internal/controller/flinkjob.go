@@ -336,6 +336,22 @@ func (r *Reconciler) jobManagerPod(ctx context.Context, fc *v1.FlinkCluster) (*c
 	return nil, fmt.Errorf("no JobManager pod of %s is ready to take the job's jar", klog.KObj(fc))
 }
 
+// jobManagerSince is when the youngest ready JobManager pod turned ready,
+// read around the cache; zero when none is or the read fails, which the
+// lifecycle takes for a JobManager that may have restarted.
+func (r *Reconciler) jobManagerSince(ctx context.Context, fc *v1.FlinkCluster) time.Time {
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(fc.Namespace),
+		client.MatchingLabels(resources.SelectorLabels(fc.Name, resources.ComponentJobManager))); err != nil {
+		return time.Time{}
+	}
+	slim := make([]readiness.Pod, 0, len(pods.Items))
+	for i := range pods.Items {
+		slim = append(slim, *readiness.Slim(&pods.Items[i]))
+	}
+	return readiness.YoungestReady(slim, resources.ComponentJobManager)
+}
+
 // submit uploads the jar of the job being deployed (the last stable one
 // in a rollback), runs it under the recorded job ID, and deletes the jar:
 // Flink keeps every upload in the JobManager's web.upload.dir otherwise.

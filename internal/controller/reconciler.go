@@ -331,6 +331,13 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) {
 			}
 		}
 		s.obs.flink = r.observeFlink(ctx, fc, s.obs.jobManagerReady())
+		if job := fc.Status.Job; s.obs.flink.Reachable && !s.obs.flink.JobFound && job != nil && job.SubmittedAt != nil && job.State == "" {
+			// A job Flink never showed and does not know: whether the
+			// JobManager that answered is older than the submission
+			// decides a resend (lifecycle's neverGot). Read around the
+			// cache, which may still show a pod the answer outlived.
+			s.obs.jmSince = r.jobManagerSince(ctx, fc)
+		}
 		s.obs.sqlSpec, s.obs.sqlPlanned = r.sqlGate(ctx, fc, &fc.Spec, deployed)
 		s.obs.autopilot = r.observeAutopilot(ctx, fc, s.policy.Healing, s.scaler, s.obs.flink, s.now)
 	}
@@ -362,21 +369,22 @@ func (r *Reconciler) decide(s *scope) error {
 			}
 		}
 		step := lifecycle.Decide(lifecycle.Input{
-			Generation: fc.Generation,
-			UID:        string(fc.UID),
-			Spec:       spec,
-			Status:     &fc.Status,
-			Deployed:   s.obs.deployed,
-			LastStable: s.obs.stable,
-			RolledOut:  rolledOut,
-			Drift:      s.obs.drift,
-			Flink:      s.obs.flink,
-			Now:        s.now,
-			Policy:     s.policy,
-			Autopilot:  auto,
-			InPlace:    inPlace(spec),
-			Heal:       s.auto.heal,
-			Retention:  s.obs.retention,
+			Generation:      fc.Generation,
+			UID:             string(fc.UID),
+			Spec:            spec,
+			Status:          &fc.Status,
+			Deployed:        s.obs.deployed,
+			LastStable:      s.obs.stable,
+			RolledOut:       rolledOut,
+			Drift:           s.obs.drift,
+			Flink:           s.obs.flink,
+			Now:             s.now,
+			Policy:          s.policy,
+			Autopilot:       auto,
+			InPlace:         inPlace(spec),
+			Heal:            s.auto.heal,
+			Retention:       s.obs.retention,
+			JobManagerSince: s.obs.jmSince,
 		})
 		settleAutopilot(&s.auto, &step, s.obs.flink, s.now)
 		setStepConditions(&step.Status, fc.Generation, s.now, step.Facts, s.auto.verdicts)

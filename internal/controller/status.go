@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,10 @@ type observed struct {
 	// jmPods and tmPods count their pods (readiness): the workloads'
 	// status, or the pods where they already show more.
 	jmPods, tmPods readiness.Counts
+	// jmSince is when the youngest ready JobManager pod turned ready
+	// (lifecycle.Input.JobManagerSince), read only for a job Flink never
+	// showed and does not know.
+	jmSince time.Time
 	// deployed and stable are status.deployedSpec and lastStableSpec.
 	deployed, stable *v1.FlinkClusterSpec
 	// job: the lifecycle runs (spec.job, a deployed job or an upgrade).

@@ -192,7 +192,7 @@ func runJob(s *Step) {
 			// cluster Degraded) until the user changes something.
 			heal(s)
 			return
-		case !in.Flink.JobFound && neverReached(job):
+		case neverGot(in, job):
 			s.resubmit()
 			return
 		}
@@ -508,7 +508,7 @@ func abandon(s *Step, why string) {
 // completed since the restore, within the deadline.
 func verifying(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
-	if !in.Flink.JobFound && in.Flink.Reachable && in.RolledOut && neverReached(job) {
+	if in.Flink.Reachable && in.RolledOut && neverGot(in, job) {
 		s.resubmit()
 	}
 	s.observe()
@@ -592,7 +592,7 @@ func rollingBack(s *Step) bool {
 		return false
 	}
 	s.Deploy = in.LastStable
-	if !in.Flink.JobFound && in.Flink.Reachable && neverReached(job) {
+	if in.Flink.Reachable && neverGot(in, job) {
 		s.resubmit()
 	}
 	s.observe()

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"fmt"
 	"testing"
 	"time"
@@ -65,6 +66,8 @@ type world struct {
 	// retention is Input.Retention; empty stands for RETAIN_ON_CANCELLATION,
 	// which the operator renders for every job, and "-" for unset.
 	retention string
+	// jmSince is Input.JobManagerSince; zero stands for an hour before t0.
+	jmSince time.Time
 }
 
 func (w *world) decide() Step {
@@ -78,7 +81,7 @@ func (w *world) decide() Step {
 	before := w.status.DeepCopy().Conditions
 	p := Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
 		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Autopilot: w.rescale, Heal: w.heal, Policy: policy.For(w.spec),
-		Retention: retention})
+		Retention: retention, JobManagerSince: cmp.Or(w.jmSince, t0.Add(-time.Hour))})
 	if !equality.Semantic.DeepEqual(p.Status.Conditions, before) {
 		// The controller's conditions.go alone writes conditions; a step
 		// says what it concluded in its Facts.

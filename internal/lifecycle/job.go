@@ -27,9 +27,28 @@ func alive(in Input) bool { return in.Flink.JobFound && !in.Flink.JobState.Termi
 func gone(in Input) bool { return in.Flink.Reachable && !alive(in) }
 
 // neverReached: the recorded job was submitted but Flink never showed it
-// (a failed jar download, an operator restart between record and send).
+// (a failed jar download, an operator restart between record and send, or
+// a JobManager lost before the operator's first look).
 func neverReached(job *v1.JobStatus) bool {
 	return job.ID != "" && job.SubmittedAt != nil && job.State == ""
+}
+
+// neverGot: Flink answers that it does not know a job it never showed, and
+// it would know it had it got it, so sending it again loses nothing.
+// Either its JobManager has been ready since before the submission (a
+// Dispatcher keeps every job it accepted, a terminal one too, for
+// jobstore.expiration-time, an hour by default), or Flink runs with high
+// availability, whose new leader recovers every job it accepted
+// (Dispatcher#persistAndRunJob writes the JobGraph to the HA store before
+// running it). A JobManager without HA that became ready after the
+// submission may have run the job, and checkpointed, then lost it: the
+// operator looks only every poll, and a checkpoint can complete within
+// one (see ran).
+func neverGot(in Input, job *v1.JobStatus) bool {
+	if in.Flink.JobFound || !neverReached(job) {
+		return false
+	}
+	return in.Deployed.HighAvailable() || !in.JobManagerSince.IsZero() && !in.JobManagerSince.After(job.SubmittedAt.Time)
 }
 
 // observe copies what Flink says of the job into the status.

@@ -512,3 +512,39 @@ func TestUpgradeBeforeTheFirstSubmission(t *testing.T) {
 		t.Errorf("after the submission: upgrade %+v, deployed %s", w.status.Upgrade, w.deployed.Version)
 	}
 }
+
+// TestJobLostBeforeTheFirstLook: a job submitted and never seen that Flink
+// does not know is sent again under its ID when its JobManager has been
+// ready since before the submission (an operator restart between record
+// and send); when the JobManager became ready only after, it may have run
+// the job and checkpointed, so it is held until the user names the state.
+func TestJobLostBeforeTheFirstLook(t *testing.T) {
+	submitted := metav1.NewTime(t0.Add(-10 * time.Second))
+	world := func(jmSince time.Time) *world {
+		w := stableWorld()
+		w.status.Job = &v1.JobStatus{ID: "job-1", SubmittedAt: &submitted, RestoredFrom: "s3://sp/old",
+			LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}}
+		w.flink, w.jmSince = Flink{Reachable: true}, jmSince
+		return w
+	}
+	if p := world(t0.Add(-time.Hour)).decide(); p.Action.Kind != ActSubmit || p.Status.Job.ID != "job-1" || p.Action.RestorePath != "s3://sp/old" {
+		t.Errorf("JobManager ready before the submission: action %s from %q as %s; want job-1 sent again from s3://sp/old", p.Action.Kind, p.Action.RestorePath, p.Status.Job.ID)
+	}
+	w := world(t0.Add(-5 * time.Second))
+	p := w.decide()
+	if p.Action.Kind == ActSubmit || cond(p, v1.ConditionStateHold) == nil || cond(p, v1.ConditionStateHold).Reason != "NewestStateUnknown" {
+		t.Fatalf("JobManager ready since after the submission: action %s from %q, hold %+v; want NewestStateUnknown", p.Action.Kind, p.Action.RestorePath, cond(p, v1.ConditionStateHold))
+	}
+	w.commit(p)
+	w.gen, w.spec = 2, baseSpec()
+	w.spec.Job.InitialSavepointPath = "s3://cp/chk-3"
+	var sent Step
+	for i := 0; i < 6 && sent.Action.Kind != ActSubmit; i++ {
+		sent = w.decide()
+		w.commit(sent)
+		w.now = w.now.Add(Poll)
+	}
+	if sent.Action.Kind != ActSubmit || sent.Action.RestorePath != "s3://cp/chk-3" {
+		t.Errorf("after the user named the state: action %s from %q", sent.Action.Kind, sent.Action.RestorePath)
+	}
+}

@@ -307,7 +307,7 @@ func retainedAfter(retention string, state flink.JobStatus) bool {
 
 // lost answers for a job Flink no longer knows.
 func lost(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
-	if neverReached(job) {
+	if neverGot(in, job) {
 		return Snapshot{Path: job.RestoredFrom, Savepoint: isSavepointPath(job, job.RestoredFrom)}, Verdict{Do: Restore}
 	}
 	var spec *v1.JobSpec
@@ -318,7 +318,7 @@ func lost(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// Its own stop-with-savepoint ended it: nothing came after.
 		return portable(Snapshot{Path: job.LastSavepoint.Path, Savepoint: true}, job, why)
 	}
-	if job.CheckpointsCompleted > 0 || checkpointsDir(job) != "" || ran(job) {
+	if job.CheckpointsCompleted > 0 || checkpointsDir(job) != "" || ran(job) || neverReached(job) {
 		// Flink may have completed checkpoints of this job and forgot it
 		// (its JobManager went without HA): nothing in Flink says which is
 		// the newest any more, and the one the operator last recorded may
@@ -331,10 +331,21 @@ func lost(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// default), and the operator reads the history only every poll,
 		// through Flink's cache of it (fault schedule 70: two checkpoints
 		// completed unseen in the 3 s before the loss, and the job was
-		// restored from the older savepoint it had started from). The user
-		// names the state, by changing spec.job.initialSavepointPath.
+		// restored from the older savepoint it had started from). So is a
+		// job never seen whose JobManager became ready only after the
+		// submission (neverGot). The user names the state, by changing
+		// spec.job.initialSavepointPath.
 		if p := chosenRestore(in); p != "" {
 			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
+		}
+		if neverReached(job) {
+			ready := "an unknown time"
+			if !in.JobManagerSince.IsZero() {
+				ready = in.JobManagerSince.UTC().Format(time.RFC3339)
+			}
+			return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
+				"Flink does not know job %s, submitted at %s and never seen since: its JobManager, without high availability, has been ready only since %s, so it may have run the job, completed checkpoints and lost them. The newest state is known only to the checkpoint storage (the highest chk-N under the job's ID), else the job started from %s. Set spec.job.initialSavepointPath to the state to restore from; enable highAvailability so Flink recovers its jobs itself",
+				job.ID, job.SubmittedAt.UTC().Format(time.RFC3339), ready, orUnknown(job.RestoredFrom))}
 		}
 		return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
 			"Flink no longer knows job %s (a JobManager without high availability forgets its jobs), which ran and completed %d checkpoints as last seen, perhaps more since; the newest is known only to the checkpoint storage (the highest chk-N in %s), and the one last recorded, %s, may be older or deleted since. Set spec.job.initialSavepointPath to the state to restore from; enable highAvailability so Flink recovers its jobs itself",

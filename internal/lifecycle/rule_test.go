@@ -112,13 +112,62 @@ func TestRestorePoint(t *testing.T) {
 			spec := baseSpec()
 			spec.Job.InitialSavepointPath = "s3://sp/initial"
 			status := &v1.FlinkClusterStatus{Job: &tc.job, Upgrade: &v1.UpgradeStatus{RollbackPath: "s3://sp/pre-upgrade"}}
-			in := Input{Spec: spec, Policy: policy.For(spec), Status: status, Deployed: spec.DeepCopy(), Flink: tc.flink, Now: t0, Retention: tc.retention}
+			// The JobManager has been ready for an hour (TestJobNeverShown
+			// varies it).
+			in := Input{Spec: spec, Policy: policy.For(spec), Status: status, Deployed: spec.DeepCopy(), Flink: tc.flink, Now: t0, Retention: tc.retention,
+				JobManagerSince: t0.Add(-time.Hour)}
 			snap, v := RestorePoint(in, &tc.job, tc.why)
 			if v.Do != tc.do || snap.Path != tc.path || v.Reason != tc.reason {
 				t.Errorf("RestorePoint = %+v, %+v; want %s %q reason %q", snap, v, tc.do, tc.path, tc.reason)
 			}
 			if (v.Do == Hold || v.Do == Refuse) && v.Message == "" {
 				t.Errorf("%s without a message", v.Do)
+			}
+		})
+	}
+}
+
+// TestJobNeverShown: a job the operator submitted and Flink never showed
+// is sent again from what it started from only where Flink would know it
+// had it got it: its JobManager ready since before the submission, or HA.
+// A JobManager without HA ready only since may have run it, checkpointed
+// and lost it: refused, unless the user names the state.
+func TestJobNeverShown(t *testing.T) {
+	submitted := metav1.NewTime(t0.Add(-10 * time.Second))
+	for _, tc := range []struct {
+		name    string
+		jmSince time.Time
+		ha      bool
+		named   string
+		do      Do
+		path    string
+		reason  string
+	}{
+		{"JobManager ready before the submission: never got it", t0.Add(-time.Hour), false, "", Restore, "s3://sp/old", ""},
+		{"JobManager ready in the submission's second: never got it", submitted.Time, false, "", Restore, "s3://sp/old", ""},
+		{"JobManager ready after the submission: it may have run", t0.Add(-5 * time.Second), false, "", Refuse, "", "NewestStateUnknown"},
+		{"no ready JobManager known: it may have run", time.Time{}, false, "", Refuse, "", "NewestStateUnknown"},
+		{"with HA a new leader recovers what it accepted: never got it", t0.Add(-5 * time.Second), true, "", Restore, "s3://sp/old", ""},
+		{"the user names the state", t0.Add(-5 * time.Second), false, "s3://sp/named", Restore, "s3://sp/named", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := baseSpec()
+			if tc.ha {
+				spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
+			}
+			deployed := spec.DeepCopy()
+			if tc.named != "" {
+				spec.Job.InitialSavepointPath = tc.named
+			}
+			job := v1.JobStatus{ID: "job-1", SubmittedAt: &submitted, RestoredFrom: "s3://sp/old", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}}
+			in := Input{Spec: spec, Policy: policy.For(spec), Status: &v1.FlinkClusterStatus{Job: &job}, Deployed: deployed,
+				Flink: Flink{Reachable: true}, Now: t0, JobManagerSince: tc.jmSince}
+			snap, v := RestorePoint(in, &job, ForRestart)
+			if v.Do != tc.do || snap.Path != tc.path || v.Reason != tc.reason {
+				t.Errorf("RestorePoint = %+v, %+v; want %s %q reason %q", snap, v, tc.do, tc.path, tc.reason)
+			}
+			if v.Do == Refuse && v.Message == "" {
+				t.Error("refused without a message")
 			}
 		})
 	}

@@ -158,6 +158,10 @@ type Input struct {
 	// NO_EXTERNALIZED_CHECKPOINTS). It says whether the job's checkpoints
 	// survive a cancel (CheckpointProperties).
 	Retention string
+	// JobManagerSince is when the youngest ready JobManager pod turned
+	// ready (zero: none is): the process that answers started no later.
+	// It tells a job Flink never got from one a JobManager restart lost.
+	JobManagerSince time.Time
 }
 
 // Rescale is what the autopilot proposes: the job at Parallelism on

@@ -108,6 +108,20 @@ func count(pods []Pod, component string, current func(*Pod) bool) Counts {
 	return c
 }
 
+// YoungestReady is when the most recently ready of the component's pods
+// (not being deleted) turned Ready; zero when none is ready. A process
+// that answers through the component's Service is at least this old: a
+// restarted container turns its pod unready until it is ready again.
+func YoungestReady(pods []Pod, component string) time.Time {
+	var t time.Time
+	for i := range pods {
+		if p := &pods[i]; p.Component == component && p.DeletionTimestamp == nil && p.Ready && p.ReadySince.After(t) {
+			t = p.ReadySince.Time
+		}
+	}
+	return t
+}
+
 // earliest of two times, a zero one being none.
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || !b.IsZero() && b.Before(a) {

@@ -203,6 +203,31 @@ func TestReadySince(t *testing.T) {
 	}
 }
 
+// TestYoungestReady: the latest of the component's ready pods' transitions,
+// whatever their revision; a pod not ready or being deleted says nothing.
+func TestYoungestReady(t *testing.T) {
+	at := func(d time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Status.Conditions[1].LastTransitionTime = metav1.NewTime(created.Add(d)) }
+	}
+	tm, jm := resources.ComponentTaskManager, resources.ComponentJobManager
+	for _, tc := range []struct {
+		name string
+		pods []Pod
+		want time.Time
+	}{
+		{"the later of two ready pods", []Pod{pod(jm, true, at(time.Minute)), pod(jm, true, at(2*time.Minute))}, created.Add(2 * time.Minute)},
+		{"an old revision's pod counts", []Pod{pod(jm, true, at(3*time.Minute), oldRevision), pod(jm, true, at(time.Minute))}, created.Add(3 * time.Minute)},
+		{"another component's pod says nothing", []Pod{pod(tm, true, at(3*time.Minute)), pod(jm, true, at(time.Minute))}, created.Add(time.Minute)},
+		{"a pod not ready says nothing", []Pod{pod(jm, false, at(2*time.Minute)), pod(jm, true, at(time.Minute))}, created.Add(time.Minute)},
+		{"a pod being deleted says nothing", []Pod{pod(jm, true, at(2*time.Minute), deleting)}, time.Time{}},
+		{"none", nil, time.Time{}},
+	} {
+		if got := YoungestReady(tc.pods, jm); !got.Equal(tc.want) {
+			t.Errorf("%s: YoungestReady = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestReplicasCountTheCurrentPods: a workload's pods that exist count
 // before its status says so, ready or not, and the same pods as readiness
 // counts (not an old revision's, not those being deleted).

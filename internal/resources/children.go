@@ -117,9 +117,7 @@ func Image(fc *v1.FlinkCluster) string {
 	return "flink:" + fc.Spec.Version
 }
 
-func haEnabled(fc *v1.FlinkCluster) bool {
-	return fc.Spec.HighAvailability != nil && fc.Spec.HighAvailability.Mode != v1.HighAvailabilityNone
-}
+func haEnabled(fc *v1.FlinkCluster) bool { return fc.Spec.HighAvailable() }
 
 func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) (*appsac.DeploymentApplyConfiguration, error) {
 	args := []string{"jobmanager"}

@@ -17,6 +17,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/flinksim"
+	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
 )
 
@@ -120,8 +121,14 @@ func TestJobManagerPodDeletedWithoutHA(t *testing.T) {
 	// newest, and the one recorded may have been subsumed since: the
 	// operator restores nothing and says why.
 	v := wantHeldNewestUnknown(t, ns, "jmcrash", key)
-	// Flink's record of the suspension names the newest checkpoint: the
-	// user restores from it, as they would from the checkpoint storage.
+	restoreNewestNamed(t, ns, "jmcrash", key, jobID, v)
+}
+
+// restoreNewestNamed: the user names the newest checkpoint of the lost job
+// as Flink's record of its suspension has it (as they would find it in the
+// checkpoint storage), and the job runs again from it.
+func restoreNewestNamed(t *testing.T, ns, name string, key flinksim.ClusterKey, jobID string, v flinksim.ClusterView) {
+	t.Helper()
 	var newest string
 	for _, e := range v.Record.Ends {
 		if e.JobID == jobID && e.Newest != nil && e.Newest.Complete {
@@ -131,7 +138,7 @@ func TestJobManagerPodDeletedWithoutHA(t *testing.T) {
 	if newest == "" {
 		t.Fatalf("no retained checkpoint at the suspension: %+v", v.Record.Ends)
 	}
-	patchSpec(t, ns, "jmcrash", func(fc *v1.FlinkCluster) { fc.Spec.Job.InitialSavepointPath = newest })
+	patchSpec(t, ns, name, func(fc *v1.FlinkCluster) { fc.Spec.Job.InitialSavepointPath = newest })
 	eventually(t, time.Minute, "the job running again from the named checkpoint", func() error {
 		v, err := sim.Engine.View(key)
 		if err != nil {
@@ -144,6 +151,70 @@ func TestJobManagerPodDeletedWithoutHA(t *testing.T) {
 		}
 		return fmt.Errorf("no job running from %s in Flink: %+v", newest, v.Jobs)
 	})
+}
+
+// TestJobLostBeforeItWasSeen: the JobManager, without high availability,
+// runs the submitted job and completes a checkpoint of it while none of
+// the operator's reads of the job are answered, and is lost before the
+// operator ever sees the job. The JobManager that then answers "not
+// found" became ready after the submission, so the job may have run and
+// checkpointed: the operator holds (NewestStateUnknown) instead of
+// sending the job again from what it started from, without the
+// checkpoint, and restores the checkpoint the user names.
+func TestJobLostBeforeItWasSeen(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	ns, name := newNamespace(t), "unseen"
+	key := simKey(ns, name)
+	const details = "GET /jobs/{jobid}"
+	sim.Engine.LoseAnswers(key, details, 1_000_000)
+	if err := k8s.Create(ctx, jobCluster(ns, name)); err != nil {
+		t.Fatal(err)
+	}
+	var jobID string
+	eventually(t, 2*time.Minute, "a checkpoint of the job completed in Flink", func() error {
+		v, err := sim.Engine.View(key)
+		if err != nil {
+			return err
+		}
+		for _, j := range v.Jobs {
+			if j.Present && j.CheckpointsCompleted > 0 {
+				jobID = j.ID
+				return nil
+			}
+		}
+		return fmt.Errorf("jobs %+v", v.Jobs)
+	})
+	if job := getFC(t, ns, name).Status.Job; job == nil || job.ID != jobID || job.State != "" {
+		t.Fatalf("status.job %+v; want job %s recorded and never seen", job, jobID)
+	}
+	pods := &corev1.PodList{}
+	if err := k8s.List(ctx, pods, client.InNamespace(ns),
+		client.MatchingLabels(resources.SelectorLabels(name, resources.ComponentJobManager))); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("JobManager pods: %d, %v", len(pods.Items), err)
+	}
+	old := pods.Items[0]
+	if err := k8s.Delete(ctx, &old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "a new JobManager pod ready", func() error {
+		if err := k8s.List(ctx, pods, client.InNamespace(ns),
+			client.MatchingLabels(resources.SelectorLabels(name, resources.ComponentJobManager))); err != nil {
+			return err
+		}
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.UID != old.UID && p.DeletionTimestamp == nil && readiness.PodReady(p) {
+				return nil
+			}
+		}
+		return fmt.Errorf("none yet")
+	})
+	sim.Engine.LoseAnswers(key, details, 0)
+	v := wantHeldNewestUnknown(t, ns, name, key)
+	if v.Totals.JobsSubmitted != 1 {
+		t.Errorf("%d jobs submitted; want the one, never sent again", v.Totals.JobsSubmitted)
+	}
+	restoreNewestNamed(t, ns, name, key, jobID, v)
 }
 
 // TestJobManagerDeploymentDeletedWithoutHA: a JobManager Deployment deleted
