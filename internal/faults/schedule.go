@@ -28,7 +28,7 @@ const (
 	AddJob      Kind = "add-job"     // spec.job declared again
 	// Faults.
 	RESTOutage        Kind = "rest-outage"        // every REST request answers 503 for a while
-	LoseJobManager    Kind = "lose-jobmanager"    // the leading JobManager process crashes
+	LoseJobManager    Kind = "lose-jobmanager"    // the leading JobManager process crashes; its container restarts in its pod
 	SlowSavepoints    Kind = "slow-savepoints"    // savepoints stall for a while
 	FailingSavepoints Kind = "failing-savepoints" // savepoints fail for a while
 	RestartOperator   Kind = "restart-operator"   // SIGKILL, then a new operator process

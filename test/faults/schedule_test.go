@@ -222,6 +222,8 @@ func (r *runner) do(st faults.Step) {
 	case faults.LoseJobManager:
 		if err := e.LoseJobManager(r.key); err != nil {
 			r.t.Logf("no JobManager to lose: %v", err)
+		} else {
+			r.containerRestarted()
 		}
 	case faults.RestartOperator:
 		if err := op.restart(); err != nil {
@@ -292,6 +294,42 @@ func (r *runner) savepointFault(f flinksim.Fault, on bool) {
 
 // recreate deletes the FlinkCluster, waits until it is gone (the
 // operator's finalizer ran) and creates it again under the same name.
+// containerRestarted shows the JobManager's crash in Kubernetes as the
+// kubelet would: its container restarted in its pod (restartCount, a new
+// start) and the pod Ready again only since now. kwok stands in for the
+// kubelet and cannot see the simulator's process crash; the operator tells
+// a JobManager that may have lost a job from one that never got it by
+// when its pod last turned Ready.
+func (r *runner) containerRestarted() {
+	ctx := context.Background()
+	pods := &corev1.PodList{}
+	if err := k8s.List(ctx, pods, client.InNamespace(r.key.Namespace),
+		client.MatchingLabels(resources.SelectorLabels(name, resources.ComponentJobManager))); err != nil {
+		r.t.Fatalf("list the JobManager pods: %v", err)
+	}
+	now := metav1.Now()
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		restarted := p.DeepCopy()
+		for j := range restarted.Status.Conditions {
+			if c := &restarted.Status.Conditions[j]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+				c.LastTransitionTime = now
+			}
+		}
+		for j := range restarted.Status.ContainerStatuses {
+			c := &restarted.Status.ContainerStatuses[j]
+			c.RestartCount++
+			c.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+		}
+		if err := k8s.Status().Patch(ctx, restarted, client.MergeFrom(p)); err != nil && !apierrors.IsNotFound(err) {
+			r.t.Fatalf("show the JobManager's restart in pod %s: %v", p.Name, err)
+		}
+	}
+}
+
 func (r *runner) recreate() {
 	fc, err := r.get()
 	if err != nil {
