@@ -24,6 +24,8 @@ const (
 	DefaultRequestTimeout = 10 * time.Second
 	DefaultMaxRetries     = 2
 	DefaultRetryBackoff   = 200 * time.Millisecond
+	// JarRunTimeout bounds a jar run (RunJar).
+	JarRunTimeout = 2 * time.Minute
 )
 
 // Client calls one Flink cluster's REST API. It is safe for concurrent use.
@@ -239,9 +241,20 @@ func (c *Client) UploadJar(ctx context.Context, fileName string, jar io.Reader) 
 
 // RunJar is POST /jars/{jarid}/run. It returns the new job's ID. Never
 // retried: a retry could start the job twice.
+//
+// It waits up to JarRunTimeout, however short RequestTimeout is: Flink
+// answers a jar run only once the job's main() has built and submitted the
+// job and the job has initialized (JarRunHandler#handleRequest runs
+// DetachedApplicationRunner#run, whose EmbeddedExecutor waits for the
+// Dispatcher's acknowledgement and for the initialization), which a heavy
+// main() makes longer than a REST read. Flink goes on with a run whose
+// client gave up, and the caller, unsure whether it landed, would delete
+// the jar under it.
 func (c *Client) RunJar(ctx context.Context, jarID string, req JarRunRequest) (string, error) {
 	var out JarRunResponse
-	err := c.once(ctx, http.MethodPost, "/jars/{jarid}/run", "/jars/"+url.PathEscape(jarID)+"/run", nil, req, &out)
+	run := *c
+	run.RequestTimeout = max(c.RequestTimeout, JarRunTimeout)
+	err := run.once(ctx, http.MethodPost, "/jars/{jarid}/run", "/jars/"+url.PathEscape(jarID)+"/run", nil, req, &out)
 	return out.JobID, err
 }
 

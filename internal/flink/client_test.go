@@ -166,6 +166,17 @@ func TestUnreachableAndTimeout(t *testing.T) {
 	if time.Since(start) > 2*time.Second {
 		t.Errorf("timeout took %v", time.Since(start))
 	}
+
+	// A jar run is answered once main() has submitted the job: it
+	// outlasts the timeout of a read.
+	late, _ := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(200 * time.Millisecond)
+		_, _ = w.Write([]byte(`{"jobid":"` + testJobID + `"}`))
+	})
+	late.RequestTimeout = 20 * time.Millisecond
+	if id, err := late.RunJar(context.Background(), "x.jar", JarRunRequest{}); err != nil || id != testJobID {
+		t.Errorf("RunJar answered after 200 ms with a 20 ms read timeout = %q, %v; want the job", id, err)
+	}
 }
 
 func TestRequestsOnTheWire(t *testing.T) {
