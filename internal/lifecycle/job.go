@@ -43,7 +43,13 @@ func neverReached(job *v1.JobStatus) bool {
 // running it). A JobManager without HA that became ready after the
 // submission may have run the job, and checkpointed, then lost it: the
 // operator looks only every poll, and a checkpoint can complete within
-// one (see ran).
+// one (see ran). Both times are kept to the second, by two clocks: the
+// JobManager's readiness probe waits 5 s after its start, so a process
+// that started after the submission turns ready more than the rounding
+// and a few seconds of skew later. Left open with HA: a job that ended
+// and that Flink cleaned up (its JobResultStore entry is deleted on
+// commit by default) before a failover, all between two looks, is
+// forgotten by the new leader too.
 func neverGot(in Input, job *v1.JobStatus) bool {
 	if in.Flink.JobFound || !neverReached(job) {
 		return false
