@@ -159,8 +159,10 @@ type Input struct {
 	// survive a cancel (CheckpointProperties).
 	Retention string
 	// JobManagerSince is when the youngest ready JobManager pod turned
-	// ready (zero: none is): the process that answers started no later.
-	// It tells a job Flink never got from one a JobManager restart lost.
+	// ready: the process that answers started no later. It tells a job
+	// Flink never got from one a JobManager restart lost, and is read only
+	// for a job Flink never showed and does not know (zero otherwise, or
+	// when no pod is ready).
 	JobManagerSince time.Time
 }
 
