@@ -270,14 +270,7 @@ func TestJobLostWithItsJobManager(t *testing.T) {
 	}
 	w.commit(p)
 	// The user names the newest checkpoint of the job's directory.
-	w.gen, w.spec = 2, baseSpec()
-	w.spec.Job.InitialSavepointPath = "s3://cp/chk-57"
-	var submitted Step
-	for i := 0; i < 6 && submitted.Action.Kind != ActSubmit; i++ {
-		submitted = w.decide()
-		w.commit(submitted)
-		w.now = w.now.Add(Poll)
-	}
+	submitted := w.nameState("s3://cp/chk-57")
 	if submitted.Action.Kind != ActSubmit || submitted.Action.RestorePath != "s3://cp/chk-57" || submitted.Status.Job.ID == "job-1" {
 		t.Fatalf("after the user named the state: action %s from %q as %s", submitted.Action.Kind, submitted.Action.RestorePath, submitted.Status.Job.ID)
 	}
@@ -536,15 +529,22 @@ func TestJobLostBeforeTheFirstLook(t *testing.T) {
 		t.Fatalf("JobManager ready since after the submission: action %s from %q, hold %+v; want NewestStateUnknown", p.Action.Kind, p.Action.RestorePath, cond(p, v1.ConditionStateHold))
 	}
 	w.commit(p)
-	w.gen, w.spec = 2, baseSpec()
-	w.spec.Job.InitialSavepointPath = "s3://cp/chk-3"
+	if sent := w.nameState("s3://cp/chk-3"); sent.Action.Kind != ActSubmit || sent.Action.RestorePath != "s3://cp/chk-3" {
+		t.Errorf("after the user named the state: action %s from %q", sent.Action.Kind, sent.Action.RestorePath)
+	}
+}
+
+// nameState is the user's answer to NewestStateUnknown: a new generation
+// whose spec.job.initialSavepointPath is path. It returns the step that
+// submits the job, deciding a few polls until one does.
+func (w *world) nameState(path string) Step {
+	w.gen, w.spec = w.gen+1, baseSpec()
+	w.spec.Job.InitialSavepointPath = path
 	var sent Step
 	for i := 0; i < 6 && sent.Action.Kind != ActSubmit; i++ {
 		sent = w.decide()
 		w.commit(sent)
 		w.now = w.now.Add(Poll)
 	}
-	if sent.Action.Kind != ActSubmit || sent.Action.RestorePath != "s3://cp/chk-3" {
-		t.Errorf("after the user named the state: action %s from %q", sent.Action.Kind, sent.Action.RestorePath)
-	}
+	return sent
 }
