@@ -40,6 +40,12 @@ func deleting(p *corev1.Pod)    { p.DeletionTimestamp = &metav1.Time{Time: creat
 func oldRevision(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "tm-old" }
 func earlier(p *corev1.Pod)     { p.CreationTimestamp = metav1.NewTime(created.Add(-time.Second)) }
 
+// at sets when the pod turned Ready (its Ready condition's transition), d
+// after created.
+func at(d time.Duration) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Status.Conditions[1].LastTransitionTime = metav1.NewTime(created.Add(d)) }
+}
+
 func deployment(generation int64, ready int32) *appsv1.Deployment {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: generation, CreationTimestamp: created}}
 	d.Status.ReadyReplicas = ready
@@ -182,9 +188,6 @@ func TestSlimKeepsWhatIsCounted(t *testing.T) {
 // TestReadySince: the earliest time a counted pod turned ready; a pod not
 // ready, not current or being deleted says nothing, nor does a status.
 func TestReadySince(t *testing.T) {
-	at := func(d time.Duration) func(*corev1.Pod) {
-		return func(p *corev1.Pod) { p.Status.Conditions[1].LastTransitionTime = metav1.NewTime(created.Add(d)) }
-	}
 	tm, jm := resources.ComponentTaskManager, resources.ComponentJobManager
 	for _, tc := range []struct {
 		name string
@@ -206,9 +209,6 @@ func TestReadySince(t *testing.T) {
 // TestYoungestReady: the latest of the component's ready pods' transitions,
 // whatever their revision; a pod not ready or being deleted says nothing.
 func TestYoungestReady(t *testing.T) {
-	at := func(d time.Duration) func(*corev1.Pod) {
-		return func(p *corev1.Pod) { p.Status.Conditions[1].LastTransitionTime = metav1.NewTime(created.Add(d)) }
-	}
 	tm, jm := resources.ComponentTaskManager, resources.ComponentJobManager
 	for _, tc := range []struct {
 		name string
