@@ -338,11 +338,13 @@ func (r *Reconciler) jobManagerPod(ctx context.Context, fc *v1.FlinkCluster) (*c
 
 // jobManagerSince is when the youngest ready JobManager pod turned ready,
 // read around the cache; zero when none is or the read fails, which the
-// lifecycle takes for a JobManager that may have restarted.
+// lifecycle waits out (JobManagerUnconfirmed).
 func (r *Reconciler) jobManagerSince(ctx context.Context, fc *v1.FlinkCluster) time.Time {
 	pods := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, pods, client.InNamespace(fc.Namespace),
 		client.MatchingLabels(resources.SelectorLabels(fc.Name, resources.ComponentJobManager))); err != nil {
+		// Unknown: the lifecycle holds (JobManagerUnconfirmed) and asks again.
+		log.FromContext(ctx).Error(err, "Read the JobManager pods", "flinkcluster", klog.KObj(fc))
 		return time.Time{}
 	}
 	slim := make([]readiness.Pod, 0, len(pods.Items))

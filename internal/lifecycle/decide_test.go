@@ -68,6 +68,8 @@ type world struct {
 	retention string
 	// jmSince is Input.JobManagerSince; zero stands for an hour before t0.
 	jmSince time.Time
+	// jmUnread: no ready JobManager pod was read (JobManagerSince zero).
+	jmUnread bool
 }
 
 func (w *world) decide() Step {
@@ -79,9 +81,13 @@ func (w *world) decide() Step {
 		retention = ""
 	}
 	before := w.status.DeepCopy().Conditions
+	jmSince := cmp.Or(w.jmSince, t0.Add(-time.Hour))
+	if w.jmUnread {
+		jmSince = time.Time{}
+	}
 	p := Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
 		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Autopilot: w.rescale, Heal: w.heal, Policy: policy.For(w.spec),
-		Retention: retention, JobManagerSince: cmp.Or(w.jmSince, t0.Add(-time.Hour))})
+		Retention: retention, JobManagerSince: jmSince})
 	if !equality.Semantic.DeepEqual(p.Status.Conditions, before) {
 		// The controller's conditions.go alone writes conditions; a step
 		// says what it concluded in its Facts.

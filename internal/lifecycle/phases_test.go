@@ -523,8 +523,21 @@ func TestJobLostBeforeTheFirstLook(t *testing.T) {
 	if p := world(t0.Add(-time.Hour)).decide(); p.Action.Kind != ActSubmit || p.Status.Job.ID != "job-1" || p.Action.RestorePath != "s3://sp/old" {
 		t.Errorf("JobManager ready before the submission: action %s from %q as %s; want job-1 sent again from s3://sp/old", p.Action.Kind, p.Action.RestorePath, p.Status.Job.ID)
 	}
+	// No ready JobManager pod read: held and looked at again, neither
+	// sent nor refused.
+	unread := world(time.Time{})
+	unread.jmUnread = true
+	p := unread.decide()
+	if p.Action.Kind != ActNone || cond(p, v1.ConditionStateHold) == nil || cond(p, v1.ConditionStateHold).Reason != "JobManagerUnconfirmed" || p.RequeueAfter != Poll {
+		t.Errorf("no JobManager pod read: action %s, hold %+v, requeue %s; want JobManagerUnconfirmed, requeued at %s", p.Action.Kind, cond(p, v1.ConditionStateHold), p.RequeueAfter, Poll)
+	}
+	unread.commit(p)
+	unread.jmUnread, unread.now = false, unread.now.Add(Poll)
+	if p := unread.decide(); p.Action.Kind != ActSubmit || p.Action.RestorePath != "s3://sp/old" || cond(p, v1.ConditionStateHold) != nil {
+		t.Errorf("the pod read at the next look, ready before the submission: action %s from %q, hold %+v; want sent again, the hold gone", p.Action.Kind, p.Action.RestorePath, cond(p, v1.ConditionStateHold))
+	}
 	w := world(t0.Add(-5 * time.Second))
-	p := w.decide()
+	p = w.decide()
 	if p.Action.Kind == ActSubmit || cond(p, v1.ConditionStateHold) == nil || cond(p, v1.ConditionStateHold).Reason != "NewestStateUnknown" {
 		t.Fatalf("JobManager ready since after the submission: action %s from %q, hold %+v; want NewestStateUnknown", p.Action.Kind, p.Action.RestorePath, cond(p, v1.ConditionStateHold))
 	}

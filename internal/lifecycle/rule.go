@@ -338,14 +338,20 @@ func lost(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		if p := chosenRestore(in); p != "" {
 			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
 		}
+		if neverReached(job) && in.JobManagerSince.IsZero() {
+			// Which JobManager answered is not known yet: its pod read
+			// failed, or no pod is Ready while one answers (a restarted
+			// process before the kubelet posts it). Refusing now would
+			// refuse a job Flink may simply never have got; the next
+			// look reads the pod again.
+			return Snapshot{}, Verdict{Do: Hold, Reason: "JobManagerUnconfirmed", Message: fmt.Sprintf(
+				"Flink does not know job %s, submitted at %s and never seen since; whether it ever got it depends on when its JobManager, without high availability, became ready, and no ready JobManager pod could be read: the decision waits for it",
+				job.ID, job.SubmittedAt.UTC().Format(time.RFC3339))}
+		}
 		if neverReached(job) {
-			ready := "an unknown time"
-			if !in.JobManagerSince.IsZero() {
-				ready = in.JobManagerSince.UTC().Format(time.RFC3339)
-			}
 			return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
 				"Flink does not know job %s, submitted at %s and never seen since: its JobManager, without high availability, has been ready only since %s, so it may have run the job, completed checkpoints and lost them. The newest state is known only to the checkpoint storage (the highest chk-N under the job's ID), else the job started from %s. Set spec.job.initialSavepointPath to the state to restore from; enable highAvailability so Flink recovers its jobs itself",
-				job.ID, job.SubmittedAt.UTC().Format(time.RFC3339), ready, orUnknown(job.RestoredFrom))}
+				job.ID, job.SubmittedAt.UTC().Format(time.RFC3339), in.JobManagerSince.UTC().Format(time.RFC3339), orUnknown(job.RestoredFrom))}
 		}
 		return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
 			"Flink no longer knows job %s (a JobManager without high availability forgets its jobs), which ran and completed %d checkpoints as last seen, perhaps more since; the newest is known only to the checkpoint storage (the highest chk-N in %s), and the one last recorded, %s, may be older or deleted since. Set spec.job.initialSavepointPath to the state to restore from; enable highAvailability so Flink recovers its jobs itself",

@@ -146,7 +146,8 @@ func TestJobNeverShown(t *testing.T) {
 		{"JobManager ready before the submission: never got it", t0.Add(-time.Hour), false, "", Restore, "s3://sp/old", ""},
 		{"JobManager ready in the submission's second: never got it", submitted.Time, false, "", Restore, "s3://sp/old", ""},
 		{"JobManager ready after the submission: it may have run", t0.Add(-5 * time.Second), false, "", Refuse, "", "NewestStateUnknown"},
-		{"no ready JobManager known: it may have run", time.Time{}, false, "", Refuse, "", "NewestStateUnknown"},
+		{"no ready JobManager read: the decision waits", time.Time{}, false, "", Hold, "", "JobManagerUnconfirmed"},
+		{"no ready JobManager read, the user names the state", time.Time{}, false, "s3://sp/named", Restore, "s3://sp/named", ""},
 		{"with HA a new leader recovers what it accepted: never got it", t0.Add(-5 * time.Second), true, "", Restore, "s3://sp/old", ""},
 		{"the user names the state", t0.Add(-5 * time.Second), false, "s3://sp/named", Restore, "s3://sp/named", ""},
 	} {
@@ -166,8 +167,8 @@ func TestJobNeverShown(t *testing.T) {
 			if v.Do != tc.do || snap.Path != tc.path || v.Reason != tc.reason {
 				t.Errorf("RestorePoint = %+v, %+v; want %s %q reason %q", snap, v, tc.do, tc.path, tc.reason)
 			}
-			if v.Do == Refuse && v.Message == "" {
-				t.Error("refused without a message")
+			if v.Do != Restore && v.Message == "" {
+				t.Errorf("%s without a message", v.Do)
 			}
 		})
 	}

@@ -161,8 +161,8 @@ type Input struct {
 	// JobManagerSince is when the youngest ready JobManager pod turned
 	// ready: the process that answers started no later. It tells a job
 	// Flink never got from one a JobManager restart lost, and is read only
-	// for a job Flink never showed and does not know (zero otherwise, or
-	// when no pod is ready).
+	// for a job Flink never showed and does not know (zero otherwise, and
+	// when no pod is ready or the read failed: the decision then waits).
 	JobManagerSince time.Time
 }
 
