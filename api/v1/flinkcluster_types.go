@@ -127,7 +127,7 @@ type FlinkClusterSpec struct {
 // is built by flink.OwnedKeysRule from flink.OwnedKeys; a test holds the
 // CRD to it.
 // +kubebuilder:validation:MaxProperties=64
-// +kubebuilder:validation:XValidation:rule="!self.exists(k, k in ['jobmanager.rpc.address', 'jobmanager.rpc.port', 'jobmanager.rpc.bind-port', 'jobmanager.bind-host', 'blob.server.port', 'rest.port', 'rest.bind-port', 'rest.address', 'rest.bind-address', 'web.port', 'web.address', 'jobmanager.web.address', 'jobmanager.web.port', 'taskmanager.bind-host', 'taskmanager.rpc.port', 'taskmanager.rpc.bind-port', 'taskmanager.numberOfTaskSlots', 'jobmanager.memory.process.size', 'taskmanager.memory.process.size', 'execution.checkpointing.interval', 'execution.checkpointing.num-retained', 'state.checkpoints.num-retained', 'execution.checkpointing.dir', 'state.checkpoints.dir', 'state.backend.fs.checkpointdir', 'execution.checkpointing.savepoint-dir', 'state.savepoints.dir', 'savepoints.state.backend.fs.dir', 'kubernetes.cluster-id', 'kubernetes.namespace'] || k.startsWith('high-availability') || k.startsWith('recovery.'))",messageExpression="'spec.flinkConfiguration must not set ' + self.filter(k, k in ['jobmanager.rpc.address', 'jobmanager.rpc.port', 'jobmanager.rpc.bind-port', 'jobmanager.bind-host', 'blob.server.port', 'rest.port', 'rest.bind-port', 'rest.address', 'rest.bind-address', 'web.port', 'web.address', 'jobmanager.web.address', 'jobmanager.web.port', 'taskmanager.bind-host', 'taskmanager.rpc.port', 'taskmanager.rpc.bind-port', 'taskmanager.numberOfTaskSlots', 'jobmanager.memory.process.size', 'taskmanager.memory.process.size', 'execution.checkpointing.interval', 'execution.checkpointing.num-retained', 'state.checkpoints.num-retained', 'execution.checkpointing.dir', 'state.checkpoints.dir', 'state.backend.fs.checkpointdir', 'execution.checkpointing.savepoint-dir', 'state.savepoints.dir', 'savepoints.state.backend.fs.dir', 'kubernetes.cluster-id', 'kubernetes.namespace'] || k.startsWith('high-availability') || k.startsWith('recovery.'))[0] + ': the operator renders it from the spec (addresses, ports, slots, memory, checkpointing, storage, high availability); use the dedicated spec fields'"
+// +kubebuilder:validation:XValidation:rule="!self.exists(k, k in ['jobmanager.rpc.address', 'jobmanager.rpc.port', 'jobmanager.rpc.bind-port', 'jobmanager.bind-host', 'blob.server.port', 'rest.port', 'rest.bind-port', 'rest.address', 'rest.bind-address', 'web.port', 'web.address', 'jobmanager.web.address', 'jobmanager.web.port', 'taskmanager.bind-host', 'taskmanager.rpc.port', 'taskmanager.rpc.bind-port', 'taskmanager.numberOfTaskSlots', 'jobmanager.memory.process.size', 'taskmanager.memory.process.size', 'execution.checkpointing.interval', 'execution.checkpointing.num-retained', 'state.checkpoints.num-retained', 'execution.checkpointing.dir', 'state.checkpoints.dir', 'state.backend.fs.checkpointdir', 'execution.checkpointing.savepoint-dir', 'state.savepoints.dir', 'savepoints.state.backend.fs.dir', 'kubernetes.cluster-id', 'kubernetes.namespace', 'job-result-store.delete-on-commit'] || k.startsWith('high-availability') || k.startsWith('recovery.'))",messageExpression="'spec.flinkConfiguration must not set ' + self.filter(k, k in ['jobmanager.rpc.address', 'jobmanager.rpc.port', 'jobmanager.rpc.bind-port', 'jobmanager.bind-host', 'blob.server.port', 'rest.port', 'rest.bind-port', 'rest.address', 'rest.bind-address', 'web.port', 'web.address', 'jobmanager.web.address', 'jobmanager.web.port', 'taskmanager.bind-host', 'taskmanager.rpc.port', 'taskmanager.rpc.bind-port', 'taskmanager.numberOfTaskSlots', 'jobmanager.memory.process.size', 'taskmanager.memory.process.size', 'execution.checkpointing.interval', 'execution.checkpointing.num-retained', 'state.checkpoints.num-retained', 'execution.checkpointing.dir', 'state.checkpoints.dir', 'state.backend.fs.checkpointdir', 'execution.checkpointing.savepoint-dir', 'state.savepoints.dir', 'savepoints.state.backend.fs.dir', 'kubernetes.cluster-id', 'kubernetes.namespace', 'job-result-store.delete-on-commit'] || k.startsWith('high-availability') || k.startsWith('recovery.'))[0] + ': the operator renders it from the spec (addresses, ports, slots, memory, checkpointing, storage, high availability); use the dedicated spec fields'"
 // +kubebuilder:validation:XValidation:rule="!self.exists(k, k in ['execution.savepoint.path', 'execution.state-recovery.path', 'execution.savepoint-restore-mode', 'execution.state-recovery.claim-mode', 'execution.savepoint.ignore-unclaimed-state', 'execution.state-recovery.ignore-unclaimed-state', 'execution.checkpointing.externalized-checkpoint-retention'])",messageExpression="'spec.flinkConfiguration must not set ' + self.filter(k, k in ['execution.savepoint.path', 'execution.state-recovery.path', 'execution.savepoint-restore-mode', 'execution.state-recovery.claim-mode', 'execution.savepoint.ignore-unclaimed-state', 'execution.state-recovery.ignore-unclaimed-state', 'execution.checkpointing.externalized-checkpoint-retention'])[0] + ': it decides which savepoint or checkpoint the job restores from, or lets Flink delete one the operator recorded to restore or roll back from; the operator sets it (the claim mode is always NO_CLAIM); use spec.job.initialSavepointPath and spec.job.allowNonRestoredState'"
 // +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253)",message="spec.flinkConfiguration keys must be at most 253 characters"
 // +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z][A-Za-z0-9_-]*([.][A-Za-z0-9_-]+)+$'))",messageExpression="'spec.flinkConfiguration keys are dotted Flink option names (letters, digits, _ and -, such as state.backend.type); refused: ' + self.filter(k, !k.matches('^[A-Za-z][A-Za-z0-9_-]*([.][A-Za-z0-9_-]+)+$'))[0]"
@@ -424,15 +424,21 @@ const (
 	// ConditionDeletionBlocked is True while the finalizer holds a deleted
 	// cluster until its job is stopped with a savepoint.
 	ConditionDeletionBlocked = "DeletionBlocked"
-	// ConditionJobSubmitted is False (reason JarRefused) when the operator
-	// refused to fetch spec.job.jarURI: an address or name it never fetches
-	// from, or a jar over its size limit. It does not try the same URI again
-	// until the spec changes, when the condition goes. Absent otherwise.
+	// ConditionJobSubmitted is False when a submission did not happen:
+	// reason JarRefused when the operator refused to fetch
+	// spec.job.jarURI (an address or name it never fetches from, or a jar
+	// over its size limit), JobEndedUnseen when Flink refused to run the
+	// recorded job again because it already ran and ended. Neither is
+	// tried again until the spec changes, when the condition goes. Absent
+	// otherwise.
 	ConditionJobSubmitted = "JobSubmitted"
 )
 
-// ReasonJarRefused is the reason of JobSubmitted=False.
-const ReasonJarRefused = "JarRefused"
+// Reasons of JobSubmitted=False.
+const (
+	ReasonJarRefused     = "JarRefused"
+	ReasonJobEndedUnseen = "JobEndedUnseen"
+)
 
 // ComponentStatus counts the pods of one tier.
 type ComponentStatus struct {

@@ -172,18 +172,27 @@ func setDeletionBlockedCondition(st *v1.FlinkClusterStatus, gen int64, at time.T
 	set(st, v1.ConditionDeletionBlocked, gen, metav1.NewTime(at.Truncate(time.Second)), v)
 }
 
-// setJobSubmittedCondition records a jar the operator refused to fetch:
-// JobSubmitted=False, JarRefused, with the refusal (which names the URI)
-// as its message, for the generation that asked for it.
-func setJobSubmittedCondition(st *v1.FlinkClusterStatus, gen int64, at time.Time, refused *JarRefusedError) {
+// setJobSubmittedCondition records a submission that did not happen:
+// JobSubmitted=False with the reason and the refusal (which names the URI
+// or the job) as its message, for the generation that asked for it.
+func setJobSubmittedCondition(st *v1.FlinkClusterStatus, gen int64, at time.Time, reason string, refused error) {
 	set(st, v1.ConditionJobSubmitted, gen, metav1.NewTime(at.Truncate(time.Second)),
-		verdict{metav1.ConditionFalse, v1.ReasonJarRefused, refused.Error()})
+		verdict{metav1.ConditionFalse, reason, refused.Error()})
 }
 
-// expireJobSubmittedCondition removes a refusal recorded for an older
-// generation: a changed spec is tried again.
+// expireJobSubmittedCondition removes a jar refusal recorded for an older
+// generation: a changed spec is tried again. A job that ended unseen stays
+// so whatever the spec: its refusal goes once another job is recorded.
 func expireJobSubmittedCondition(st *v1.FlinkClusterStatus, gen int64) {
-	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionJobSubmitted); c != nil && c.ObservedGeneration != gen {
+	c := meta.FindStatusCondition(st.Conditions, v1.ConditionJobSubmitted)
+	if c == nil {
+		return
+	}
+	expired := c.ObservedGeneration != gen
+	if c.Reason == v1.ReasonJobEndedUnseen {
+		expired = st.Job == nil || !jobEndedUnseen(st.Conditions, st.Job.ID)
+	}
+	if expired {
 		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionJobSubmitted)
 	}
 }
@@ -194,6 +203,14 @@ func jarRefused(conds []metav1.Condition, gen int64, uri string) bool {
 	c := meta.FindStatusCondition(conds, v1.ConditionJobSubmitted)
 	return c != nil && c.Reason == v1.ReasonJarRefused && c.ObservedGeneration == gen &&
 		strings.HasPrefix(c.Message, (&JarRefusedError{URI: uri}).Error())
+}
+
+// jobEndedUnseen says whether Flink refused to run job id again because it
+// already ended (JobEndedUnseenError).
+func jobEndedUnseen(conds []metav1.Condition, id string) bool {
+	c := meta.FindStatusCondition(conds, v1.ConditionJobSubmitted)
+	return id != "" && c != nil && c.Reason == v1.ReasonJobEndedUnseen &&
+		strings.HasPrefix(c.Message, (&JobEndedUnseenError{JobID: id}).Error())
 }
 
 // setSQLScriptCondition sets SQLScriptPlanned from the SQL gate's verdict

@@ -75,7 +75,7 @@ func TestSetStepConditions(t *testing.T) {
 func TestJobSubmittedRemembersARefusal(t *testing.T) {
 	const uri = "http://169.254.169.254/job.jar"
 	st := &v1.FlinkClusterStatus{}
-	setJobSubmittedCondition(st, 3, time.Unix(2000, 0), &JarRefusedError{URI: uri, Reason: "169.254.169.254 is a link-local address"})
+	setJobSubmittedCondition(st, 3, time.Unix(2000, 0), v1.ReasonJarRefused, &JarRefusedError{URI: uri, Reason: "169.254.169.254 is a link-local address"})
 	for _, tc := range []struct {
 		name string
 		gen  int64
@@ -103,5 +103,30 @@ func TestJobSubmittedRemembersARefusal(t *testing.T) {
 	expireJobSubmittedCondition(st, 4)
 	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionJobSubmitted); c != nil {
 		t.Errorf("The refusal stayed into generation 4: %+v", c)
+	}
+}
+
+// A job Flink refused as already ended is remembered for that job, through
+// spec changes, until another job is recorded: a changed spec must not
+// send it again from what it started from.
+func TestJobSubmittedRemembersAnEndedJob(t *testing.T) {
+	const id, other = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	st := &v1.FlinkClusterStatus{Job: &v1.JobStatus{ID: id}}
+	setJobSubmittedCondition(st, 3, time.Unix(2000, 0), v1.ReasonJobEndedUnseen, &JobEndedUnseenError{JobID: id})
+	if !jobEndedUnseen(st.Conditions, id) || jobEndedUnseen(st.Conditions, other) || jobEndedUnseen(st.Conditions, "") {
+		t.Fatalf("ended unseen: %v for the job, %v for another, %v for none; want only the job",
+			jobEndedUnseen(st.Conditions, id), jobEndedUnseen(st.Conditions, other), jobEndedUnseen(st.Conditions, ""))
+	}
+	if jarRefused(st.Conditions, 3, "") {
+		t.Error("an ended job reads as a refused jar")
+	}
+	expireJobSubmittedCondition(st, 4)
+	if !jobEndedUnseen(st.Conditions, id) {
+		t.Error("the ended job was forgotten at a new generation")
+	}
+	st.Job.ID = other
+	expireJobSubmittedCondition(st, 4)
+	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionJobSubmitted); c != nil {
+		t.Errorf("the refusal stayed once another job was recorded: %+v", c)
 	}
 }

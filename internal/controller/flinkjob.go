@@ -354,6 +354,18 @@ func (r *Reconciler) jobManagerSince(ctx context.Context, fc *v1.FlinkCluster) t
 	return readiness.YoungestReady(slim, resources.ComponentJobManager)
 }
 
+// JobEndedUnseenError is Flink refusing to run a job ID again that it
+// does not show: its job result store records the job as globally
+// terminal (Dispatcher#submitJob), so the job ran and ended, and Flink
+// forgot it since (a JobManager failover with high availability, or
+// jobstore.expiration-time), all unseen by the operator. Its state is
+// what the job last completed, which only the checkpoint storage knows.
+type JobEndedUnseenError struct{ JobID string }
+
+func (e *JobEndedUnseenError) Error() string {
+	return fmt.Sprintf("Flink refused to run job %s again: it already ran and ended (its job result store records it), unseen by the operator", e.JobID)
+}
+
 // submit uploads the jar of the job being deployed (the last stable one
 // in a rollback), runs it under the recorded job ID, and deletes the jar:
 // Flink keeps every upload in the JobManager's web.upload.dir otherwise.
@@ -403,8 +415,12 @@ func (r *Reconciler) submit(ctx context.Context, c *flink.Client, fc *v1.FlinkCl
 	if err != nil {
 		// A lost response or a restart may have submitted it already: the
 		// job ID is new and ours, so Flink knowing it means it landed.
-		if _, getErr := c.Job(ctx, jobID); getErr == nil {
+		_, getErr := c.Job(ctx, jobID)
+		switch {
+		case getErr == nil:
 			return nil
+		case flink.IsDuplicateSubmission(err) && flink.IsNotFound(getErr):
+			return &JobEndedUnseenError{JobID: jobID}
 		}
 		return fmt.Errorf("run job %s: %w", jobID, err)
 	}

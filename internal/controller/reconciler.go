@@ -385,6 +385,7 @@ func (r *Reconciler) decide(s *scope) error {
 			Heal:            s.auto.heal,
 			Retention:       s.obs.retention,
 			JobManagerSince: s.obs.jmSince,
+			EndedUnseen:     fc.Status.Job != nil && jobEndedUnseen(fc.Status.Conditions, fc.Status.Job.ID),
 		})
 		settleAutopilot(&s.auto, &step, s.obs.flink, s.now)
 		setStepConditions(&step.Status, fc.Generation, s.now, step.Facts, s.auto.verdicts)
@@ -465,7 +466,16 @@ func (r *Reconciler) act(ctx context.Context, s *scope) {
 		// generation.
 		log.FromContext(ctx).Info("Job jar refused", "flinkcluster", klog.KObj(fc), "reason", refused.Reason)
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, v1.ReasonJarRefused, "Submit", "%v", refused)
-		setJobSubmittedCondition(s.next, fc.Generation, s.now, refused)
+		setJobSubmittedCondition(s.next, fc.Generation, s.now, v1.ReasonJarRefused, refused)
+		return
+	}
+	if ended := (*JobEndedUnseenError)(nil); errors.As(err, &ended) {
+		// Recorded for the lifecycle, which holds the job with the reason
+		// (NewestStateUnknown) from the next reconcile, the one this status
+		// write wakes.
+		log.FromContext(ctx).Info("Job ended unseen", "flinkcluster", klog.KObj(fc), "job", ended.JobID)
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, v1.ReasonJobEndedUnseen, "Submit", "%v", ended)
+		setJobSubmittedCondition(s.next, fc.Generation, s.now, v1.ReasonJobEndedUnseen, ended)
 		return
 	}
 	if err != nil {

@@ -117,6 +117,24 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound
 }
 
+// IsDuplicateSubmission reports whether err is Flink refusing a job ID it
+// knows: one still running, or one its job result store records as
+// globally terminal (Dispatcher#submitJob's DuplicateJobSubmissionException;
+// the two carry the same message). Through POST /jars/{jarid}/run it is a
+// 400 whose trace names the exception (JarRunHandler#handleRequest).
+func IsDuplicateSubmission(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.StatusCode != http.StatusBadRequest {
+		return false
+	}
+	for _, m := range e.Messages {
+		if strings.Contains(m, "DuplicateJobSubmissionException") {
+			return true
+		}
+	}
+	return false
+}
+
 // IsUnavailable reports whether err means the REST API was unreachable or
 // answered 502/503/504.
 func IsUnavailable(err error) bool {

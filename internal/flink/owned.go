@@ -31,7 +31,20 @@ var OwnedKeys = []string{
 	"execution.checkpointing.savepoint-dir", "state.savepoints.dir", "savepoints.state.backend.fs.dir",
 	// Kubernetes high availability's identity.
 	"kubernetes.cluster-id", "kubernetes.namespace",
+	// High availability keeps the results of ended jobs (JobResultDeleteOnCommitKey).
+	JobResultDeleteOnCommitKey,
 }
+
+// JobResultDeleteOnCommitKey says whether Flink's file job result store
+// deletes a job's entry once the job is cleaned up (true by default, the
+// same key in every supported minor; 2.3 renames it to
+// application-result-store.delete-on-commit). The operator renders false
+// with high availability: an entry kept makes Dispatcher#submitJob refuse
+// the same job ID as globally terminated, so a job that ended unseen is
+// never run again from its start (lifecycle's neverGot resends a job
+// Flink does not show under its ID). Without high availability the
+// embedded store keeps entries for the JobManager's life anyway.
+const JobResultDeleteOnCommitKey = "job-result-store.delete-on-commit"
 
 // OwnedPrefixes own every key that starts with them: all of high
 // availability, and its pre-1.x spelling (recovery.*) that Flink still

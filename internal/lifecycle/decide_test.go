@@ -70,6 +70,8 @@ type world struct {
 	jmSince time.Time
 	// jmUnread: no ready JobManager pod was read (JobManagerSince zero).
 	jmUnread bool
+	// ended is Input.EndedUnseen.
+	ended bool
 }
 
 func (w *world) decide() Step {
@@ -87,7 +89,7 @@ func (w *world) decide() Step {
 	}
 	p := Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
 		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Autopilot: w.rescale, Heal: w.heal, Policy: policy.For(w.spec),
-		Retention: retention, JobManagerSince: jmSince})
+		Retention: retention, JobManagerSince: jmSince, EndedUnseen: w.ended})
 	if !equality.Semantic.DeepEqual(p.Status.Conditions, before) {
 		// The controller's conditions.go alone writes conditions; a step
 		// says what it concluded in its Facts.

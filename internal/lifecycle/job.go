@@ -47,11 +47,12 @@ func neverReached(job *v1.JobStatus) bool {
 // JobManager's readiness probe waits 5 s after its start, so a process
 // that started after the submission turns ready more than the rounding
 // and a few seconds of skew later. Left open with HA: a job that ended
-// and that Flink cleaned up (its JobResultStore entry is deleted on
-// commit by default) before a failover, all between two looks, is
-// forgotten by the new leader too.
+// and that Flink cleaned up before a failover, all between two looks, is
+// forgotten by the new leader too, but its job result store keeps its
+// entry (the operator renders job-result-store.delete-on-commit: false),
+// so Flink refuses the resend (EndedUnseen).
 func neverGot(in Input, job *v1.JobStatus) bool {
-	if in.Flink.JobFound || !neverReached(job) {
+	if in.Flink.JobFound || !neverReached(job) || in.EndedUnseen {
 		return false
 	}
 	return in.Deployed.HighAvailable() || !in.JobManagerSince.IsZero() && !in.JobManagerSince.After(job.SubmittedAt.Time)

@@ -547,6 +547,41 @@ func TestJobLostBeforeTheFirstLook(t *testing.T) {
 	}
 }
 
+// TestJobEndedUnseen: with HA, a job never seen and not found is sent
+// again; Flink refusing it as already ended (EndedUnseen) holds it,
+// through a spec change too, until the user names the state.
+func TestJobEndedUnseen(t *testing.T) {
+	submitted := metav1.NewTime(t0.Add(-time.Hour))
+	w := stableWorld()
+	w.spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
+	w.deployed, w.stable = w.spec.DeepCopy(), w.spec.DeepCopy()
+	w.status.Job = &v1.JobStatus{ID: "job-1", SubmittedAt: &submitted, RestoredFrom: "s3://sp/old",
+		LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}}
+	w.flink = Flink{Reachable: true}
+	if p := w.decide(); p.Action.Kind != ActSubmit || p.Status.Job.ID != "job-1" {
+		t.Fatalf("with HA, never seen: action %s as %s; want job-1 sent again", p.Action.Kind, p.Status.Job.ID)
+	}
+	w.ended = true
+	p := w.decide()
+	if p.Action.Kind != ActNone || cond(p, v1.ConditionStateHold) == nil || cond(p, v1.ConditionStateHold).Reason != "NewestStateUnknown" {
+		t.Fatalf("refused as ended: action %s, hold %+v; want NewestStateUnknown", p.Action.Kind, cond(p, v1.ConditionStateHold))
+	}
+	w.commit(p)
+	w.gen, w.spec = w.gen+1, w.spec.DeepCopy()
+	w.spec.Job.Parallelism++
+	for i := 0; i < 4; i++ {
+		p := w.decide()
+		if p.Action.Kind == ActSubmit {
+			t.Fatalf("a spec change sent the job from %q, unseen since it ended", p.Action.RestorePath)
+		}
+		w.commit(p)
+		w.now = w.now.Add(Poll)
+	}
+	if sent := w.nameState("s3://cp/chk-9"); sent.Action.Kind != ActSubmit || sent.Action.RestorePath != "s3://cp/chk-9" {
+		t.Errorf("after the user named the state: action %s from %q", sent.Action.Kind, sent.Action.RestorePath)
+	}
+}
+
 // nameState is the user's answer to NewestStateUnknown: a new generation
 // whose spec.job.initialSavepointPath is path. It returns the step that
 // submits the job, deciding a few polls until one does.

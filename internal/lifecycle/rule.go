@@ -338,7 +338,12 @@ func lost(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		if p := chosenRestore(in); p != "" {
 			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
 		}
-		if neverReached(job) && in.JobManagerSince.IsZero() {
+		if in.EndedUnseen {
+			return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
+				"Flink refused to run job %s again: it ran and ended while the operator was not looking (its job result store records it), and Flink no longer shows it, so what it last completed is known only to the checkpoint storage (the highest chk-N under the job's ID), else the job started from %s. Set spec.job.initialSavepointPath to the state to restore from",
+				job.ID, orUnknown(job.RestoredFrom))}
+		}
+		if neverReached(job) && !in.Deployed.HighAvailable() && in.JobManagerSince.IsZero() {
 			// Which JobManager answered is not known yet: its pod read
 			// failed, or no pod is Ready while one answers (a restarted
 			// process before the kubelet posts it). Refusing now would

@@ -139,17 +139,22 @@ func TestJobNeverShown(t *testing.T) {
 		jmSince time.Time
 		ha      bool
 		named   string
+		ended   bool
 		do      Do
 		path    string
 		reason  string
 	}{
-		{"JobManager ready before the submission: never got it", t0.Add(-time.Hour), false, "", Restore, "s3://sp/old", ""},
-		{"JobManager ready in the submission's second: never got it", submitted.Time, false, "", Restore, "s3://sp/old", ""},
-		{"JobManager ready after the submission: it may have run", t0.Add(-5 * time.Second), false, "", Refuse, "", "NewestStateUnknown"},
-		{"no ready JobManager read: the decision waits", time.Time{}, false, "", Hold, "", "JobManagerUnconfirmed"},
-		{"no ready JobManager read, the user names the state", time.Time{}, false, "s3://sp/named", Restore, "s3://sp/named", ""},
-		{"with HA a new leader recovers what it accepted: never got it", t0.Add(-5 * time.Second), true, "", Restore, "s3://sp/old", ""},
-		{"the user names the state", t0.Add(-5 * time.Second), false, "s3://sp/named", Restore, "s3://sp/named", ""},
+		{"JobManager ready before the submission: never got it", t0.Add(-time.Hour), false, "", false, Restore, "s3://sp/old", ""},
+		{"JobManager ready in the submission's second: never got it", submitted.Time, false, "", false, Restore, "s3://sp/old", ""},
+		{"JobManager ready after the submission: it may have run", t0.Add(-5 * time.Second), false, "", false, Refuse, "", "NewestStateUnknown"},
+		{"no ready JobManager read: the decision waits", time.Time{}, false, "", false, Hold, "", "JobManagerUnconfirmed"},
+		{"no ready JobManager read, the user names the state", time.Time{}, false, "s3://sp/named", false, Restore, "s3://sp/named", ""},
+		{"with HA a new leader recovers what it accepted: never got it", t0.Add(-5 * time.Second), true, "", false, Restore, "s3://sp/old", ""},
+		{"with HA, no ready JobManager read: a new leader recovers what it accepted", time.Time{}, true, "", false, Restore, "s3://sp/old", ""},
+		{"the user names the state", t0.Add(-5 * time.Second), false, "s3://sp/named", false, Restore, "s3://sp/named", ""},
+		{"Flink refused the resend as ended, with HA: it ran unseen", t0.Add(-5 * time.Second), true, "", true, Refuse, "", "NewestStateUnknown"},
+		{"Flink refused the resend as ended, its JobManager old: it ran unseen", t0.Add(-time.Hour), false, "", true, Refuse, "", "NewestStateUnknown"},
+		{"Flink refused the resend as ended, the user names the state", t0.Add(-time.Hour), true, "s3://sp/named", true, Restore, "s3://sp/named", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := baseSpec()
@@ -162,7 +167,7 @@ func TestJobNeverShown(t *testing.T) {
 			}
 			job := v1.JobStatus{ID: "job-1", SubmittedAt: &submitted, RestoredFrom: "s3://sp/old", LastSavepoint: &v1.SavepointInfo{Path: "s3://sp/old", JobID: "job-0"}}
 			in := Input{Spec: spec, Policy: policy.For(spec), Status: &v1.FlinkClusterStatus{Job: &job}, Deployed: deployed,
-				Flink: Flink{Reachable: true}, Now: t0, JobManagerSince: tc.jmSince}
+				Flink: Flink{Reachable: true}, Now: t0, JobManagerSince: tc.jmSince, EndedUnseen: tc.ended}
 			snap, v := RestorePoint(in, &job, ForRestart)
 			if v.Do != tc.do || snap.Path != tc.path || v.Reason != tc.reason {
 				t.Errorf("RestorePoint = %+v, %+v; want %s %q reason %q", snap, v, tc.do, tc.path, tc.reason)

@@ -164,6 +164,10 @@ type Input struct {
 	// for a job Flink never showed and does not know (zero otherwise, and
 	// when no pod is ready or the read failed: the decision then waits).
 	JobManagerSince time.Time
+	// EndedUnseen: Flink refused to run the recorded job again because its
+	// job result store records it as globally terminal, while it shows no
+	// such job: it ran and ended, unseen (Dispatcher#submitJob).
+	EndedUnseen bool
 }
 
 // Rescale is what the autopilot proposes: the job at Parallelism on

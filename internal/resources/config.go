@@ -109,6 +109,7 @@ func RenderConfig(fc *v1.FlinkCluster, p Platform) (FlinkConfig, error) {
 		s["high-availability.storageDir"] = st.HA
 		id := HAIdentity(fc)
 		s["high-availability.cluster-id"] = id.ClusterID
+		s[flink.JobResultDeleteOnCommitKey] = "false"
 		switch ha.Mode {
 		case v1.HighAvailabilityZookeeper:
 			s["high-availability.zookeeper.quorum"] = ha.Zookeeper.ConnectString

@@ -217,6 +217,66 @@ func TestJobLostBeforeItWasSeen(t *testing.T) {
 	restoreNewestNamed(t, ns, name, key, jobID, v)
 }
 
+// TestJobEndedUnseenWithHA: with high availability, a job the operator
+// submitted and never saw runs, checkpoints, fails for good, and the
+// leading JobManager is then lost, all while none of the operator's reads
+// of the job are answered. The new leader recovers nothing (a globally
+// terminal job's graph is gone) and answers "not found"; with HA the
+// operator takes that for a job Flink never got and sends it again under
+// its ID. Flink keeps the ended job's result (the operator renders
+// job-result-store.delete-on-commit: false) and refuses it: the operator
+// holds (NewestStateUnknown, JobSubmitted=False JobEndedUnseen) instead of
+// running it again from what it started from, and restores the
+// checkpoint the user names.
+func TestJobEndedUnseenWithHA(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	ns, name := newNamespace(t), "endedunseen"
+	key := simKey(ns, name)
+	const details = "GET /jobs/{jobid}"
+	sim.Engine.LoseAnswers(key, details, 1_000_000)
+	fc := jobClusterAt(ns, name, "2.0.1")
+	fc.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
+	if err := k8s.Create(ctx, fc); err != nil {
+		t.Fatal(err)
+	}
+	var jobID string
+	eventually(t, 2*time.Minute, "a checkpoint of the job completed in Flink", func() error {
+		v, err := sim.Engine.View(key)
+		if err != nil {
+			return err
+		}
+		for _, j := range v.Jobs {
+			if j.Present && j.State == flink.JobRunning && j.CheckpointsCompleted > 0 {
+				jobID = j.ID
+				return nil
+			}
+		}
+		return fmt.Errorf("jobs %+v", v.Jobs)
+	})
+	if err := sim.Engine.SetJobState(key, jobID, flink.JobFailed); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Engine.LoseJobManager(key); err != nil {
+		t.Fatal(err)
+	}
+	if job := getFC(t, ns, name).Status.Job; job == nil || job.ID != jobID || job.State != "" {
+		t.Fatalf("status.job %+v; want job %s recorded and never seen", job, jobID)
+	}
+	sim.Engine.LoseAnswers(key, details, 0)
+	v := wantHeldNewestUnknown(t, ns, name, key)
+	if c := meta.FindStatusCondition(getFC(t, ns, name).Status.Conditions, v1.ConditionJobSubmitted); c == nil || c.Reason != v1.ReasonJobEndedUnseen {
+		t.Errorf("JobSubmitted %+v; want False, %s", c, v1.ReasonJobEndedUnseen)
+	}
+	if v.Totals.JobsSubmitted != 1 {
+		t.Errorf("%d jobs submitted; want the one, never run again", v.Totals.JobsSubmitted)
+	}
+	restoreNewestNamed(t, ns, name, key, jobID, v)
+	if c := meta.FindStatusCondition(getFC(t, ns, name).Status.Conditions, v1.ConditionJobSubmitted); c != nil {
+		t.Errorf("JobSubmitted %+v stayed after another job was submitted", c)
+	}
+}
+
 // TestJobManagerDeploymentDeletedWithoutHA: a JobManager Deployment deleted
 // under a running job (by hand, by a tool pruning what it does not know)
 // takes its pods and, without high availability, the job with them. The
