@@ -182,7 +182,10 @@ func setJobSubmittedCondition(st *v1.FlinkClusterStatus, gen int64, at time.Time
 
 // expireJobSubmittedCondition removes a jar refusal recorded for an older
 // generation: a changed spec is tried again. A job that ended unseen stays
-// so whatever the spec: its refusal goes once another job is recorded.
+// so whatever the spec: its refusal goes once another job is recorded, or
+// once Flink shows the job after all (a resend refused while the first
+// send was still being submitted: Dispatcher#submitJob refuses an ID it
+// is persisting, which GET /jobs/{jobid} does not show yet).
 func expireJobSubmittedCondition(st *v1.FlinkClusterStatus, gen int64) {
 	c := meta.FindStatusCondition(st.Conditions, v1.ConditionJobSubmitted)
 	if c == nil {
@@ -190,7 +193,7 @@ func expireJobSubmittedCondition(st *v1.FlinkClusterStatus, gen int64) {
 	}
 	expired := c.ObservedGeneration != gen
 	if c.Reason == v1.ReasonJobEndedUnseen {
-		expired = st.Job == nil || !jobEndedUnseen(st.Conditions, st.Job.ID)
+		expired = st.Job == nil || st.Job.State != "" || !jobEndedUnseen(st.Conditions, st.Job.ID)
 	}
 	if expired {
 		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionJobSubmitted)

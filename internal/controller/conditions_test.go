@@ -107,8 +107,8 @@ func TestJobSubmittedRemembersARefusal(t *testing.T) {
 }
 
 // A job Flink refused as already ended is remembered for that job, through
-// spec changes, until another job is recorded: a changed spec must not
-// send it again from what it started from.
+// spec changes, until another job is recorded or Flink shows it: a changed
+// spec must not send it again from what it started from.
 func TestJobSubmittedRemembersAnEndedJob(t *testing.T) {
 	const id, other = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
 	st := &v1.FlinkClusterStatus{Job: &v1.JobStatus{ID: id}}
@@ -123,6 +123,12 @@ func TestJobSubmittedRemembersAnEndedJob(t *testing.T) {
 	expireJobSubmittedCondition(st, 4)
 	if !jobEndedUnseen(st.Conditions, id) {
 		t.Error("the ended job was forgotten at a new generation")
+	}
+	seen := st.DeepCopy()
+	seen.Job.State = "RUNNING"
+	expireJobSubmittedCondition(seen, 4)
+	if c := meta.FindStatusCondition(seen.Conditions, v1.ConditionJobSubmitted); c != nil {
+		t.Errorf("the refusal stayed once Flink showed the job: %+v", c)
 	}
 	st.Job.ID = other
 	expireJobSubmittedCondition(st, 4)

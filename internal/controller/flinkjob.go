@@ -360,6 +360,10 @@ func (r *Reconciler) jobManagerSince(ctx context.Context, fc *v1.FlinkCluster) t
 // forgot it since (a JobManager failover with high availability, or
 // jobstore.expiration-time), all unseen by the operator. Its state is
 // what the job last completed, which only the checkpoint storage knows.
+// Flink refuses an ID it is still persisting with the same exception
+// (submittedAndWaitingTerminationJobIDs), unseen yet too: a resend racing
+// its first send reads as this until Flink shows the job, which ends it
+// (expireJobSubmittedCondition).
 type JobEndedUnseenError struct{ JobID string }
 
 func (e *JobEndedUnseenError) Error() string {

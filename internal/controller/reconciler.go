@@ -385,7 +385,7 @@ func (r *Reconciler) decide(s *scope) error {
 			Heal:            s.auto.heal,
 			Retention:       s.obs.retention,
 			JobManagerSince: s.obs.jmSince,
-			EndedUnseen:     fc.Status.Job != nil && jobEndedUnseen(fc.Status.Conditions, fc.Status.Job.ID),
+			EndedUnseen:     fc.Status.Job != nil && fc.Status.Job.State == "" && jobEndedUnseen(fc.Status.Conditions, fc.Status.Job.ID),
 		})
 		settleAutopilot(&s.auto, &step, s.obs.flink, s.now)
 		setStepConditions(&step.Status, fc.Generation, s.now, step.Facts, s.auto.verdicts)

@@ -121,7 +121,9 @@ func IsNotFound(err error) bool {
 // knows: one still running, or one its job result store records as
 // globally terminal (Dispatcher#submitJob's DuplicateJobSubmissionException;
 // the two carry the same message). Through POST /jars/{jarid}/run it is a
-// 400 whose trace names the exception (JarRunHandler#handleRequest).
+// 400 whose trace names the exception (JarRunHandler#handleRequest), in
+// every supported minor; 2.3's EmbeddedExecutor answers a terminal ID's
+// run as a success instead, to be rechecked before 2.3 is supported.
 func IsDuplicateSubmission(err error) bool {
 	var e *Error
 	if !errors.As(err, &e) || e.StatusCode != http.StatusBadRequest {
