@@ -172,9 +172,13 @@ func (r *Reconciler) observeFlink(ctx context.Context, fc *v1.FlinkCluster, jmRe
 		switch cps, err := c.Checkpoints(ctx, job.ID); {
 		case err == nil:
 			readCheckpoints(&obs, cps)
-		case !flink.IsNotFound(err):
-			// Not "checkpointing has not been enabled": the history is
-			// unknown, and a restore point is not read from it.
+		case flink.IsHistoryAbsent(err):
+			// Flink shows the job only by its result
+			// (lifecycle.Flink.HistoryGone).
+			obs.HistoryGone = true
+		default:
+			// The history is unknown (or the job went between the two
+			// reads), and a restore point is not read from it.
 			obs.HistoryUnread = true
 		}
 		if detail.State == flink.JobFailed {

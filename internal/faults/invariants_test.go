@@ -150,6 +150,9 @@ func TestGenerate(t *testing.T) {
 			t.Fatalf("seed %d gave two schedules:\n%s\n%s", seed, s, again)
 		}
 		seen[s.String()] = true
+		if s.SlowCleanup > 0 && !s.HighAvailability {
+			t.Errorf("seed %d: a slow cleanup without high availability, which has none", seed)
+		}
 		hasJob, version := true, s.Releases[0]
 		for _, st := range s.Steps {
 			kinds[st.Kind] = true

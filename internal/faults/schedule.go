@@ -87,8 +87,13 @@ type Schedule struct {
 	// HighAvailability is Kubernetes HA; without it a lost JobManager
 	// forgets its jobs.
 	HighAvailability bool
-	Parallelism      int32
-	Steps            []Step
+	// SlowCleanup is how long the global cleanup of a job that ended
+	// takes with high availability, all schedule long (slow HA storage):
+	// a JobManager lost meanwhile leaves the next leader to finish it,
+	// showing the job only by its result. Zero: at once.
+	SlowCleanup time.Duration
+	Parallelism int32
+	Steps       []Step
 }
 
 func (s Schedule) String() string {
@@ -96,6 +101,9 @@ func (s Schedule) String() string {
 	ha := "none"
 	if s.HighAvailability {
 		ha = "kubernetes"
+	}
+	if s.SlowCleanup > 0 {
+		ha += fmt.Sprintf(" (cleanup takes %s)", s.SlowCleanup)
 	}
 	fmt.Fprintf(&b, "seed %d: Flink %s, upgradeMode %s, high availability %s, parallelism %d", s.Seed, s.Releases[0], s.UpgradeMode, ha, s.Parallelism)
 	for i, st := range s.Steps {
@@ -169,6 +177,11 @@ func Generate(seed int64) Schedule {
 	}
 	if !hasJob {
 		s.Steps = append(s.Steps, Step{After: time.Duration(r.IntN(9)) * 500 * time.Millisecond, Kind: AddJob})
+	}
+	// A generator of its own, so that every seed keeps the steps it had
+	// before slow cleanups were drawn.
+	if c := rand.New(rand.NewPCG(uint64(seed), 0xc1ea)); s.HighAvailability && c.IntN(2) == 0 {
+		s.SlowCleanup = time.Duration(5+c.IntN(16)) * time.Second
 	}
 	return s
 }

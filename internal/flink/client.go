@@ -137,6 +137,23 @@ func IsDuplicateSubmission(err error) bool {
 	return false
 }
 
+// IsHistoryAbsent reports whether err is Flink answering that a job it
+// knows has no checkpoint statistics: a 404 "Checkpointing has not been
+// enabled." (CheckpointingStatisticsHandler#createCheckpointingStatistics,
+// the same text in every supported minor), not an unknown job's 404.
+func IsHistoryAbsent(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.StatusCode != http.StatusNotFound {
+		return false
+	}
+	for _, m := range e.Messages {
+		if strings.Contains(m, "Checkpointing has not been enabled") {
+			return true
+		}
+	}
+	return false
+}
+
 // IsUnavailable reports whether err means the REST API was unreachable or
 // answered 502/503/504.
 func IsUnavailable(err error) bool {

@@ -3,6 +3,7 @@ package flink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -310,6 +311,32 @@ func TestJobStatusTerminal(t *testing.T) {
 	for s, want := range map[JobStatus]bool{JobRunning: false, JobRestarting: false, JobFailing: false, JobFailed: true, JobCanceled: true, JobFinished: true} {
 		if s.Terminal() != want {
 			t.Errorf("%s.Terminal() = %v", s, !want)
+		}
+	}
+}
+
+// TestErrorKinds: the refusals the lifecycle reads are told apart by
+// status and Flink's message, not by status alone.
+func TestErrorKinds(t *testing.T) {
+	duplicate := "org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute application.\nCaused by: org.apache.flink.runtime.client.DuplicateJobSubmissionException: Job has already been submitted."
+	for _, tc := range []struct {
+		name              string
+		err               error
+		duplicate, absent bool
+	}{
+		{"a duplicate run", &Error{StatusCode: 400, Messages: []string{duplicate}}, true, false},
+		{"another refused run", &Error{StatusCode: 400, Messages: []string{"org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute application.\nCaused by: java.lang.ClassNotFoundException: Main"}}, false, false},
+		{"a duplicate's text on a 500", &Error{StatusCode: 500, Messages: []string{duplicate}}, false, false},
+		{"no checkpoint statistics", &Error{StatusCode: 404, Messages: []string{"Checkpointing has not been enabled."}}, false, true},
+		{"an unknown job", &Error{StatusCode: 404, Messages: []string{"org.apache.flink.runtime.messages.FlinkJobNotFoundException: Could not find Flink job (0123)"}}, false, false},
+		{"unreachable", &Error{Err: errors.New("connection refused")}, false, false},
+		{"wrapped", fmt.Errorf("run job: %w", &Error{StatusCode: 400, Messages: []string{duplicate}}), true, false},
+	} {
+		if got := IsDuplicateSubmission(tc.err); got != tc.duplicate {
+			t.Errorf("%s: IsDuplicateSubmission = %v", tc.name, got)
+		}
+		if got := IsHistoryAbsent(tc.err); got != tc.absent {
+			t.Errorf("%s: IsHistoryAbsent = %v", tc.name, got)
 		}
 	}
 }

@@ -115,9 +115,16 @@ type VertexView struct {
 type jobHistory struct {
 	job     *job
 	present bool
+	// result is what a JobManager that took over the job's cleanup shows
+	// of it (dispatcher.cleanUpRecovered); job stays the run it ended.
+	result *job
 
 	savepointsTriggered, stopsTriggered, checkpointsTriggered, restarts, rescales int
 }
+
+// shows reports whether j is how a JobManager shows the job: its run, or
+// its result only.
+func (h *jobHistory) shows(j *job) bool { return h != nil && (h.job == j || h.result == j) }
 
 // View returns the simulator's view of a cluster, after applying what the
 // clock made due.
@@ -294,6 +301,33 @@ func (e *Engine) restoreWithin(c *cluster, d time.Duration) {
 	}
 }
 
+// SetCleanupDelay makes the global cleanup of a job that reaches a
+// globally terminal state with high availability take d (slow HA storage;
+// Flink retries a failing cleanup with cleanup-strategy's exponential
+// delay for as long as it takes). Its job result store entry stays dirty
+// meanwhile, and a JobManager that takes over then finishes the cleanup
+// (see dispatcher.recover). Cleanups under way end within d from now, so
+// zero ends them at once.
+func (e *Engine) SetCleanupDelay(k ClusterKey, d time.Duration) {
+	e.setFault(k, func(c *cluster) { e.cleanupWithin(c, d) })
+}
+
+// cleanupWithin sets the cleanup delay to d and ends the cleanups under
+// way within d from now.
+func (e *Engine) cleanupWithin(c *cluster, d time.Duration) {
+	c.cleanupDelay = d
+	for _, p := range c.jms {
+		if p.d == nil {
+			continue
+		}
+		for id, due := range p.d.cleanups {
+			if due.After(e.now().Add(d)) {
+				p.d.cleanups[id] = e.now().Add(d)
+			}
+		}
+	}
+}
+
 // ClearFaults removes every injected fault of a cluster.
 func (e *Engine) ClearFaults(k ClusterKey) {
 	e.setFault(k, func(c *cluster) {
@@ -301,6 +335,7 @@ func (e *Engine) ClearFaults(k ClusterKey) {
 		c.stopFault, c.savepointDelay, c.taskStartFault = StopFinishes, 0, ""
 		c.lostAnswers = nil
 		e.restoreWithin(c, 0)
+		e.cleanupWithin(c, 0)
 	})
 }
 

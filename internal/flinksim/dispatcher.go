@@ -108,6 +108,9 @@ type haStore struct {
 	vacantUntil time.Time
 	jobs        map[string]*haJob
 	order       []string
+	// results is the terminal state each job result store entry records
+	// (its JobResult); the entry's file says whether it is dirty or clean.
+	results map[string]flink.JobStatus
 }
 
 type haJob struct {
@@ -127,7 +130,7 @@ type haCheckpoint struct {
 }
 
 func newHAStore(identity string) *haStore {
-	return &haStore{identity: identity, jobs: map[string]*haJob{}}
+	return &haStore{identity: identity, jobs: map[string]*haJob{}, results: map[string]flink.JobStatus{}}
 }
 
 // dispatcher is a Dispatcher: the jobs of one JobManager process, with
@@ -146,11 +149,14 @@ type dispatcher struct {
 	// savepoints holds savepoint and stop-with-savepoint triggers alike;
 	// checkpoints the checkpoint triggers (DispatcherCachedOperationsHandler).
 	savepoints, checkpoints *opCache
+	// cleanups are the global cleanups under way with high availability,
+	// by job ID, with when each ends (SetCleanupDelay).
+	cleanups map[string]time.Time
 }
 
 func newDispatcher(p *process) *dispatcher {
 	return &dispatcher{
-		jm: p, jobs: map[string]*job{}, jrs: map[string]bool{},
+		jm: p, jobs: map[string]*job{}, jrs: map[string]bool{}, cleanups: map[string]time.Time{},
 		savepoints: newOpCache(p.storeDuration), checkpoints: newOpCache(p.storeDuration),
 	}
 }
@@ -181,14 +187,36 @@ func (d *dispatcher) hasResult(e *Engine, id string) bool {
 }
 
 // recordResult writes the job result as the Dispatcher does when a job
-// reaches a globally terminal state, then marks it clean once the job's
-// resources are cleaned up (at once, here): the embedded store keeps the
-// clean entry; the file store deletes it with job-result-store.
-// delete-on-commit (the default) and renames it otherwise.
-func (d *dispatcher) recordResult(e *Engine, id string) {
+// reaches a globally terminal state (Dispatcher#jobReachedTerminalState:
+// JobResultStore#createDirtyResult), then runs the job's global cleanup,
+// which with high availability takes the cluster's cleanup delay
+// (cleanUp). The embedded store used without it is the process's memory,
+// cleaned at once.
+func (d *dispatcher) recordResult(e *Engine, c *cluster, id string, state flink.JobStatus, at time.Time) {
 	if d.ha == nil {
 		d.jrs[id] = true
 		return
+	}
+	if l, err := d.jrsEntry(id, true); err == nil {
+		e.fs.write(l)
+		d.ha.results[id] = state
+	}
+	if c.cleanupDelay > 0 {
+		d.cleanups[id] = at.Add(c.cleanupDelay)
+		return
+	}
+	d.cleanUp(e, id)
+}
+
+// cleanUp ends a job's global cleanup (DispatcherResourceCleanerFactory:
+// the job graph and the HA data go) and marks its result clean
+// (JobResultStore#markResultAsClean): FileSystemJobResultStore deletes the
+// dirty entry with job-result-store.delete-on-commit (the default) and
+// renames it to the clean one otherwise.
+func (d *dispatcher) cleanUp(e *Engine, id string) {
+	delete(d.cleanups, id)
+	if l, err := d.jrsEntry(id, true); err == nil {
+		e.fs.remove(l)
 	}
 	if !d.jm.ha.deleteOnCommit {
 		if l, err := d.jrsEntry(id, false); err == nil {
@@ -209,23 +237,92 @@ func (d *dispatcher) recordResult(e *Engine, id string) {
 // recover is SessionDispatcherLeaderProcess#onStart: the new leader reads
 // every job graph of the HA store and runs it again (ExecutionType
 // RECOVERY), restoring from the job's latest completed checkpoint. A job
-// graph whose blob is gone fails the whole leader process.
+// graph whose blob is gone fails the whole leader process. A job whose
+// result is dirty (its cleanup did not end) is not recovered
+// (SessionDispatcherLeaderProcess#recoverJobs skips it): a
+// CheckpointResourcesCleanupRunner finishes its cleanup (cleanUpRecovered).
 func (d *dispatcher) recover(e *Engine, c *cluster, now time.Time, s *haStore) error {
 	d.ha = s
+	dirty := d.dirtyResults(e)
+	for _, id := range dirty {
+		d.cleanUpRecovered(e, c, id, now)
+	}
 	for _, id := range s.order {
 		hj := s.jobs[id]
+		if slices.Contains(dirty, id) {
+			continue
+		}
 		if !e.fs.exists(hj.blob) {
 			return fmt.Errorf("org.apache.flink.util.FlinkRuntimeException: Could not recover job with job id %s. Caused by: java.io.FileNotFoundException: %s (No such file or directory): the job graph's state handle points at HA storage that is gone", id, hj.blob)
 		}
 	}
 	for _, id := range s.order {
 		hj := s.jobs[id]
+		if slices.Contains(dirty, id) {
+			continue
+		}
 		j := e.newJob(c, d, hj.sub, now, true)
 		d.add(j)
 		e.recordRecovery(c, d, now, hj)
 		d.jm.logf(now, "INFO Recovered job %s from the job graph store", id)
 	}
 	return nil
+}
+
+// dirtyResults are the job IDs whose job result store entry is dirty
+// (JobResultStore#getDirtyResults), in ID order.
+func (d *dispatcher) dirtyResults(e *Engine) []string {
+	var ids []string
+	for id := range d.ha.results {
+		if l, err := d.jrsEntry(id, true); err == nil && e.fs.exists(l) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// cleanUpRecovered is Dispatcher#runCleanupRetry for a dirty result: a
+// CheckpointResourcesCleanupRunner shuts the job's completed checkpoint
+// store down with its terminal state (what the retention does not keep is
+// deleted; the old leader did that already here) and completes at once,
+// so the Dispatcher archives what the runner shows of the job
+// (Dispatcher#jobReachedTerminalState) before the rest of the cleanup
+// runs, with the cluster's cleanup delay. The runner shows only the job's
+// result (CheckpointResourcesCleanupRunner#requestJob:
+// ArchivedExecutionGraph#createSparseArchivedExecutionGraph): the name
+// "unknown", the state the result derives (ApplicationStatus#
+// deriveJobStatus), no vertices, no checkpointing settings and so no
+// checkpoint statistics, a failure only for FAILED, and no end time but a
+// failure's.
+func (d *dispatcher) cleanUpRecovered(e *Engine, c *cluster, id string, now time.Time) {
+	state := d.ha.results[id]
+	j := &job{
+		d: d, id: id, name: "unknown", state: state, tasks: string(state), start: now,
+		timestamps: map[flink.JobStatus]time.Time{flink.JobInitializing: now}, resultOnly: true,
+	}
+	if hj := d.ha.jobs[id]; hj != nil {
+		j.sub = hj.sub
+	} else {
+		j.sub = &submission{id: id, name: "unknown", conf: d.jm.conf}
+	}
+	if state == flink.JobFailed {
+		// JobResult#createFrom keeps the cause only of a failed job; its
+		// time is the runner's.
+		j.timestamps[state], j.end = now, now
+		j.failureCause, j.failedAt = "org.apache.flink.util.FlinkException: The job failed before the JobManager that cleans it up took over (its serialized cause).", now
+	}
+	d.add(j)
+	d.archive(c, j, now)
+	if h := c.history[id]; h != nil {
+		h.result, h.present = j, true
+	}
+	d.jm.logf(now, "INFO Cleaning up job %s, which reached globally terminal state %s before this JobManager took over", id, state)
+	if c.cleanupDelay > 0 {
+		d.cleanups[id] = now.Add(c.cleanupDelay)
+		return
+	}
+	d.cleanUp(e, id)
 }
 
 func (d *dispatcher) add(j *job) {
@@ -258,7 +355,7 @@ func (e *Engine) suspend(d *dispatcher, now time.Time, c *cluster, graceful bool
 				e.suspendJob(d, j, now)
 			}
 		}
-		if h := c.history[j.id]; h.job == j {
+		if h := c.history[j.id]; h.shows(j) {
 			h.present = false
 		}
 	}

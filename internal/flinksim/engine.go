@@ -19,6 +19,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -228,13 +229,16 @@ type cluster struct {
 	// restoreDelay is how long tasks stay INITIALIZING (SetRestoreDelay).
 	restoreDelay   time.Duration
 	savepointDelay time.Duration // 0: EngineOptions.SavepointDelay
-	requests       map[string]int
-	totals         Totals
-	history        map[string]*jobHistory
-	historyOrder   []string
-	record         Record   // what Flink saw of its jobs (record.go)
-	events         []string // what happened to processes, newest last
-	workload       *workload
+	// cleanupDelay is how long a globally terminal job's cleanup takes
+	// with high availability (SetCleanupDelay); 0: at once.
+	cleanupDelay time.Duration
+	requests     map[string]int
+	totals       Totals
+	history      map[string]*jobHistory
+	historyOrder []string
+	record       Record   // what Flink saw of its jobs (record.go)
+	events       []string // what happened to processes, newest last
+	workload     *workload
 }
 
 func (e *Engine) get(k ClusterKey) *cluster {
@@ -790,6 +794,10 @@ func (e *Engine) nextEvent(c *cluster) (time.Time, func(time.Time)) {
 		for _, id := range p.d.order {
 			t, f := e.jobEvent(c, p.d.jobs[id])
 			consider(t, f)
+		}
+		d := p.d
+		for _, id := range slices.Sorted(maps.Keys(d.cleanups)) {
+			consider(d.cleanups[id], func(time.Time) { d.cleanUp(e, id) })
 		}
 	}
 	return best, fn

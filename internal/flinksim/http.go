@@ -475,8 +475,8 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 	case route == "faults" && m == http.MethodPost:
 		// {"savepoint": "fail"|"stall"|"", "checkpoint": ..., "stop":
 		// "tasksDoNotFinish"|"", "cancelDelay": "30s", "savepointDelay":
-		// "5m", "restoreDelay": "20s"}; an absent key leaves that fault
-		// as it is.
+		// "5m", "restoreDelay": "20s", "cleanupDelay": "10m"}; an absent
+		// key leaves that fault as it is.
 		req := struct {
 			Savepoint      *Fault     `json:"savepoint"`
 			Checkpoint     *Fault     `json:"checkpoint"`
@@ -484,9 +484,10 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 			CancelDelay    *string    `json:"cancelDelay"`
 			SavepointDelay *string    `json:"savepointDelay"`
 			RestoreDelay   *string    `json:"restoreDelay"`
+			CleanupDelay   *string    `json:"cleanupDelay"`
 			TaskStart      *string    `json:"taskStart"`
 		}{}
-		var delay, spDelay, restore time.Duration
+		var delay, spDelay, restore, cleanup time.Duration
 		if err = decode(r, &req); err == nil {
 			for _, f := range []*Fault{req.Savepoint, req.Checkpoint} {
 				if f != nil && *f != FaultNone && *f != FaultFail && *f != FaultStall {
@@ -500,7 +501,7 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 				name string
 				in   *string
 				out  *time.Duration
-			}{{"cancelDelay", req.CancelDelay, &delay}, {"savepointDelay", req.SavepointDelay, &spDelay}, {"restoreDelay", req.RestoreDelay, &restore}} {
+			}{{"cancelDelay", req.CancelDelay, &delay}, {"savepointDelay", req.SavepointDelay, &spDelay}, {"restoreDelay", req.RestoreDelay, &restore}, {"cleanupDelay", req.CleanupDelay, &cleanup}} {
 				if d.in == nil || err != nil {
 					continue
 				}
@@ -528,10 +529,13 @@ func (h *handler) admin(w http.ResponseWriter, r *http.Request, p []string) {
 			if req.RestoreDelay != nil {
 				h.e.SetRestoreDelay(k, restore)
 			}
+			if req.CleanupDelay != nil {
+				h.e.SetCleanupDelay(k, cleanup)
+			}
 			if req.TaskStart != nil {
 				h.e.SetTaskStartFault(k, *req.TaskStart)
 			}
-			h.log.Info("Flink REST simulator: injected faults", "cluster", k.String(), "savepoint", req.Savepoint, "checkpoint", req.Checkpoint, "stop", req.Stop, "cancelDelay", req.CancelDelay, "savepointDelay", req.SavepointDelay, "restoreDelay", req.RestoreDelay, "taskStart", req.TaskStart)
+			h.log.Info("Flink REST simulator: injected faults", "cluster", k.String(), "savepoint", req.Savepoint, "checkpoint", req.Checkpoint, "stop", req.Stop, "cancelDelay", req.CancelDelay, "savepointDelay", req.SavepointDelay, "restoreDelay", req.RestoreDelay, "cleanupDelay", req.CleanupDelay, "taskStart", req.TaskStart)
 		}
 	case route == "faults" && m == http.MethodDelete:
 		h.e.ClearFaults(k)

@@ -71,6 +71,10 @@ type job struct {
 	exceptions     []rootException
 	pendingFailure *rootException
 
+	// resultOnly: the Dispatcher knows the job only by its result, as a
+	// CheckpointResourcesCleanupRunner shows it (dispatcher.cleanUpRecovered).
+	resultOnly bool
+
 	// vertices is the job's ExecutionGraph; parallelism above is its slot
 	// count (the widest vertex).
 	vertices []*vertex
@@ -841,7 +845,7 @@ func (e *Engine) terminate(c *cluster, j *job, at time.Time, s flink.JobStatus) 
 		}
 	}
 	j.store = nil
-	j.d.recordResult(e, j.id)
+	j.d.recordResult(e, c, j.id, s, at)
 	j.d.archive(c, j, at)
 	j.d.jm.logf(at, "INFO Job %s reached globally terminal state %s", j.id, s)
 	e.recordEnd(c, j, at, s)

@@ -1,7 +1,6 @@
 package flinksim
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -36,10 +35,11 @@ func TestJobLifecycle(t *testing.T) {
 		}
 	}
 	check(step{0, flink.JobInitializing, ""})
-	// No ExecutionGraph yet, so no checkpoint statistics
-	// (CheckpointingStatisticsHandler).
-	_, err := e.Checkpoints(key, id)
-	wantErr(t, err, http.StatusNotFound, "Checkpointing has not been enabled.")
+	// No ExecutionGraph yet: the sparse graph's statistics are empty
+	// (CheckpointStatsSnapshot.empty(), the job's settings being known).
+	if cp, err := e.Checkpoints(key, id); err != nil || cp.Counts.Total != 0 || cp.Latest.Completed != nil || len(cp.History) != 0 {
+		t.Fatalf("an initializing job's checkpoint statistics: %+v, %v; want empty", cp, err)
+	}
 	check(step{time.Second, flink.JobRunning, "SCHEDULED"}, step{time.Minute, flink.JobRunning, "SCHEDULED"})
 	if cp, _ := e.Checkpoints(key, id); cp.Counts.Completed != 0 {
 		t.Fatalf("checkpoints without running tasks: %+v", cp.Counts)

@@ -164,7 +164,7 @@ func (d *dispatcher) forget(c *cluster, j *job, now time.Time) {
 	}
 	delete(d.jobs, j.id)
 	d.order = slices.DeleteFunc(d.order, func(id string) bool { return id == j.id })
-	if h := c.history[j.id]; h != nil && h.job == j {
+	if h := c.history[j.id]; h.shows(j) {
 		h.present = false
 	}
 	d.jm.logf(now, "INFO Job %s expired from the job store", j.id)

@@ -269,6 +269,81 @@ func TestSubmissionRules(t *testing.T) {
 	}
 }
 
+// TestCleanupTakenOver: with high availability, a JobManager lost while a
+// globally terminal job is being cleaned up leaves its result dirty. The
+// next leader does not recover the job: a CheckpointResourcesCleanupRunner
+// finishes the cleanup, and until the job store forgets it REST shows the
+// job only by its result (a sparse graph named "unknown", no vertices, no
+// checkpoint statistics). The ID is refused while the result is dirty, and
+// after the cleanup as the store's commit setting says.
+func TestCleanupTakenOver(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef"
+	haSettings := map[string]string{
+		"high-availability.type": "zookeeper", "high-availability.zookeeper.quorum": "zk:2181",
+		"high-availability.storageDir": "s3://bucket/ha",
+	}
+	for _, tc := range []struct {
+		name       string
+		keep       bool // job-result-store.delete-on-commit: false
+		end        flink.JobStatus
+		wantEnd    int64 // end-time > 0 (1) or 0
+		acceptLate bool  // the ID is accepted once the cleanup ended
+	}{
+		{"failed, entries deleted on commit", false, flink.JobFailed, 1, true},
+		{"failed, entries kept", true, flink.JobFailed, 1, false},
+		{"cancelled, entries kept", true, flink.JobCanceled, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, clk := newTestEngine(t)
+			settings := haSettings
+			if tc.keep {
+				settings = merge(haSettings, map[string]string{"job-result-store.delete-on-commit": "false"})
+			}
+			e.Observe(key, simple(tms(2), settings).Observation())
+			running(t, e, clk, flink.JarRunRequest{JobID: id})
+			clk.step(11 * time.Second)
+			if cp, err := e.Checkpoints(key, id); err != nil || cp.Counts.Completed == 0 {
+				t.Fatalf("no checkpoint before the end: %+v, %v", cp, err)
+			}
+			e.SetCleanupDelay(key, time.Hour)
+			if tc.end == flink.JobFailed {
+				if err := e.SetJobState(key, id, flink.JobFailed); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := e.CancelJob(key, id, ""); err != nil {
+				t.Fatal(err)
+			}
+			clk.step(2 * time.Second)
+			if s := jobState(t, e, id); s != tc.end {
+				t.Fatalf("job %s before the loss, want %s", s, tc.end)
+			}
+			if err := e.LoseJobManager(key); err != nil {
+				t.Fatal(err)
+			}
+			clk.step(time.Minute)
+			j := jobDetails(t, e, id)
+			if j.Name != "unknown" || j.State != tc.end || len(j.Vertices) != 0 || (j.EndTime > 0) != (tc.wantEnd > 0) || j.EndTime < 0 {
+				t.Errorf("the new leader shows %q %s, %d vertices, end-time %d; want the result only: \"unknown\" %s, no vertices", j.Name, j.State, len(j.Vertices), j.EndTime, tc.end)
+			}
+			_, err := e.Checkpoints(key, id)
+			wantErr(t, err, http.StatusNotFound, "Checkpointing has not been enabled.")
+			if ov, err := e.JobsOverview(key); err != nil || len(ov.Jobs) != 1 || ov.Jobs[0].JID != id {
+				t.Errorf("jobs overview %+v, %v; want the job listed", ov, err)
+			}
+			if v, _ := e.View(key); v.Totals.JobsSubmitted != 1 || len(v.Jobs) != 1 || !v.Jobs[0].Present || v.Jobs[0].State != tc.end {
+				t.Errorf("view %+v; want the one job submitted, shown (by its result), %s, not recovered and run", v.Jobs, tc.end)
+			}
+			_, err = e.RunJar(key, upload(t, e), flink.JarRunRequest{JobID: id})
+			wantErr(t, err, http.StatusBadRequest, "DuplicateJobSubmissionException")
+			e.SetCleanupDelay(key, 0)
+			_, err = e.RunJar(key, upload(t, e), flink.JarRunRequest{JobID: id})
+			if tc.acceptLate != (err == nil) {
+				t.Errorf("after the cleanup: %v; want accepted %v", err, tc.acceptLate)
+			}
+		})
+	}
+}
+
 func merge(a, b map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, m := range []map[string]string{a, b} {

@@ -119,7 +119,7 @@ func (e *Engine) jobsOverview(t target) (out *flink.MultipleJobsDetails, err err
 			}
 			tasks[strings.ToLower(j.tasks)] = int32(j.subtasks())
 			out.Jobs = append(out.Jobs, flink.JobDetails{
-				JID: j.id, Name: j.name, State: j.state, StartTime: ms(j.start), EndTime: ms(j.end),
+				JID: j.id, Name: j.name, State: j.state, StartTime: ms(j.start), EndTime: endTime(j),
 				Duration: duration(j, now), LastModification: ms(j.timestamps[j.state]), Tasks: tasks,
 			})
 		}
@@ -159,7 +159,7 @@ func (e *Engine) job(t target, jobID string) (out *flink.JobDetailsInfo, err err
 		}
 		out = &flink.JobDetailsInfo{
 			JID: j.id, Name: j.name, IsStoppable: false, State: j.state,
-			StartTime: ms(j.start), EndTime: ms(j.end), Duration: duration(j, now),
+			StartTime: ms(j.start), EndTime: endTime(j), Duration: duration(j, now),
 			MaxParallelism: -1, Now: ms(now), Timestamps: ts, Vertices: []flink.JobDetailsVertex{},
 			StatusCounts: map[string]int32{},
 			Plan:         map[string]any{"jid": j.id, "name": j.name, "type": "STREAMING", "nodes": []any{}},
@@ -180,7 +180,7 @@ func (e *Engine) job(t target, jobID string) (out *flink.JobDetailsInfo, err err
 			out.Vertices = append(out.Vertices, flink.JobDetailsVertex{
 				ID: v.id, Name: v.name, MaxParallelism: int32(v.maxParallelism),
 				Parallelism: int32(v.parallelism), Status: j.tasks,
-				StartTime: ms(j.start), EndTime: ms(j.end), Duration: duration(j, now), Tasks: tasks,
+				StartTime: ms(j.start), EndTime: endTime(j), Duration: duration(j, now), Tasks: tasks,
 			})
 		}
 		return nil
@@ -776,10 +776,22 @@ func throwable(msg string) *flink.SerializedThrowable {
 }
 
 func duration(j *job, now time.Time) int64 {
-	if j.state.Terminal() {
+	if j.state.Terminal() && !j.end.IsZero() {
 		return j.end.Sub(j.start).Milliseconds()
 	}
 	return now.Sub(j.start).Milliseconds()
+}
+
+// endTime is JobDetailsHandler's end-time: the terminal state's timestamp,
+// -1 before the end, and 0 for a terminal job whose sparse graph has no
+// timestamp for its state (a CANCELED or FINISHED result a
+// CheckpointResourcesCleanupRunner shows), whose duration then runs on
+// from its start.
+func endTime(j *job) int64 {
+	if j.state.Terminal() && j.end.IsZero() {
+		return 0
+	}
+	return ms(j.end)
 }
 
 // slotResources is a made-up profile of a number of slots.

@@ -186,10 +186,16 @@ func (s cachedStats) copy() *flink.CheckpointingStatistics {
 }
 
 // checkpointingStatistics is CheckpointingStatisticsHandler's answer for
-// a job; a sparse graph (a job still initializing, or whose JobMaster
-// never started) has no statistics.
+// a job. A sparse graph of a job still initializing, or whose JobMaster
+// never started, carries the job's checkpointing settings and so empty
+// statistics (DefaultJobMasterServiceProcessFactory#
+// createArchivedExecutionGraph: ArchivedExecutionGraph#
+// createSparseArchivedExecutionGraph gives CheckpointStatsSnapshot.empty()
+// for non-null settings); a job known only by its result, which a
+// CheckpointResourcesCleanupRunner shows, has none: the handler answers
+// 404 (CheckpointingStatisticsHandler#createCheckpointingStatistics).
 func checkpointingStatistics(j *job) (*flink.CheckpointingStatistics, error) {
-	if !j.hasGraph() {
+	if j.resultOnly {
 		return nil, handlerErr(http.StatusNotFound, "Checkpointing has not been enabled.")
 	}
 	inProgress := int32(len(j.pending))

@@ -244,6 +244,17 @@ func afterStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 	if sp := job.LastSavepoint; sp != nil && sp.Stop && sp.JobID == job.ID && sp.Path != "" && in.Flink.JobState == flink.JobFinished {
 		return Snapshot{Path: sp.Path, Savepoint: true, ID: sp.CheckpointID}, Verdict{Do: Restore}
 	}
+	if in.Flink.HistoryGone {
+		// Nothing in Flink says which checkpoint is the newest any more,
+		// nor whether there is one: the retention kept what it keeps in
+		// the checkpoint storage, which only the user can read.
+		if p := chosenRestore(in); p != "" {
+			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
+		}
+		return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
+			"Flink shows job %s %s only by its result, without its checkpoint history (a JobManager took over while the job was being cleaned up), so what it last completed is known only to the checkpoint storage (the highest chk-N under the job's ID; %d checkpoints as last seen), else the job started from %s. Set spec.job.initialSavepointPath to the state to restore from",
+			job.ID, in.Flink.JobState, job.CheckpointsCompleted, orUnknown(job.RestoredFrom))}
+	}
 	if wait := settleLeft(in, job); wait > 0 {
 		return Snapshot{}, Verdict{Do: Wait, After: wait}
 	}

@@ -92,6 +92,12 @@ func TestRestorePoint(t *testing.T) {
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed}, "RETAIN_ON_CANCELLATION", ForRestart, Restore, "s3://sp/pre", ""},
 		{"ended, version change, newest a checkpoint: refused", v1.JobStatus{ID: "job-1", EndedAt: &ended},
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForVersion, Refuse, "", "StateNotPortable"},
+		{"ended, shown only by its result (no history): refused", v1.JobStatus{ID: "job-1", EndedAt: &ended, RestoredFrom: "s3://sp/pre", CheckpointsCompleted: 2},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, HistoryGone: true}, "RETAIN_ON_CANCELLATION", ForRestart, Refuse, "", "NewestStateUnknown"},
+		{"cancelled for last-state, shown only by its result: refused, not its start state", v1.JobStatus{ID: "job-1", EndedAt: &ended, RestoredFrom: "s3://sp/pre"},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, HistoryGone: true}, "RETAIN_ON_CANCELLATION", ForLastState, Refuse, "", "NewestStateUnknown"},
+		{"stopped with a savepoint, shown only by its result: that savepoint", v1.JobStatus{ID: "job-1", LastSavepoint: stop, EndedAt: &justEnded},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, HistoryGone: true}, "", ForVersion, Restore, "s3://sp/stop", ""},
 		{"ended, stateless: empty", v1.JobStatus{ID: "job-1", EndedAt: &ended},
 			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, LatestCheckpoint: cp(3)}, "RETAIN_ON_CANCELLATION", ForStateless, Restore, "", ""},
 

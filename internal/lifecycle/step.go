@@ -26,6 +26,15 @@ type Flink struct {
 	// error other than Flink's "not enabled"), so LatestCheckpoint and
 	// Savepoints say nothing.
 	HistoryUnread bool
+	// HistoryGone: Flink answers that the job has no checkpoint statistics
+	// ("Checkpointing has not been enabled."), which a streaming job always
+	// has, even while it initializes or when its JobManager failed to start
+	// (DefaultJobMasterServiceProcessFactory#createArchivedExecutionGraph
+	// passes its checkpointing settings). Flink then knows the ended job
+	// only by its result: a JobManager took over while the job was being
+	// cleaned up, and its CheckpointResourcesCleanupRunner shows neither
+	// the checkpoints nor how many there were.
+	HistoryGone bool
 	// CheckpointsCompleted is the job's completed-checkpoint count.
 	CheckpointsCompleted int64
 	// LatestCheckpoint is the job's latest completed checkpoint.

@@ -277,6 +277,58 @@ func TestJobEndedUnseenWithHA(t *testing.T) {
 	}
 }
 
+// TestJobCleanedUpByANewLeader: with high availability, a running job that
+// checkpointed fails past its restart strategy, and the leading JobManager
+// is lost while the job is being cleaned up (slow HA storage), all unseen.
+// The next leader does not recover the job but finishes its cleanup, and
+// shows it only by its result: FAILED, without its checkpoint history.
+// The operator must not read "no checkpoints" there and restore the job
+// from what it started from: it holds (NewestStateUnknown), and restores
+// the checkpoint the user names.
+func TestJobCleanedUpByANewLeader(t *testing.T) {
+	parallel(t)
+	ns := newNamespace(t)
+	name := "cleanedup"
+	fc := jobClusterAt(ns, name, "2.0.1")
+	fc.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
+	key := startCluster(t, fc)
+	eventually(t, time.Minute, "a checkpoint recorded in the status", func() error {
+		if getFC(t, ns, name).Status.Job.LastCheckpoint == nil {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	jobID := getFC(t, ns, name).Status.Job.ID
+	const details = "GET /jobs/{jobid}"
+	sim.Engine.LoseAnswers(key, details, 1_000_000)
+	sim.Engine.SetCleanupDelay(key, time.Hour)
+	defer sim.Engine.ClearFaults(key)
+	if err := sim.Engine.SetJobState(key, jobID, flink.JobFailed); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Engine.LoseJobManager(key); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "a new leader showing the job by its result", func() error {
+		v, err := sim.Engine.View(key)
+		if err != nil {
+			return err
+		}
+		for _, j := range v.Jobs {
+			if j.ID == jobID && j.Present && j.State == flink.JobFailed {
+				return nil
+			}
+		}
+		return fmt.Errorf("jobs %+v", v.Jobs)
+	})
+	sim.Engine.LoseAnswers(key, details, 0)
+	v := wantHeldNewestUnknown(t, ns, name, key)
+	if v.Totals.JobsSubmitted != 1 {
+		t.Errorf("%d jobs submitted; want the one, not restored from less than its newest state", v.Totals.JobsSubmitted)
+	}
+	restoreNewestNamed(t, ns, name, key, jobID, v)
+}
+
 // TestJobManagerDeploymentDeletedWithoutHA: a JobManager Deployment deleted
 // under a running job (by hand, by a tool pruning what it does not know)
 // takes its pods and, without high availability, the job with them. The

@@ -84,6 +84,9 @@ func runSchedule(t *testing.T, sch faults.Schedule) {
 	r.spec = r.initialSpec()
 	r.create()
 	r.waitStable()
+	if sch.SlowCleanup > 0 {
+		sim.Engine.SetCleanupDelay(r.key, sch.SlowCleanup)
+	}
 	for _, st := range sch.Steps {
 		time.Sleep(st.After) // the schedule's own timing, not a wait for state
 		r.do(st)
