@@ -108,9 +108,16 @@ type haStore struct {
 	vacantUntil time.Time
 	jobs        map[string]*haJob
 	order       []string
-	// results is the terminal state each job result store entry records
-	// (its JobResult); the entry's file says whether it is dirty or clean.
-	results map[string]flink.JobStatus
+	// results is what each job result store entry records (its
+	// JobResult); the entry's file says whether it is dirty or clean.
+	results map[string]jobResult
+}
+
+// jobResult is a JobResult: the job's terminal state and, for a failed
+// job only, its cause (JobResult#createFrom).
+type jobResult struct {
+	state flink.JobStatus
+	cause string
 }
 
 type haJob struct {
@@ -130,7 +137,7 @@ type haCheckpoint struct {
 }
 
 func newHAStore(identity string) *haStore {
-	return &haStore{identity: identity, jobs: map[string]*haJob{}, results: map[string]flink.JobStatus{}}
+	return &haStore{identity: identity, jobs: map[string]*haJob{}, results: map[string]jobResult{}}
 }
 
 // dispatcher is a Dispatcher: the jobs of one JobManager process, with
@@ -192,14 +199,18 @@ func (d *dispatcher) hasResult(e *Engine, id string) bool {
 // which with high availability takes the cluster's cleanup delay
 // (cleanUp). The embedded store used without it is the process's memory,
 // cleaned at once.
-func (d *dispatcher) recordResult(e *Engine, c *cluster, id string, state flink.JobStatus, at time.Time) {
+func (d *dispatcher) recordResult(e *Engine, c *cluster, j *job, at time.Time) {
+	id := j.id
 	if d.ha == nil {
 		d.jrs[id] = true
 		return
 	}
 	if l, err := d.jrsEntry(id, true); err == nil {
 		e.fs.write(l)
-		d.ha.results[id] = state
+		d.ha.results[id] = jobResult{state: j.state}
+		if j.state == flink.JobFailed {
+			d.ha.results[id] = jobResult{state: j.state, cause: j.failureCause}
+		}
 	}
 	if c.cleanupDelay > 0 {
 		d.cleanups[id] = at.Add(c.cleanupDelay)
@@ -296,7 +307,8 @@ func (d *dispatcher) dirtyResults(e *Engine) []string {
 // checkpoint statistics, a failure only for FAILED, and no end time but a
 // failure's.
 func (d *dispatcher) cleanUpRecovered(e *Engine, c *cluster, id string, now time.Time) {
-	state := d.ha.results[id]
+	result := d.ha.results[id]
+	state := result.state
 	j := &job{
 		d: d, id: id, name: "unknown", state: state, tasks: string(state), start: now,
 		timestamps: map[flink.JobStatus]time.Time{flink.JobInitializing: now}, resultOnly: true,
@@ -307,10 +319,9 @@ func (d *dispatcher) cleanUpRecovered(e *Engine, c *cluster, id string, now time
 		j.sub = &submission{id: id, name: "unknown", conf: d.jm.conf}
 	}
 	if state == flink.JobFailed {
-		// JobResult#createFrom keeps the cause only of a failed job; its
-		// time is the runner's.
+		// The failure's time is the runner's.
 		j.timestamps[state], j.end = now, now
-		j.failureCause, j.failedAt = "org.apache.flink.util.FlinkException: The job failed before the JobManager that cleans it up took over (its serialized cause).", now
+		j.failureCause, j.failedAt = result.cause, now
 	}
 	d.add(j)
 	d.archive(c, j, now)

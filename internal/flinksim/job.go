@@ -845,7 +845,7 @@ func (e *Engine) terminate(c *cluster, j *job, at time.Time, s flink.JobStatus) 
 		}
 	}
 	j.store = nil
-	j.d.recordResult(e, c, j.id, s, at)
+	j.d.recordResult(e, c, j, at)
 	j.d.archive(c, j, at)
 	j.d.jm.logf(at, "INFO Job %s reached globally terminal state %s", j.id, s)
 	e.recordEnd(c, j, at, s)
