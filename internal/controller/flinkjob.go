@@ -172,10 +172,14 @@ func (r *Reconciler) observeFlink(ctx context.Context, fc *v1.FlinkCluster, jmRe
 		switch cps, err := c.Checkpoints(ctx, job.ID); {
 		case err == nil:
 			readCheckpoints(&obs, cps)
-		case flink.IsHistoryAbsent(err):
+		case flink.IsHistoryAbsent(err) && detail.Name == flink.ResultOnlyJobName && len(detail.Vertices) == 0:
 			// Flink shows the job only by its result
 			// (lifecycle.Flink.HistoryGone).
 			obs.HistoryGone = true
+		case flink.IsHistoryAbsent(err):
+			// A job with a real graph and no statistics: a BATCH job,
+			// whose dynamic graph sets no checkpointing up
+			// (DefaultExecutionGraphBuilder), so it has none.
 		default:
 			// The history is unknown (or the job went between the two
 			// reads), and a restore point is not read from it.

@@ -137,6 +137,12 @@ func IsDuplicateSubmission(err error) bool {
 	return false
 }
 
+// ResultOnlyJobName is the name under which Flink shows a job it knows only
+// by its result: the sparse graph of a CheckpointResourcesCleanupRunner
+// (a JobManager that took over the job's cleanup), which has no vertices
+// and no checkpoint statistics.
+const ResultOnlyJobName = "unknown"
+
 // IsHistoryAbsent reports whether err is Flink answering that a job it
 // knows has no checkpoint statistics: a 404 "Checkpointing has not been
 // enabled." (CheckpointingStatisticsHandler#createCheckpointingStatistics,

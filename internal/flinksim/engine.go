@@ -179,6 +179,13 @@ func restErr(code int, exception, format string, args ...any) error {
 	return &apiError{code: code, msg: trace}
 }
 
+// internalErr is how AbstractHandler#handleException answers an exception
+// a handler did not turn into a RestHandlerException: 500, "Internal
+// server error." and the stack trace in angle brackets.
+func internalErr(format string, args ...any) error {
+	return &apiError{code: http.StatusInternalServerError, msg: "Internal server error.\x00<java.util.concurrent.CompletionException: " + fmt.Sprintf(format, args...) + "\n\tat simulated.FlinkRestSimulator(FlinkRestSimulator.java)>"}
+}
+
 func handlerErr(code int, format string, args ...any) error {
 	return restErr(code, "org.apache.flink.runtime.rest.handler.RestHandlerException", format, args...)
 }

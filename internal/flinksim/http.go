@@ -619,6 +619,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// writeError answers Flink's ErrorResponseBody; a NUL separates the
+// messages of one that has several (internalErr).
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, flink.ErrorResponse{Errors: []string{msg}})
+	writeJSON(w, status, flink.ErrorResponse{Errors: strings.Split(msg, "\x00")})
 }

@@ -1,6 +1,7 @@
 package flinksim
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -35,11 +36,10 @@ func TestJobLifecycle(t *testing.T) {
 		}
 	}
 	check(step{0, flink.JobInitializing, ""})
-	// No ExecutionGraph yet: the sparse graph's statistics are empty
-	// (CheckpointStatsSnapshot.empty(), the job's settings being known).
-	if cp, err := e.Checkpoints(key, id); err != nil || cp.Counts.Total != 0 || cp.Latest.Completed != nil || len(cp.History) != 0 {
-		t.Fatalf("an initializing job's checkpoint statistics: %+v, %v; want empty", cp, err)
-	}
+	// No JobMaster yet: from 1.18 the Dispatcher has no gateway to ask for
+	// the statistics, and the handler answers 500.
+	_, err := e.Checkpoints(key, id)
+	wantErr(t, err, http.StatusInternalServerError, "UnavailableDispatcherOperationException: Unable to get JobMasterGateway for initializing job.")
 	check(step{time.Second, flink.JobRunning, "SCHEDULED"}, step{time.Minute, flink.JobRunning, "SCHEDULED"})
 	if cp, _ := e.Checkpoints(key, id); cp.Counts.Completed != 0 {
 		t.Fatalf("checkpoints without running tasks: %+v", cp.Counts)
@@ -238,5 +238,29 @@ func TestTriggeredCheckpoint(t *testing.T) {
 				t.Errorf("triggered = %d", v.CheckpointsTriggered)
 			}
 		})
+	}
+}
+
+// TestInitializingCheckpointStats: a job still initializing has empty
+// statistics where the handler reads its sparse graph, which carries the
+// job's checkpointing settings (before 1.18), and a 500 where it asks the
+// Dispatcher, which has no JobMaster gateway for it yet (from 1.18).
+func TestInitializingCheckpointStats(t *testing.T) {
+	for _, version := range []string{"1.17.2", "1.18.1", "2.0.1"} {
+		e, _ := newTestEngine(t)
+		c := simple(tms(1), nil)
+		c.Version, c.Env = version, s3Plugin(version)
+		e.Observe(key, c.Observation())
+		id := submit(t, e, flink.JarRunRequest{})
+		cp, err := e.Checkpoints(key, id)
+		if version == "1.17.2" {
+			if err != nil || cp.Counts.Total != 0 || cp.Latest.Completed != nil || len(cp.History) != 0 {
+				t.Errorf("%s: %+v, %v; want empty statistics", version, cp, err)
+			}
+			continue
+		}
+		if statusOf(err) != http.StatusInternalServerError || !strings.Contains(err.Error(), "UnavailableDispatcherOperationException") {
+			t.Errorf("%s: %+v, %v; want a 500 from the Dispatcher", version, cp, err)
+		}
 	}
 }

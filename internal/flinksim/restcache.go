@@ -121,8 +121,12 @@ func (j *job) archived() *job {
 // (requestCheckpointStats) in a Guava cache for
 // rest.cache.checkpoint-statistics.timeout after it was written, at most
 // rest.cache.checkpoint-statistics.size jobs; the cached value is the
-// future, so a failure (an unknown job) is kept too. Before 1.18 the
-// handler reads the execution graph cache.
+// future, so a failure (an unknown job) is kept too. The Dispatcher asks
+// the job's JobMaster, which a job still initializing has not
+// (Dispatcher#getJobMasterGateway: UnavailableDispatcherOperationException,
+// which the handler does not map, so a 500), and falls back to the job
+// store for a job that ended (FLINK-33872, 1.18.1; not modelled for
+// 1.18.0). Before 1.18 the handler reads the execution graph cache.
 func (e *Engine) checkpointStats(c *cluster, jm *process, jobID string, now time.Time) (*flink.CheckpointingStatistics, error) {
 	if !jm.version.AtLeast(1, 18) {
 		j, err := e.graph(c, jm, jobID, now)
@@ -146,6 +150,10 @@ func (e *Engine) checkpointStats(c *cluster, jm *process, jobID string, now time
 	delete(rc.stats, id)
 	s := cachedStats{written: now}
 	j, err := d.lookup(id)
+	if err == nil && j.state == flink.JobInitializing {
+		_, why := d.gateway(id)
+		err = internalErr("%s", why)
+	}
 	if err == nil {
 		s.out, err = checkpointingStatistics(j)
 	}
@@ -186,9 +194,9 @@ func (s cachedStats) copy() *flink.CheckpointingStatistics {
 }
 
 // checkpointingStatistics is CheckpointingStatisticsHandler's answer for
-// a job. A sparse graph of a job still initializing, or whose JobMaster
-// never started, carries the job's checkpointing settings and so empty
-// statistics (DefaultJobMasterServiceProcessFactory#
+// a job's graph. A sparse graph of a job still initializing (before 1.18;
+// see checkpointStats), or whose JobMaster never started, carries the
+// job's checkpointing settings and so empty statistics (DefaultJobMasterServiceProcessFactory#
 // createArchivedExecutionGraph: ArchivedExecutionGraph#
 // createSparseArchivedExecutionGraph gives CheckpointStatsSnapshot.empty()
 // for non-null settings); a job known only by its result, which a

@@ -26,14 +26,15 @@ type Flink struct {
 	// error other than Flink's "not enabled"), so LatestCheckpoint and
 	// Savepoints say nothing.
 	HistoryUnread bool
-	// HistoryGone: Flink answers that the job has no checkpoint statistics
-	// ("Checkpointing has not been enabled."), which a streaming job always
-	// has, even while it initializes or when its JobManager failed to start
+	// HistoryGone: Flink shows the ended job only by its result (named
+	// "unknown", no vertices) and answers that it has no checkpoint
+	// statistics ("Checkpointing has not been enabled."): a JobManager took
+	// over while the job was being cleaned up, and its
+	// CheckpointResourcesCleanupRunner shows neither the checkpoints nor
+	// how many there were. A streaming job Flink shows with its graph
+	// always has statistics, even when its JobManager failed to start
 	// (DefaultJobMasterServiceProcessFactory#createArchivedExecutionGraph
-	// passes its checkpointing settings). Flink then knows the ended job
-	// only by its result: a JobManager took over while the job was being
-	// cleaned up, and its CheckpointResourcesCleanupRunner shows neither
-	// the checkpoints nor how many there were.
+	// passes its checkpointing settings).
 	HistoryGone bool
 	// CheckpointsCompleted is the job's completed-checkpoint count.
 	CheckpointsCompleted int64
