@@ -180,6 +180,11 @@ func (r *Reconciler) observeFlink(ctx context.Context, fc *v1.FlinkCluster, jmRe
 			// A job with a real graph and no statistics: a BATCH job,
 			// whose dynamic graph sets no checkpointing up
 			// (DefaultExecutionGraphBuilder), so it has none.
+		case detail.State == flink.JobInitializing:
+			// From 1.18 Flink asks the job's JobMaster, which it does not
+			// have yet (Dispatcher#requestCheckpointStats fails, a 500);
+			// before, it answered the empty statistics of the sparse
+			// graph. A run still initializing has completed nothing.
 		default:
 			// The history is unknown (or the job went between the two
 			// reads), and a restore point is not read from it.

@@ -23,8 +23,8 @@ type Flink struct {
 	// FailureCause is the job's root exception, when it failed.
 	FailureCause string
 	// HistoryUnread: the job's checkpoint statistics did not answer (an
-	// error other than Flink's "not enabled"), so LatestCheckpoint and
-	// Savepoints say nothing.
+	// error other than Flink's "not enabled", for a job past
+	// INITIALIZING), so LatestCheckpoint and Savepoints say nothing.
 	HistoryUnread bool
 	// HistoryGone: Flink shows the ended job only by its result (named
 	// "unknown", no vertices) and answers that it has no checkpoint
