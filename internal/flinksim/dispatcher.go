@@ -207,10 +207,11 @@ func (d *dispatcher) recordResult(e *Engine, c *cluster, j *job, at time.Time) {
 	}
 	if l, err := d.jrsEntry(id, true); err == nil {
 		e.fs.write(l)
-		d.ha.results[id] = jobResult{state: j.state}
+		r := jobResult{state: j.state}
 		if j.state == flink.JobFailed {
-			d.ha.results[id] = jobResult{state: j.state, cause: j.failureCause}
+			r.cause = j.failureCause
 		}
+		d.ha.results[id] = r
 	}
 	if c.cleanupDelay > 0 {
 		d.cleanups[id] = at.Add(c.cleanupDelay)
