@@ -125,16 +125,7 @@ func IsNotFound(err error) bool {
 // every supported minor; 2.3's EmbeddedExecutor answers a terminal ID's
 // run as a success instead, to be rechecked before 2.3 is supported.
 func IsDuplicateSubmission(err error) bool {
-	var e *Error
-	if !errors.As(err, &e) || e.StatusCode != http.StatusBadRequest {
-		return false
-	}
-	for _, m := range e.Messages {
-		if strings.Contains(m, "DuplicateJobSubmissionException") {
-			return true
-		}
-	}
-	return false
+	return answered(err, http.StatusBadRequest, "DuplicateJobSubmissionException")
 }
 
 // ResultOnlyJobName is the name under which Flink shows a job it knows only
@@ -148,12 +139,18 @@ const ResultOnlyJobName = "unknown"
 // enabled." (CheckpointingStatisticsHandler#createCheckpointingStatistics,
 // the same text in every supported minor), not an unknown job's 404.
 func IsHistoryAbsent(err error) bool {
+	return answered(err, http.StatusNotFound, "Checkpointing has not been enabled")
+}
+
+// answered reports whether err is Flink answering status with a message
+// (or the trace in it) that contains text.
+func answered(err error, status int, text string) bool {
 	var e *Error
-	if !errors.As(err, &e) || e.StatusCode != http.StatusNotFound {
+	if !errors.As(err, &e) || e.StatusCode != status {
 		return false
 	}
 	for _, m := range e.Messages {
-		if strings.Contains(m, "Checkpointing has not been enabled") {
+		if strings.Contains(m, text) {
 			return true
 		}
 	}

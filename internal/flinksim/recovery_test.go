@@ -224,10 +224,6 @@ func TestJobManagerLoss(t *testing.T) {
 // cleaned up.
 func TestSubmissionRules(t *testing.T) {
 	const id = "0123456789abcdef0123456789abcdef"
-	haSettings := map[string]string{
-		"high-availability.type": "zookeeper", "high-availability.zookeeper.quorum": "zk:2181",
-		"high-availability.storageDir": "s3://bucket/ha",
-	}
 	for _, tc := range []struct {
 		name     string
 		settings map[string]string
@@ -238,9 +234,9 @@ func TestSubmissionRules(t *testing.T) {
 		{"running", nil, false, false, false},
 		{"finished, same process, no HA", nil, true, false, false},
 		{"finished, new process, no HA", nil, true, true, true},
-		{"finished, HA, delete-on-commit", haSettings, true, false, true},
-		{"finished, HA, entries kept", merge(haSettings, map[string]string{"job-result-store.delete-on-commit": "false"}), true, false, false},
-		{"finished, HA, entries kept, new process", merge(haSettings, map[string]string{"job-result-store.delete-on-commit": "false"}), true, true, false},
+		{"finished, HA, delete-on-commit", zookeeperHA, true, false, true},
+		{"finished, HA, entries kept", merge(zookeeperHA, map[string]string{"job-result-store.delete-on-commit": "false"}), true, false, false},
+		{"finished, HA, entries kept, new process", merge(zookeeperHA, map[string]string{"job-result-store.delete-on-commit": "false"}), true, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, clk := newTestEngine(t)
@@ -278,10 +274,6 @@ func TestSubmissionRules(t *testing.T) {
 // after the cleanup as the store's commit setting says.
 func TestCleanupTakenOver(t *testing.T) {
 	const id = "0123456789abcdef0123456789abcdef"
-	haSettings := map[string]string{
-		"high-availability.type": "zookeeper", "high-availability.zookeeper.quorum": "zk:2181",
-		"high-availability.storageDir": "s3://bucket/ha",
-	}
 	for _, tc := range []struct {
 		name       string
 		keep       bool // job-result-store.delete-on-commit: false
@@ -295,9 +287,9 @@ func TestCleanupTakenOver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, clk := newTestEngine(t)
-			settings := haSettings
+			settings := zookeeperHA
 			if tc.keep {
-				settings = merge(haSettings, map[string]string{"job-result-store.delete-on-commit": "false"})
+				settings = merge(zookeeperHA, map[string]string{"job-result-store.delete-on-commit": "false"})
 			}
 			e.Observe(key, simple(tms(2), settings).Observation())
 			running(t, e, clk, flink.JarRunRequest{JobID: id})
@@ -342,6 +334,12 @@ func TestCleanupTakenOver(t *testing.T) {
 			}
 		})
 	}
+}
+
+// zookeeperHA is high availability with ZooKeeper and storage on s3.
+var zookeeperHA = map[string]string{
+	"high-availability.type": "zookeeper", "high-availability.zookeeper.quorum": "zk:2181",
+	"high-availability.storageDir": "s3://bucket/ha",
 }
 
 func merge(a, b map[string]string) map[string]string {

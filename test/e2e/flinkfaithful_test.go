@@ -153,6 +153,40 @@ func restoreNewestNamed(t *testing.T, ns, name string, key flinksim.ClusterKey, 
 	})
 }
 
+// jobReads are the operator's reads of its job, which createUnseen loses.
+const jobReads = "GET /jobs/{jobid}"
+
+// createUnseen creates fc while every answer to the operator's reads of
+// its job is lost, and waits until the job runs and completed a
+// checkpoint in Flink, recorded in the status and never seen. It returns
+// the job's ID; LoseAnswers(key, jobReads, 0) lets the operator look.
+func createUnseen(t *testing.T, fc *v1.FlinkCluster) string {
+	t.Helper()
+	key := simKey(fc.Namespace, fc.Name)
+	sim.Engine.LoseAnswers(key, jobReads, 1_000_000)
+	if err := k8s.Create(context.Background(), fc); err != nil {
+		t.Fatal(err)
+	}
+	var jobID string
+	eventually(t, 2*time.Minute, "a checkpoint of the job completed in Flink", func() error {
+		v, err := sim.Engine.View(key)
+		if err != nil {
+			return err
+		}
+		for _, j := range v.Jobs {
+			if j.Present && j.State == flink.JobRunning && j.CheckpointsCompleted > 0 {
+				jobID = j.ID
+				return nil
+			}
+		}
+		return fmt.Errorf("jobs %+v", v.Jobs)
+	})
+	if job := getFC(t, fc.Namespace, fc.Name).Status.Job; job == nil || job.ID != jobID || job.State != "" {
+		t.Fatalf("status.job %+v; want job %s recorded and never seen", job, jobID)
+	}
+	return jobID
+}
+
 // TestJobLostBeforeItWasSeen: the JobManager, without high availability,
 // runs the submitted job and completes a checkpoint of it while none of
 // the operator's reads of the job are answered, and is lost before the
@@ -166,28 +200,7 @@ func TestJobLostBeforeItWasSeen(t *testing.T) {
 	ctx := context.Background()
 	ns, name := newNamespace(t), "unseen"
 	key := simKey(ns, name)
-	const details = "GET /jobs/{jobid}"
-	sim.Engine.LoseAnswers(key, details, 1_000_000)
-	if err := k8s.Create(ctx, jobCluster(ns, name)); err != nil {
-		t.Fatal(err)
-	}
-	var jobID string
-	eventually(t, 2*time.Minute, "a checkpoint of the job completed in Flink", func() error {
-		v, err := sim.Engine.View(key)
-		if err != nil {
-			return err
-		}
-		for _, j := range v.Jobs {
-			if j.Present && j.CheckpointsCompleted > 0 {
-				jobID = j.ID
-				return nil
-			}
-		}
-		return fmt.Errorf("jobs %+v", v.Jobs)
-	})
-	if job := getFC(t, ns, name).Status.Job; job == nil || job.ID != jobID || job.State != "" {
-		t.Fatalf("status.job %+v; want job %s recorded and never seen", job, jobID)
-	}
+	jobID := createUnseen(t, jobCluster(ns, name))
 	pods := &corev1.PodList{}
 	if err := k8s.List(ctx, pods, client.InNamespace(ns),
 		client.MatchingLabels(resources.SelectorLabels(name, resources.ComponentJobManager))); err != nil || len(pods.Items) != 1 {
@@ -209,7 +222,7 @@ func TestJobLostBeforeItWasSeen(t *testing.T) {
 		}
 		return fmt.Errorf("none yet")
 	})
-	sim.Engine.LoseAnswers(key, details, 0)
+	sim.Engine.LoseAnswers(key, jobReads, 0)
 	v := wantHeldNewestUnknown(t, ns, name, key)
 	if v.Totals.JobsSubmitted != 1 {
 		t.Errorf("%d jobs submitted; want the one, never sent again", v.Totals.JobsSubmitted)
@@ -230,30 +243,11 @@ func TestJobLostBeforeItWasSeen(t *testing.T) {
 // checkpoint the user names.
 func TestJobEndedUnseenWithHA(t *testing.T) {
 	parallel(t)
-	ctx := context.Background()
 	ns, name := newNamespace(t), "endedunseen"
 	key := simKey(ns, name)
-	const details = "GET /jobs/{jobid}"
-	sim.Engine.LoseAnswers(key, details, 1_000_000)
 	fc := jobClusterAt(ns, name, "2.0.1")
 	fc.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
-	if err := k8s.Create(ctx, fc); err != nil {
-		t.Fatal(err)
-	}
-	var jobID string
-	eventually(t, 2*time.Minute, "a checkpoint of the job completed in Flink", func() error {
-		v, err := sim.Engine.View(key)
-		if err != nil {
-			return err
-		}
-		for _, j := range v.Jobs {
-			if j.Present && j.State == flink.JobRunning && j.CheckpointsCompleted > 0 {
-				jobID = j.ID
-				return nil
-			}
-		}
-		return fmt.Errorf("jobs %+v", v.Jobs)
-	})
+	jobID := createUnseen(t, fc)
 	if err := sim.Engine.SetJobState(key, jobID, flink.JobFailed); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +257,7 @@ func TestJobEndedUnseenWithHA(t *testing.T) {
 	if job := getFC(t, ns, name).Status.Job; job == nil || job.ID != jobID || job.State != "" {
 		t.Fatalf("status.job %+v; want job %s recorded and never seen", job, jobID)
 	}
-	sim.Engine.LoseAnswers(key, details, 0)
+	sim.Engine.LoseAnswers(key, jobReads, 0)
 	v := wantHeldNewestUnknown(t, ns, name, key)
 	if c := meta.FindStatusCondition(getFC(t, ns, name).Status.Conditions, v1.ConditionJobSubmitted); c == nil || c.Reason != v1.ReasonJobEndedUnseen {
 		t.Errorf("JobSubmitted %+v; want False, %s", c, v1.ReasonJobEndedUnseen)
@@ -299,8 +293,7 @@ func TestJobCleanedUpByANewLeader(t *testing.T) {
 		return nil
 	})
 	jobID := getFC(t, ns, name).Status.Job.ID
-	const details = "GET /jobs/{jobid}"
-	sim.Engine.LoseAnswers(key, details, 1_000_000)
+	sim.Engine.LoseAnswers(key, jobReads, 1_000_000)
 	sim.Engine.SetCleanupDelay(key, time.Hour)
 	defer sim.Engine.ClearFaults(key)
 	if err := sim.Engine.SetJobState(key, jobID, flink.JobFailed); err != nil {
@@ -321,7 +314,7 @@ func TestJobCleanedUpByANewLeader(t *testing.T) {
 		}
 		return fmt.Errorf("jobs %+v", v.Jobs)
 	})
-	sim.Engine.LoseAnswers(key, details, 0)
+	sim.Engine.LoseAnswers(key, jobReads, 0)
 	v := wantHeldNewestUnknown(t, ns, name, key)
 	if v.Totals.JobsSubmitted != 1 {
 		t.Errorf("%d jobs submitted; want the one, not restored from less than its newest state", v.Totals.JobsSubmitted)
