@@ -289,13 +289,11 @@ func (e *Engine) SetRestoreDelay(k ClusterKey, d time.Duration) {
 // way within d from now.
 func (e *Engine) restoreWithin(c *cluster, d time.Duration) {
 	c.restoreDelay = d
-	for _, p := range c.jms {
-		if p.d == nil {
-			continue
-		}
-		for _, j := range p.d.jobs {
-			if j.tasks == "INITIALIZING" && j.tasksUntil.After(e.now().Add(d)) {
-				j.tasksUntil = e.now().Add(d)
+	by := e.now().Add(d)
+	for _, disp := range c.dispatchers() {
+		for _, j := range disp.jobs {
+			if j.tasks == "INITIALIZING" && j.tasksUntil.After(by) {
+				j.tasksUntil = by
 			}
 		}
 	}
@@ -316,13 +314,11 @@ func (e *Engine) SetCleanupDelay(k ClusterKey, d time.Duration) {
 // way within d from now.
 func (e *Engine) cleanupWithin(c *cluster, d time.Duration) {
 	c.cleanupDelay = d
-	for _, p := range c.jms {
-		if p.d == nil {
-			continue
-		}
-		for id, due := range p.d.cleanups {
-			if due.After(e.now().Add(d)) {
-				p.d.cleanups[id] = e.now().Add(d)
+	by := e.now().Add(d)
+	for _, disp := range c.dispatchers() {
+		for id, due := range disp.cleanups {
+			if due.After(by) {
+				disp.cleanups[id] = by
 			}
 		}
 	}
@@ -349,11 +345,8 @@ func (e *Engine) setFault(k ClusterKey, change func(*cluster)) {
 	now := e.now()
 	e.advance(c, now)
 	change(c)
-	for _, p := range c.jms {
-		if p.d == nil {
-			continue
-		}
-		for _, j := range p.d.jobs {
+	for _, disp := range c.dispatchers() {
+		for _, j := range disp.jobs {
 			for _, pd := range j.pending {
 				if pd.due.Before(now) {
 					pd.due = now

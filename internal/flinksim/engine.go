@@ -248,6 +248,18 @@ type cluster struct {
 	workload     *workload
 }
 
+// dispatchers are the Dispatchers of the cluster's JobManager processes
+// that run one (a leader, or every process without high availability).
+func (c *cluster) dispatchers() []*dispatcher {
+	var out []*dispatcher
+	for _, p := range c.jms {
+		if p.d != nil {
+			out = append(out, p.d)
+		}
+	}
+	return out
+}
+
 func (e *Engine) get(k ClusterKey) *cluster {
 	c := e.clusters[k]
 	if c == nil {
@@ -794,15 +806,11 @@ func (e *Engine) nextEvent(c *cluster) (time.Time, func(time.Time)) {
 			consider(s.vacantUntil, func(at time.Time) { s.vacantUntil = time.Time{} })
 		}
 	}
-	for _, p := range c.jms {
-		if p.d == nil {
-			continue
-		}
-		for _, id := range p.d.order {
-			t, f := e.jobEvent(c, p.d.jobs[id])
+	for _, d := range c.dispatchers() {
+		for _, id := range d.order {
+			t, f := e.jobEvent(c, d.jobs[id])
 			consider(t, f)
 		}
-		d := p.d
 		for _, id := range slices.Sorted(maps.Keys(d.cleanups)) {
 			consider(d.cleanups[id], func(time.Time) { d.cleanUp(e, id) })
 		}

@@ -130,12 +130,9 @@ func (d *dispatcher) live() []*job {
 // recordRunning updates the most jobs RUNNING at once.
 func (c *cluster) recordRunning(now time.Time) {
 	var ids []string
-	for _, p := range c.jms {
-		if p.d == nil {
-			continue
-		}
-		for _, id := range p.d.order {
-			if p.d.jobs[id].state == flink.JobRunning {
+	for _, d := range c.dispatchers() {
+		for _, id := range d.order {
+			if d.jobs[id].state == flink.JobRunning {
 				ids = append(ids, id)
 			}
 		}
