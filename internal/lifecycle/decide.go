@@ -654,6 +654,17 @@ func supersede(s *Step) bool {
 	if up.RollbackPath == "" {
 		up.RollbackPath = up.RestorePath
 	}
+	if up.Phase != v1.UpgradeDeploying || Change(up.Kind) == ChangeRescaleInPlace {
+		// The restore point is the state a job now running started from
+		// (verifying, a rollback's job, an in-place rescale's), not the
+		// state it will leave: the rule reads that once the job is
+		// stopped (fault schedule 278: spec.job removed and declared
+		// again as deployed while the cancel settled; the job was
+		// submitted from the savepoint its predecessor had started it
+		// from, not from its own checkpoint). Only a deploying upgrade's
+		// is the state of a job already stopped.
+		up.RestorePath = ""
+	}
 	up.TargetGeneration = in.Generation
 	up.Kind = string(Classify(in.Deployed, in.Spec))
 	if in.Spec.Job == nil {

@@ -852,3 +852,44 @@ func TestFirstJobEvents(t *testing.T) {
 		}
 	}
 }
+
+// Fault schedule 278: a new spec during the verifying of an upgrade (its
+// job restored from s3://sp/pre and checkpointed since) cancels that job
+// (spec.job removed while it restarts), and spec.job returns as it was deployed
+// before the cancel's end has settled. The upgrade's restore point was the
+// superseded upgrade's, the state the job started from: the job must be
+// submitted from the checkpoint the cancel kept, never from its start.
+func TestSupersedingAVerifiedJobRestoresItsOwnState(t *testing.T) {
+	w := stableWorld()
+	w.deployed.Job.UpgradeMode = v1.UpgradeLastState
+	deployed := w.deployed.DeepCopy()
+	cp := &Checkpoint{ID: 14, Path: "s3://cp/job-2/chk-14"}
+	w.gen, w.spec = 3, deployed.DeepCopy()
+	w.spec.Job = nil
+	w.status.Job = &v1.JobStatus{ID: "job-2", State: "RUNNING", RestoredFrom: "s3://sp/pre", SubmittedAt: &metav1.Time{Time: t0}}
+	w.status.Upgrade = &v1.UpgradeStatus{Phase: v1.UpgradeVerifying, Kind: "Upgrade", TargetGeneration: 2, RestorePath: "s3://sp/pre",
+		StartedAt: metav1.NewTime(t0), PhaseStartedAt: metav1.NewTime(t0)}
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobRestarting, CheckpointsCompleted: 1, LatestCheckpoint: cp}
+	p := w.decide()
+	if p.Action.Kind != ActCancel {
+		t.Fatalf("removal of a restarting job during verifying: action %s, upgrade %+v; want a cancel", p.Action.Kind, p.Status.Upgrade)
+	}
+	w.commit(p)
+	w.now = w.now.Add(time.Second)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, CheckpointsCompleted: 1, LatestCheckpoint: cp, EndedAt: w.now}
+	w.commit(w.decide())
+
+	w.gen, w.spec = 4, deployed.DeepCopy()
+	for range 10 {
+		w.now = w.now.Add(time.Second)
+		p = w.decide()
+		if p.Action.Kind == ActSubmit {
+			if p.Action.RestorePath != cp.Path {
+				t.Fatalf("submitted from %q, want the checkpoint the cancel kept, %s", p.Action.RestorePath, cp.Path)
+			}
+			return
+		}
+		w.commit(p)
+	}
+	t.Fatalf("no submission: upgrade %+v, hold %+v", p.Status.Upgrade, p.Facts.StateHold)
+}

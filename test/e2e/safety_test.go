@@ -182,6 +182,74 @@ func TestNewSpecDuringVerification(t *testing.T) {
 	}
 }
 
+// TestSpecBackWhileTheCancelSettles (fault schedule 278): during the
+// verifying of a last-state upgrade a new spec cancels the verified job
+// (restarting after a task failure),
+// and the spec returns to the deployed one while the operator waits for
+// Flink's cached history of the cancelled job to settle. The job is then
+// restored from the checkpoint the cancel kept, never from the state the
+// cancelled job had started from (the superseded upgrade's restore point,
+// which the operator used before).
+func TestSpecBackWhileTheCancelSettles(t *testing.T) {
+	parallel(t)
+	ns := newNamespace(t)
+	fc := jobCluster(ns, "back")
+	fc.Spec.Job.UpgradeMode = v1.UpgradeLastState
+	// Flink caches the ended job's history this long: the operator waits
+	// it out after the end (lifecycle settleLeft), the test's window
+	// (milliseconds: a Long before 1.20).
+	// A failed job restarts five minutes later: it is RESTARTING, not
+	// RUNNING, when the new spec comes, so the rule cancels it.
+	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"web.refresh-interval": "10000",
+		"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "5 min"}
+	key := startCluster(t, fc)
+	patchSpec(t, ns, "back", func(fc *v1.FlinkCluster) {
+		fc.Spec.Version = "1.17.2"
+		fc.Spec.UpgradePolicy.StableCheckpoints = 100
+		fc.Spec.UpgradePolicy.StabilityTimeout = "5m"
+	})
+	deployed := getFC(t, ns, "back").Spec.DeepCopy()
+	var verifying, pre string
+	eventually(t, 2*time.Minute, "the upgraded job verifying with checkpoints", func() error {
+		got := getFC(t, ns, "back")
+		if got.Status.Upgrade == nil || got.Status.Upgrade.Phase != v1.UpgradeVerifying {
+			return fmt.Errorf("upgrade %+v", got.Status.Upgrade)
+		}
+		verifying, pre = got.Status.Job.ID, got.Status.Upgrade.RestorePath
+		j, ok := findSimJob(key, verifying)
+		if !ok || j.State != flink.JobRunning || j.CheckpointsCompleted < 2 {
+			return fmt.Errorf("job %s: %+v", verifying, j)
+		}
+		return nil
+	})
+	if err := sim.Engine.FailJob(key, verifying, ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the verified job seen restarting", func() error {
+		// As the operator reads it, through Flink's cache of the job.
+		if j := getFC(t, ns, "back").Status.Job; j == nil || j.ID != verifying || j.State != string(flink.JobRestarting) {
+			return fmt.Errorf("job %+v", j)
+		}
+		return nil
+	})
+	patchSpec(t, ns, "back", func(fc *v1.FlinkCluster) {
+		fc.Spec.FlinkConfiguration["pipeline.name"] = "orders"
+	})
+	eventually(t, time.Minute, "the verified job cancelled and its end recorded", func() error {
+		got := getFC(t, ns, "back")
+		if j := got.Status.Job; j == nil || j.ID != verifying || j.EndedAt == nil {
+			return fmt.Errorf("job %+v, upgrade %+v, conditions %+v", j, got.Status.Upgrade, got.Status.Conditions)
+		}
+		return nil
+	})
+	patchSpec(t, ns, "back", func(fc *v1.FlinkCluster) { fc.Spec = *deployed.DeepCopy() })
+	nw := runningFrom(t, ns, "back", key, verifying)
+	old := simJob(t, key, verifying)
+	if old.State != flink.JobCanceled || old.LatestCheckpoint == "" || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != old.LatestCheckpoint {
+		t.Errorf("cancelled job %s, latest checkpoint %q; new job restored from %+v; want that checkpoint, not %s", old.State, old.LatestCheckpoint, nw.RestoredFrom, pre)
+	}
+}
+
 // TestHealRestoresTheCheckpointTheCancelKept (path 2): a running job whose
 // checkpoints stall is healed by a cancel that keeps its checkpoints
 // (RETAIN_ON_CANCELLATION) and restored from the newest one Flink retains,
