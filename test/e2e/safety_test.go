@@ -235,14 +235,19 @@ func TestSpecBackWhileTheCancelSettles(t *testing.T) {
 	patchSpec(t, ns, "back", func(fc *v1.FlinkCluster) {
 		fc.Spec.FlinkConfiguration["pipeline.name"] = "orders"
 	})
+	var recorded string
 	eventually(t, time.Minute, "the verified job cancelled and its end recorded", func() error {
 		got := getFC(t, ns, "back")
-		if j := got.Status.Job; j == nil || j.ID != verifying || j.EndedAt == nil {
-			return fmt.Errorf("job %+v, upgrade %+v, conditions %+v", j, got.Status.Upgrade, got.Status.Conditions)
+		if j := got.Status.Job; j == nil || j.ID != verifying || j.EndedAt == nil || got.Status.Upgrade == nil {
+			return fmt.Errorf("job %+v, upgrade %+v", j, got.Status.Upgrade)
 		}
+		recorded = got.Status.Upgrade.RestorePath
 		return nil
 	})
 	patchSpec(t, ns, "back", func(fc *v1.FlinkCluster) { fc.Spec = *deployed.DeepCopy() })
+	if recorded != "" && recorded != pre {
+		t.Fatalf("the operator had read the cancelled job's state (%s) before the spec came back: the test missed its window", recorded)
+	}
 	nw := runningFrom(t, ns, "back", key, verifying)
 	old := simJob(t, key, verifying)
 	if old.State != flink.JobCanceled || old.LatestCheckpoint == "" || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != old.LatestCheckpoint {
