@@ -654,17 +654,7 @@ func supersede(s *Step) bool {
 	if up.RollbackPath == "" {
 		up.RollbackPath = up.RestorePath
 	}
-	if up.Phase != v1.UpgradeDeploying || Change(up.Kind) == ChangeRescaleInPlace {
-		// The restore point is the state a job now running started from
-		// (verifying, a rollback's job, an in-place rescale's), not the
-		// state it will leave: the rule reads that once the job is
-		// stopped (fault schedule 278: spec.job removed and declared
-		// again as deployed while the cancel settled; the job was
-		// submitted from the savepoint its predecessor had started it
-		// from, not from its own checkpoint). Only a deploying upgrade's
-		// is the state of a job already stopped.
-		up.RestorePath = ""
-	}
+	up.RestorePath = supersededRestore(s)
 	up.TargetGeneration = in.Generation
 	up.Kind = string(Classify(in.Deployed, in.Spec))
 	if in.Spec.Job == nil {
@@ -672,6 +662,36 @@ func supersede(s *Step) bool {
 	}
 	s.toPhase(v1.UpgradeDeploying)
 	return true
+}
+
+// supersededRestore is the restore point a superseding spec keeps: where
+// deploying submits from without asking the rule again (the spec equal to
+// the deployed one and the job ended), it must be the state the recorded
+// job left, never one a job ran from since.
+func supersededRestore(s *Step) string {
+	in, up, job := s.in, s.upgrade(), s.job()
+	switch {
+	case job.ID == "":
+		// Never submitted: the newest spec's initial savepoint, as the
+		// rule answers for it (RestorePoint).
+		return initialSavepoint(in)
+	case up.Phase == v1.UpgradeRollingBack && job.SubmittedAt == nil:
+		// The rollback's own job is not submitted yet: it restores the
+		// rollback point, as rollingBack would; the failed job's state was
+		// written by the spec that failed (perhaps a newer Flink).
+		return rollbackPoint(up)
+	case up.Phase != v1.UpgradeDeploying || Change(up.Kind) == ChangeRescaleInPlace:
+		// The state a job now running started from (verifying, a
+		// rollback's job, an in-place rescale's), not the state it will
+		// leave: the rule reads that once the job is stopped (fault
+		// schedule 278: spec.job removed and declared again as deployed
+		// while the cancel settled; the job was submitted from the
+		// savepoint its predecessor had started it from, not from its own
+		// checkpoint).
+		return ""
+	}
+	// Deploying: the state of a job already stopped.
+	return up.RestorePath
 }
 
 func specEqual(a, b *v1.FlinkClusterSpec) bool {

@@ -893,3 +893,65 @@ func TestSupersedingAVerifiedJobRestoresItsOwnState(t *testing.T) {
 	}
 	t.Fatalf("no submission: upgrade %+v, hold %+v", p.Status.Upgrade, p.Facts.StateHold)
 }
+
+// A version upgrade fails its gate, and the rollback has deployed the
+// stable spec when the user applies that spec again. The rollback's job is
+// not submitted yet: it restores the rollback point, never the failed
+// job's checkpoint, which the newer Flink wrote.
+func TestSupersedingARollbackKeepsItsRestorePoint(t *testing.T) {
+	w := savingWorld(t)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "s3://sp/pre"}}
+	w.commit(w.decide())
+	w.commit(w.decide())
+	w.now = w.now.Add(30 * time.Second)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, FailureCause: "bad", CheckpointsCompleted: 3,
+		LatestCheckpoint: &Checkpoint{ID: 3, Path: "s3://cp/job-2/chk-3"}, EndedAt: w.now}
+	w.commit(w.decide())
+	if up := w.status.Upgrade; up == nil || up.Phase != v1.UpgradeRollingBack {
+		t.Fatalf("setup: upgrade %+v, want rolling back", up)
+	}
+	w.rolled = false
+	w.gen, w.spec = 3, baseSpec()
+	w.spec.UpgradePolicy = &v1.UpgradePolicy{SavepointTimeout: "1m", StabilityTimeout: "1m", StableCheckpoints: 2}
+	for range 10 {
+		w.now = w.now.Add(2 * time.Second)
+		p := w.decide()
+		if p.Action.Kind == ActSubmit {
+			if p.Action.RestorePath != "s3://sp/pre" {
+				t.Fatalf("%s job submitted from %q; want the rollback point s3://sp/pre", w.deployed.Version, p.Action.RestorePath)
+			}
+			return
+		}
+		w.commit(p)
+		w.rolled = true
+	}
+	t.Fatalf("no submission: upgrade %+v", w.status.Upgrade)
+}
+
+// Before the first submission, a spec that changes only
+// spec.job.initialSavepointPath supersedes the upgrade: the job starts from
+// the newest spec's savepoint.
+func TestSupersedingBeforeTheFirstSubmissionTakesTheNewInitialSavepoint(t *testing.T) {
+	w := &world{gen: 2, deployed: baseSpec(), now: t0, flink: Flink{Reachable: true}}
+	w.spec = baseSpec()
+	w.spec.Version = "1.18.1"
+	w.spec.Job.InitialSavepointPath = "s3://sp/a"
+	w.commit(w.decide())
+	if up := w.status.Upgrade; up == nil || up.RestorePath != "s3://sp/a" {
+		t.Fatalf("setup: upgrade %+v", up)
+	}
+	w.gen, w.spec = 3, w.spec.DeepCopy()
+	w.spec.Job.InitialSavepointPath = "s3://sp/b"
+	w.rolled = true
+	for range 5 {
+		p := w.decide()
+		if p.Action.Kind == ActSubmit {
+			if p.Action.RestorePath != "s3://sp/b" {
+				t.Fatalf("submitted from %q, want the newest spec's s3://sp/b", p.Action.RestorePath)
+			}
+			return
+		}
+		w.commit(p)
+	}
+	t.Fatalf("no submission: upgrade %+v", w.status.Upgrade)
+}
