@@ -571,13 +571,15 @@ func rollingBack(s *Step) bool {
 	if job.SubmittedAt == nil {
 		// The failed job first; then the pods; then the rollback's job.
 		if !specEqual(in.Deployed, in.LastStable) || job.EndedAt == nil {
-			switch _, v := s.restorePoint(ForRollback); v.Do {
+			switch snap, v := s.restorePoint(ForRollback); v.Do {
 			case Cancel:
 				if in.Flink.JobState != flink.JobCancelling {
 					s.act(ActCancel, "")
 				}
 				s.requeue(Poll)
 			case Restore:
+				// The rollback point, or an in-place rescale's newest state.
+				up.RollbackPath = snap.Path
 				s.Deploy = in.LastStable
 				s.requeue(Poll)
 			}
@@ -651,7 +653,10 @@ func supersede(s *Step) bool {
 	}
 	s.transition(Transition{Kind: UpgradeSuperseded})
 	s.event(false, "UpgradeSuperseded", "Generation %d supersedes the upgrade to generation %d", in.Generation, up.TargetGeneration)
-	if up.RollbackPath == "" {
+	if up.RollbackPath == "" && Change(up.Kind) != ChangeRescaleInPlace {
+		// An in-place rescale's restore point is a checkpoint of a job
+		// that runs on: the state before the new spec is what the rule
+		// reads when it stops that job (deploying).
 		up.RollbackPath = up.RestorePath
 	}
 	up.RestorePath = supersededRestore(s)

@@ -72,6 +72,8 @@ type world struct {
 	jmUnread bool
 	// ended is Input.EndedUnseen.
 	ended bool
+	// inPlace is Input.InPlace: the job's scheduler rescales in place.
+	inPlace bool
 }
 
 func (w *world) decide() Step {
@@ -89,7 +91,7 @@ func (w *world) decide() Step {
 	}
 	p := Decide(Input{Generation: w.gen, UID: "uid", Spec: w.spec, Status: &w.status, Deployed: w.deployed,
 		LastStable: w.stable, RolledOut: w.rolled, Drift: w.drift, Flink: w.flink, Now: w.now, Autopilot: w.rescale, Heal: w.heal, Policy: policy.For(w.spec),
-		Retention: retention, JobManagerSince: jmSince, EndedUnseen: w.ended})
+		Retention: retention, JobManagerSince: jmSince, EndedUnseen: w.ended, InPlace: w.inPlace})
 	if !equality.Semantic.DeepEqual(p.Status.Conditions, before) {
 		// The controller's conditions.go alone writes conditions; a step
 		// says what it concluded in its Facts.

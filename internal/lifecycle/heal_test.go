@@ -234,3 +234,86 @@ func TestTheStepSettlesTheAutopilotsRescale(t *testing.T) {
 		}
 	}
 }
+
+// inPlaceWorld is a stable job rescaled in place to parallelism 4, its
+// resource requirements sent.
+func inPlaceWorld(t *testing.T) *world {
+	w := stableWorld()
+	yes := true
+	w.spec.Version = "1.19.1"
+	w.spec.UpgradePolicy = &v1.UpgradePolicy{StableCheckpoints: 5, StabilityTimeout: "1m", AutoRollback: &yes}
+	w.deployed, w.stable = w.spec.DeepCopy(), w.spec.DeepCopy()
+	w.inPlace = true
+	w.status.Job.LastCheckpoint = &v1.CheckpointInfo{ID: 10, Path: "s3://cp/job-1/chk-10", JobID: "job-1"}
+	w.flink.LatestCheckpoint = &Checkpoint{ID: 10, Path: "s3://cp/job-1/chk-10"}
+	w.rescale = &Rescale{Parallelism: 4, TaskManagers: 2, Pending: 4}
+	p := w.decide()
+	if p.Status.Upgrade == nil || p.Status.Upgrade.Kind != string(ChangeRescaleInPlace) {
+		t.Fatalf("setup: %+v", p.Status.Upgrade)
+	}
+	w.commit(p)
+	p = w.decide()
+	if p.Action.Kind != ActRescale {
+		t.Fatalf("setup: %s %+v", p.Action.Kind, p.Status.Upgrade)
+	}
+	w.commit(p)
+	return w
+}
+
+// An in-place rescale whose gate fails: the same job checkpointed (chk-11,
+// chk-12) since chk-10 was recorded at the rescale's start, and Flink
+// retains only the newest (num-retained defaults to 1). The rollback
+// restores chk-12, the state the job left, never the subsumed chk-10.
+func TestInPlaceRollbackRestoresTheNewestRetainedCheckpoint(t *testing.T) {
+	w := inPlaceWorld(t)
+	w.now = w.now.Add(10 * time.Second)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, FailureCause: "boom", CheckpointsCompleted: 12,
+		LatestCheckpoint: &Checkpoint{ID: 12, Path: "s3://cp/job-1/chk-12"}, EndedAt: w.now}
+	for range 10 {
+		w.now = w.now.Add(5 * time.Second)
+		p := w.decide()
+		if p.Action.Kind == ActSubmit {
+			if p.Action.RestorePath != "s3://cp/job-1/chk-12" {
+				t.Errorf("rollback submitted from %q; Flink retains only chk-12 (upgrade %+v)", p.Action.RestorePath, p.Status.Upgrade)
+			}
+			return
+		}
+		w.commit(p)
+	}
+	t.Fatalf("no submission: %+v", w.status.Upgrade)
+}
+
+// An in-place rescale superseded by a new spec while verifying: the job
+// ran on to chk-12 and stopped with a savepoint for the new spec, which
+// then fails its gate. The rollback restores that savepoint, the state
+// before the new spec, never chk-10, recorded at the rescale's start.
+func TestSupersededInPlaceRescaleRollsBackToTheStoppedJobsState(t *testing.T) {
+	w := inPlaceWorld(t)
+	w.flink = running("job-1", 12)
+	w.flink.Parallelism = 4
+	w.flink.LatestCheckpoint = &Checkpoint{ID: 12, Path: "s3://cp/job-1/chk-12"}
+	w.gen = 2
+	w.spec = w.spec.DeepCopy()
+	w.spec.FlinkConfiguration = v1.FlinkConfiguration{"pipeline.name": "x"}
+	p := w.decide()
+	w.commit(p)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, CheckpointsCompleted: 12,
+		LatestCheckpoint: &Checkpoint{ID: 12, Path: "s3://cp/job-1/chk-12"}, Pending: &Operation{Done: true, Path: "s3://sp/job-1-stop"}}
+	for range 20 {
+		w.now = w.now.Add(2 * time.Second)
+		p = w.decide()
+		if p.Action.Kind == ActSubmit {
+			w.commit(p)
+			if p.Status.Upgrade.Phase == v1.UpgradeRollingBack {
+				if p.Action.RestorePath != "s3://sp/job-1-stop" {
+					t.Errorf("rollback submitted from %q (job-1 ran on to chk-12 and stopped with s3://sp/job-1-stop)", p.Action.RestorePath)
+				}
+				return
+			}
+			w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, FailureCause: "boom"}
+			continue
+		}
+		w.commit(p)
+	}
+	t.Fatalf("no rollback: %+v", w.status.Upgrade)
+}

@@ -125,7 +125,7 @@ func RestorePoint(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) 
 			"Flink did not answer for the checkpoint history of job %s; the %s waits for it, since the state to restore from is read there", job.ID, why)}
 	case alive(in):
 		return beforeStop(in, job, why)
-	case why == ForRollback:
+	case why == ForRollback && !rescalingInPlace(in):
 		return Snapshot{Path: rollbackPoint(in.Status.Upgrade)}, Verdict{Do: Restore}
 	case why == ForStateless:
 		return Snapshot{}, Verdict{Do: Restore}
@@ -148,7 +148,7 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 	starting := in.Flink.TasksStarting()
 	running := in.Flink.JobState == flink.JobRunning && !starting
 	switch {
-	case why == ForStateless || why == ForRollback:
+	case why == ForStateless || why == ForRollback && !rescalingInPlace(in):
 		return Snapshot{}, Verdict{Do: Cancel}
 	case stopped(job):
 		// Flink reported the job's stop-with-savepoint complete, which it
@@ -442,6 +442,16 @@ func initialSavepoint(in Input) string {
 		return ""
 	}
 	return in.Spec.Job.InitialSavepointPath
+}
+
+// rescalingInPlace: the upgrade in flight rescales the job in place. Its job keeps
+// its ID, code and checkpoints, so a rollback of it restores the newest
+// state the job leaves, like any stop of the same job: the checkpoint
+// recorded at its start is subsumed as the job runs on (deleted past
+// state.checkpoints.num-retained).
+func rescalingInPlace(in Input) bool {
+	up := in.Status.Upgrade
+	return up != nil && Change(up.Kind) == ChangeRescaleInPlace
 }
 
 // rollbackPoint is the state a rollback returns to.
