@@ -415,3 +415,53 @@ func TestAutopilotRescalesInPlaceWithTheAdaptiveScheduler(t *testing.T) {
 		t.Errorf("Upgrading %+v: the in-place rescale passes the same gate", c)
 	}
 }
+
+// TestInPlaceRescaleWhoseJobFailsRollsBackToItsNewestCheckpoint: an
+// in-place rescale keeps its job, which checkpoints on through the gate
+// while Flink retains only its newest checkpoint. The job fails; the
+// rollback restores the newest checkpoint it left at the old parallelism,
+// not the one recorded at the rescale's start, which Flink deleted.
+func TestInPlaceRescaleWhoseJobFailsRollsBackToItsNewestCheckpoint(t *testing.T) {
+	parallel(t)
+	ns := newNamespace(t)
+	key := simKey(ns, "inplacefail")
+	if err := sim.Engine.SetWorkload(key, chain(flinksim.RateShape{Kind: "constant", Base: 400})); err != nil {
+		t.Fatal(err)
+	}
+	fc := jobClusterAt(ns, "inplacefail", "1.19.3")
+	fc.Spec.TaskManager.Replicas = 1
+	fc.Spec.Checkpointing.Retention = 1
+	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"metrics.fetcher.update-interval": "1000", "jobmanager.scheduler": "adaptive"}
+	fc.Spec.Autoscaler = fastAutoscaler(v1.AutoscalerApply)
+	startCluster(t, fc)
+	patchSpec(t, ns, "inplacefail", func(fc *v1.FlinkCluster) {
+		// The gate never passes by itself: the job fails first.
+		fc.Spec.UpgradePolicy.StableCheckpoints = 100
+		fc.Spec.UpgradePolicy.StabilityTimeout = "5m"
+	})
+	var job, atStart string
+	eventually(t, 4*time.Minute, "the in-place rescale verifying", func() error {
+		got := getFC(t, ns, "inplacefail")
+		if up := got.Status.Upgrade; up == nil || up.Kind != "RescaleInPlace" || up.Phase != v1.UpgradeVerifying {
+			return fmt.Errorf("upgrade %+v", up)
+		}
+		job, atStart = got.Status.Job.ID, got.Status.Upgrade.RestorePath
+		return nil
+	})
+	eventually(t, time.Minute, "checkpoints past the one recorded at the start", func() error {
+		j := simJob(t, key, job)
+		if j.State != flink.JobRunning || j.LatestCheckpoint == "" || j.LatestCheckpoint == atStart {
+			return fmt.Errorf("job %s, latest checkpoint %q (recorded at the start %q)", j.State, j.LatestCheckpoint, atStart)
+		}
+		return nil
+	})
+	eventually(t, 20*time.Second, "fail the rescaled job", func() error {
+		return sim.Engine.SetJobState(key, job, flink.JobFailed)
+	})
+	got := waitCondition(t, ns, "inplacefail", v1.ConditionRolledBack, metav1.ConditionTrue, 2*time.Minute)
+	nw := runningJob(t, key, got)
+	old := simJob(t, key, job)
+	if nw.ID == job || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != old.LatestCheckpoint || old.LatestCheckpoint == atStart {
+		t.Errorf("rolled-back job %s restored from %+v; want the failed job's newest checkpoint %q, not %q from the rescale's start", nw.ID, nw.RestoredFrom, old.LatestCheckpoint, atStart)
+	}
+}
