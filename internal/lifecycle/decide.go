@@ -551,7 +551,11 @@ func verifying(s *Step) bool {
 	// when it is made, and its absence is what says "stop the failed job".
 	job.SubmittedAt = nil
 	s.setUpgrading(metav1.ConditionFalse, "UpgradeFailed", fmt.Sprintf("Generation %d failed its gate: %s", in.Generation, why))
-	s.setRollingBack(metav1.ConditionTrue, "GateFailed", fmt.Sprintf("Rolling back to the last stable spec and restoring from %s", orUnknown(rollbackPoint(up))))
+	from := orUnknown(rollbackPoint(up))
+	if Change(up.Kind) == ChangeRescaleInPlace {
+		from = "the newest state the job leaves" // read once it stopped (RestorePoint)
+	}
+	s.setRollingBack(metav1.ConditionTrue, "GateFailed", fmt.Sprintf("Rolling back to the last stable spec and restoring from %s", from))
 	return true
 }
 
