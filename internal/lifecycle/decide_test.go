@@ -142,6 +142,22 @@ func (w *world) commit(p Step) {
 	}
 }
 
+// submission decides and commits, every apart, until a step submits the
+// job, and returns that step; the test fails if none does within n steps.
+func (w *world) submission(t *testing.T, n int, every time.Duration) Step {
+	t.Helper()
+	var p Step
+	for range n {
+		w.now = w.now.Add(every)
+		if p = w.decide(); p.Action.Kind == ActSubmit {
+			return p
+		}
+		w.commit(p)
+	}
+	t.Fatalf("no submission: upgrade %+v, hold %+v", p.Status.Upgrade, p.Facts.StateHold)
+	return p
+}
+
 func running(id string, checkpoints int64) Flink {
 	return Flink{Reachable: true, JobFound: true, JobState: flink.JobRunning, CheckpointsCompleted: checkpoints,
 		Vertices: []flink.JobDetailsVertex{{ID: "v", Parallelism: 2, Status: "RUNNING", Tasks: map[string]int32{"RUNNING": 2}}}}
@@ -411,18 +427,9 @@ func TestSupersedingSpecEqualToTheDeployedRestoresTheStoppedJob(t *testing.T) {
 
 	w.gen, w.spec = 3, baseSpec()
 	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, CheckpointsCompleted: 12, LatestCheckpoint: cp, EndedAt: w.now}
-	for range 10 {
-		w.now = w.now.Add(time.Second)
-		p = w.decide()
-		if p.Action.Kind == ActSubmit {
-			if p.Action.RestorePath != cp.Path {
-				t.Fatalf("submitted from %q, want the checkpoint the cancel kept, %s", p.Action.RestorePath, cp.Path)
-			}
-			return
-		}
-		w.commit(p)
+	if p = w.submission(t, 10, time.Second); p.Action.RestorePath != cp.Path {
+		t.Fatalf("submitted from %q, want the checkpoint the cancel kept, %s", p.Action.RestorePath, cp.Path)
 	}
-	t.Fatalf("no submission: upgrade %+v, hold %+v", p.Status.Upgrade, p.Facts.StateHold)
 }
 
 func TestFailedSavepointLeavesClusterUntouched(t *testing.T) {
@@ -882,18 +889,9 @@ func TestSupersedingAVerifiedJobRestoresItsOwnState(t *testing.T) {
 	w.commit(w.decide())
 
 	w.gen, w.spec = 4, deployed.DeepCopy()
-	for range 10 {
-		w.now = w.now.Add(time.Second)
-		p = w.decide()
-		if p.Action.Kind == ActSubmit {
-			if p.Action.RestorePath != cp.Path {
-				t.Fatalf("submitted from %q, want the checkpoint the cancel kept, %s", p.Action.RestorePath, cp.Path)
-			}
-			return
-		}
-		w.commit(p)
+	if p = w.submission(t, 10, time.Second); p.Action.RestorePath != cp.Path {
+		t.Fatalf("submitted from %q, want the checkpoint the cancel kept, %s", p.Action.RestorePath, cp.Path)
 	}
-	t.Fatalf("no submission: upgrade %+v, hold %+v", p.Status.Upgrade, p.Facts.StateHold)
 }
 
 // A version upgrade fails its gate, and the rollback has deployed the
@@ -912,22 +910,12 @@ func TestSupersedingARollbackKeepsItsRestorePoint(t *testing.T) {
 	if up := w.status.Upgrade; up == nil || up.Phase != v1.UpgradeRollingBack {
 		t.Fatalf("setup: upgrade %+v, want rolling back", up)
 	}
-	w.rolled = false
+	w.rolled = true // the pods run the stable spec again
 	w.gen, w.spec = 3, baseSpec()
 	w.spec.UpgradePolicy = &v1.UpgradePolicy{SavepointTimeout: "1m", StabilityTimeout: "1m", StableCheckpoints: 2}
-	for range 10 {
-		w.now = w.now.Add(2 * time.Second)
-		p := w.decide()
-		if p.Action.Kind == ActSubmit {
-			if p.Action.RestorePath != "s3://sp/pre" {
-				t.Fatalf("%s job submitted from %q; want the rollback point s3://sp/pre", w.deployed.Version, p.Action.RestorePath)
-			}
-			return
-		}
-		w.commit(p)
-		w.rolled = true
+	if p := w.submission(t, 10, 2*time.Second); p.Action.RestorePath != "s3://sp/pre" {
+		t.Fatalf("%s job submitted from %q; want the rollback point s3://sp/pre", w.deployed.Version, p.Action.RestorePath)
 	}
-	t.Fatalf("no submission: upgrade %+v", w.status.Upgrade)
 }
 
 // Before the first submission, a spec that changes only
@@ -945,15 +933,7 @@ func TestSupersedingBeforeTheFirstSubmissionTakesTheNewInitialSavepoint(t *testi
 	w.gen, w.spec = 3, w.spec.DeepCopy()
 	w.spec.Job.InitialSavepointPath = "s3://sp/b"
 	w.rolled = true
-	for range 5 {
-		p := w.decide()
-		if p.Action.Kind == ActSubmit {
-			if p.Action.RestorePath != "s3://sp/b" {
-				t.Fatalf("submitted from %q, want the newest spec's s3://sp/b", p.Action.RestorePath)
-			}
-			return
-		}
-		w.commit(p)
+	if p := w.submission(t, 5, time.Second); p.Action.RestorePath != "s3://sp/b" {
+		t.Fatalf("submitted from %q, want the newest spec's s3://sp/b", p.Action.RestorePath)
 	}
-	t.Fatalf("no submission: upgrade %+v", w.status.Upgrade)
 }

@@ -269,18 +269,9 @@ func TestInPlaceRollbackRestoresTheNewestRetainedCheckpoint(t *testing.T) {
 	w.now = w.now.Add(10 * time.Second)
 	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed, FailureCause: "boom", CheckpointsCompleted: 12,
 		LatestCheckpoint: &Checkpoint{ID: 12, Path: "s3://cp/job-1/chk-12"}, EndedAt: w.now}
-	for range 10 {
-		w.now = w.now.Add(5 * time.Second)
-		p := w.decide()
-		if p.Action.Kind == ActSubmit {
-			if p.Action.RestorePath != "s3://cp/job-1/chk-12" {
-				t.Errorf("rollback submitted from %q; Flink retains only chk-12 (upgrade %+v)", p.Action.RestorePath, p.Status.Upgrade)
-			}
-			return
-		}
-		w.commit(p)
+	if p := w.submission(t, 10, 5*time.Second); p.Action.RestorePath != "s3://cp/job-1/chk-12" {
+		t.Errorf("rollback submitted from %q; Flink retains only chk-12 (upgrade %+v)", p.Action.RestorePath, p.Status.Upgrade)
 	}
-	t.Fatalf("no submission: %+v", w.status.Upgrade)
 }
 
 // An in-place rescale superseded by a new spec while verifying: the job

@@ -141,6 +141,30 @@ func TestRemovingTheJobKeepsItsState(t *testing.T) {
 	}
 }
 
+// verifyingWithCheckpoints waits until an upgrade's new job is being
+// verified and has completed two checkpoints in Flink; it returns the
+// job's ID and the upgrade's restore point.
+func verifyingWithCheckpoints(t *testing.T, ns, name string, key flinksim.ClusterKey) (job, restorePath string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "the upgraded job verifying with checkpoints", func() error {
+		fc := getFC(t, ns, name)
+		if fc.Status.Upgrade == nil || fc.Status.Upgrade.Phase != v1.UpgradeVerifying {
+			return fmt.Errorf("upgrade %+v", fc.Status.Upgrade)
+		}
+		job, restorePath = fc.Status.Job.ID, fc.Status.Upgrade.RestorePath
+		// The job's ID is recorded before its submission reaches Flink.
+		j, ok := findSimJob(key, job)
+		if !ok {
+			return fmt.Errorf("job %s not submitted yet", job)
+		}
+		if j.State != flink.JobRunning || j.CheckpointsCompleted < 2 {
+			return fmt.Errorf("job %s %s with %d checkpoints", j.ID, j.State, j.CheckpointsCompleted)
+		}
+		return nil
+	})
+	return job, restorePath
+}
+
 // TestNewSpecDuringVerification (path 7): a new spec while the upgraded
 // job is being verified starts from a savepoint of that job, not from the
 // pre-upgrade savepoint, which a rollback still returns to.
@@ -152,24 +176,7 @@ func TestNewSpecDuringVerification(t *testing.T) {
 		fc.Spec.UpgradePolicy.StableCheckpoints = 100
 		fc.Spec.UpgradePolicy.StabilityTimeout = "5m"
 	})
-	var verifying string
-	var pre string
-	eventually(t, 2*time.Minute, "the upgraded job verifying with checkpoints", func() error {
-		fc := getFC(t, ns, "verifying")
-		if fc.Status.Upgrade == nil || fc.Status.Upgrade.Phase != v1.UpgradeVerifying {
-			return fmt.Errorf("upgrade %+v", fc.Status.Upgrade)
-		}
-		verifying, pre = fc.Status.Job.ID, fc.Status.Upgrade.RestorePath
-		// The job's ID is recorded before its submission reaches Flink.
-		j, ok := findSimJob(key, verifying)
-		if !ok {
-			return fmt.Errorf("job %s not submitted yet", verifying)
-		}
-		if j.State != flink.JobRunning || j.CheckpointsCompleted < 2 {
-			return fmt.Errorf("job %s %s with %d checkpoints", j.ID, j.State, j.CheckpointsCompleted)
-		}
-		return nil
-	})
+	verifying, pre := verifyingWithCheckpoints(t, ns, "verifying", key)
 	patchSpec(t, ns, "verifying", func(fc *v1.FlinkCluster) {
 		fc.Spec.Version = "1.18.2"
 		fc.Spec.UpgradePolicy.StableCheckpoints = 2
@@ -209,19 +216,7 @@ func TestSpecBackWhileTheCancelSettles(t *testing.T) {
 		fc.Spec.UpgradePolicy.StabilityTimeout = "5m"
 	})
 	deployed := getFC(t, ns, "back").Spec.DeepCopy()
-	var verifying, pre string
-	eventually(t, 2*time.Minute, "the upgraded job verifying with checkpoints", func() error {
-		got := getFC(t, ns, "back")
-		if got.Status.Upgrade == nil || got.Status.Upgrade.Phase != v1.UpgradeVerifying {
-			return fmt.Errorf("upgrade %+v", got.Status.Upgrade)
-		}
-		verifying, pre = got.Status.Job.ID, got.Status.Upgrade.RestorePath
-		j, ok := findSimJob(key, verifying)
-		if !ok || j.State != flink.JobRunning || j.CheckpointsCompleted < 2 {
-			return fmt.Errorf("job %s: %+v", verifying, j)
-		}
-		return nil
-	})
+	verifying, pre := verifyingWithCheckpoints(t, ns, "back", key)
 	if err := sim.Engine.FailJob(key, verifying, ""); err != nil {
 		t.Fatal(err)
 	}
