@@ -60,6 +60,22 @@ func startAutopilot(t *testing.T, name string, p int32, w flinksim.Workload, aut
 	return ns, key
 }
 
+// adaptiveCluster is an unstarted job cluster whose autopilot rescales in
+// place (the adaptive scheduler) under a steady load that calls for it.
+func adaptiveCluster(t *testing.T, name string) (*v1.FlinkCluster, flinksim.ClusterKey) {
+	t.Helper()
+	ns := newNamespace(t)
+	key := simKey(ns, name)
+	if err := sim.Engine.SetWorkload(key, chain(flinksim.RateShape{Kind: "constant", Base: 400})); err != nil {
+		t.Fatal(err)
+	}
+	fc := jobClusterAt(ns, name, "1.19.3")
+	fc.Spec.TaskManager.Replicas = 1
+	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"metrics.fetcher.update-interval": "1000", "jobmanager.scheduler": "adaptive"}
+	fc.Spec.Autoscaler = fastAutoscaler(v1.AutoscalerApply)
+	return fc, key
+}
+
 func autoscalerStatus(t *testing.T, ns, name string) (*v1.FlinkCluster, *v1.AutoscalerStatus) {
 	t.Helper()
 	fc := getFC(t, ns, name)
@@ -386,15 +402,8 @@ func hasEvent(t *testing.T, ns, reason string) error {
 // parallelism, without a savepoint or a resubmission.
 func TestAutopilotRescalesInPlaceWithTheAdaptiveScheduler(t *testing.T) {
 	parallel(t)
-	ns := newNamespace(t)
-	key := simKey(ns, "inplace")
-	if err := sim.Engine.SetWorkload(key, chain(flinksim.RateShape{Kind: "constant", Base: 400})); err != nil {
-		t.Fatal(err)
-	}
-	fc := jobClusterAt(ns, "inplace", "1.19.3")
-	fc.Spec.TaskManager.Replicas = 1
-	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"metrics.fetcher.update-interval": "1000", "jobmanager.scheduler": "adaptive"}
-	fc.Spec.Autoscaler = fastAutoscaler(v1.AutoscalerApply)
+	fc, key := adaptiveCluster(t, "inplace")
+	ns := fc.Namespace
 	startCluster(t, fc)
 	first := getFC(t, ns, "inplace").Status.Job.ID
 	var st *v1.AutoscalerStatus
@@ -423,16 +432,9 @@ func TestAutopilotRescalesInPlaceWithTheAdaptiveScheduler(t *testing.T) {
 // not the one recorded at the rescale's start, which Flink deleted.
 func TestInPlaceRescaleWhoseJobFailsRollsBackToItsNewestCheckpoint(t *testing.T) {
 	parallel(t)
-	ns := newNamespace(t)
-	key := simKey(ns, "inplacefail")
-	if err := sim.Engine.SetWorkload(key, chain(flinksim.RateShape{Kind: "constant", Base: 400})); err != nil {
-		t.Fatal(err)
-	}
-	fc := jobClusterAt(ns, "inplacefail", "1.19.3")
-	fc.Spec.TaskManager.Replicas = 1
+	fc, key := adaptiveCluster(t, "inplacefail")
+	ns := fc.Namespace
 	fc.Spec.Checkpointing.Retention = 1
-	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"metrics.fetcher.update-interval": "1000", "jobmanager.scheduler": "adaptive"}
-	fc.Spec.Autoscaler = fastAutoscaler(v1.AutoscalerApply)
 	startCluster(t, fc)
 	patchSpec(t, ns, "inplacefail", func(fc *v1.FlinkCluster) {
 		// The gate never passes by itself: the job fails first.
