@@ -290,7 +290,7 @@ func (e *Engine) SetRestoreDelay(k ClusterKey, d time.Duration) {
 func (e *Engine) restoreWithin(c *cluster, d time.Duration) {
 	c.restoreDelay = d
 	by := e.now().Add(d)
-	for _, disp := range c.dispatchers() {
+	for disp := range c.dispatchers() {
 		for _, j := range disp.jobs {
 			if j.tasks == "INITIALIZING" && j.tasksUntil.After(by) {
 				j.tasksUntil = by
@@ -315,7 +315,7 @@ func (e *Engine) SetCleanupDelay(k ClusterKey, d time.Duration) {
 func (e *Engine) cleanupWithin(c *cluster, d time.Duration) {
 	c.cleanupDelay = d
 	by := e.now().Add(d)
-	for _, disp := range c.dispatchers() {
+	for disp := range c.dispatchers() {
 		for id, due := range disp.cleanups {
 			if due.After(by) {
 				disp.cleanups[id] = by
@@ -345,7 +345,7 @@ func (e *Engine) setFault(k ClusterKey, change func(*cluster)) {
 	now := e.now()
 	e.advance(c, now)
 	change(c)
-	for _, disp := range c.dispatchers() {
+	for disp := range c.dispatchers() {
 		for _, j := range disp.jobs {
 			for _, pd := range j.pending {
 				if pd.due.Before(now) {

@@ -19,6 +19,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"iter"
 	"maps"
 	"net/http"
 	"slices"
@@ -249,15 +250,16 @@ type cluster struct {
 }
 
 // dispatchers are the Dispatchers of the cluster's JobManager processes
-// that run one (a leader, or every process without high availability).
-func (c *cluster) dispatchers() []*dispatcher {
-	var out []*dispatcher
-	for _, p := range c.jms {
-		if p.d != nil {
-			out = append(out, p.d)
+// that run one (a leader, or every process without high availability),
+// yielded without a slice: nextEvent walks them on every engine step.
+func (c *cluster) dispatchers() iter.Seq[*dispatcher] {
+	return func(yield func(*dispatcher) bool) {
+		for _, p := range c.jms {
+			if p.d != nil && !yield(p.d) {
+				return
+			}
 		}
 	}
-	return out
 }
 
 func (e *Engine) get(k ClusterKey) *cluster {
@@ -806,7 +808,7 @@ func (e *Engine) nextEvent(c *cluster) (time.Time, func(time.Time)) {
 			consider(s.vacantUntil, func(at time.Time) { s.vacantUntil = time.Time{} })
 		}
 	}
-	for _, d := range c.dispatchers() {
+	for d := range c.dispatchers() {
 		for _, id := range d.order {
 			t, f := e.jobEvent(c, d.jobs[id])
 			consider(t, f)

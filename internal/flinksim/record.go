@@ -130,7 +130,7 @@ func (d *dispatcher) live() []*job {
 // recordRunning updates the most jobs RUNNING at once.
 func (c *cluster) recordRunning(now time.Time) {
 	var ids []string
-	for _, d := range c.dispatchers() {
+	for d := range c.dispatchers() {
 		for _, id := range d.order {
 			if d.jobs[id].state == flink.JobRunning {
 				ids = append(ids, id)
