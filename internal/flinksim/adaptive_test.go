@@ -177,3 +177,65 @@ func TestAdaptiveRescaleWaitsForCheckpoint(t *testing.T) {
 		t.Fatalf("not rescaled on the checkpoint: %d", got)
 	}
 }
+
+// TestAdaptiveWaitingShowsNoCheckpoints: while the AdaptiveScheduler waits
+// for resources its checkpoint statistics are the sparse graph's empty
+// ones, after a restart too, though its tracker keeps the history, which
+// shows again once the job executes; a job cancelled while waiting ends
+// with the empty statistics, for every minor's endpoint.
+func TestAdaptiveWaitingShowsNoCheckpoints(t *testing.T) {
+	for _, version := range []string{"1.17.2", "1.18.1", "2.0.0"} {
+		t.Run(version, func(t *testing.T) {
+			e, clk := newTestEngine(t)
+			e.Observe(key, adaptive(version, 1).Observation())
+			id := submit(t, e, flink.JarRunRequest{Parallelism: 2})
+			clk.step(35 * time.Second)
+			stats := func() *flink.CheckpointingStatistics {
+				t.Helper()
+				s, err := e.Checkpoints(key, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			ran := stats()
+			if jobState(t, e, id) != flink.JobRunning || ran.Counts.Completed < 2 || ran.Latest.Completed == nil {
+				t.Fatalf("running: %s, %+v", jobState(t, e, id), ran.Counts)
+			}
+			// Its only TaskManager goes: the job restarts and waits.
+			e.Observe(key, adaptive(version, 0).Observation())
+			clk.step(5 * time.Second)
+			waiting := stats()
+			if s := jobState(t, e, id); s != flink.JobCreated {
+				t.Fatalf("without slots: %s, want CREATED", s)
+			}
+			if waiting.Counts != (flink.CheckpointCounts{}) || waiting.Latest.Completed != nil || waiting.Latest.Restored != nil || len(waiting.History) != 0 {
+				t.Fatalf("waiting for resources: %+v %+v, want the empty statistics", waiting.Counts, waiting.Latest)
+			}
+			e.Observe(key, adaptive(version, 1).Observation())
+			clk.step(3 * time.Second)
+			back := stats()
+			if jobState(t, e, id) != flink.JobRunning || back.Counts.Completed < ran.Counts.Completed || back.Latest.Restored == nil || back.Latest.Restored.ID != ran.Latest.Completed.ID {
+				t.Fatalf("executing again: %s, %+v, restored %+v; want the history back and checkpoint %d restored", jobState(t, e, id), back.Counts, back.Latest.Restored, ran.Latest.Completed.ID)
+			}
+			e.Observe(key, adaptive(version, 0).Observation())
+			clk.step(5 * time.Second)
+			if err := e.CancelJob(key, id, ""); err != nil {
+				t.Fatal(err)
+			}
+			if s := jobState(t, e, id); s != flink.JobCanceled {
+				t.Fatalf("cancelled while waiting: %s, want CANCELED at once", s)
+			}
+			// Slots that come after the cancel run nothing.
+			e.Observe(key, adaptive(version, 1).Observation())
+			clk.step(3 * time.Second)
+			ended := stats()
+			if s := jobState(t, e, id); s != flink.JobCanceled {
+				t.Fatalf("cancelled while waiting, then slots: %s", s)
+			}
+			if ended.Counts != (flink.CheckpointCounts{}) || ended.Latest.Completed != nil || ended.Latest.Restored != nil {
+				t.Fatalf("cancelled while waiting: %+v %+v, want the empty statistics", ended.Counts, ended.Latest)
+			}
+		})
+	}
+}

@@ -241,6 +241,7 @@ func readAdaptive(cf *conf, interval time.Duration) (*adaptiveSettings, error) {
 func (j *job) waitForResources(at time.Time) {
 	j.setState(flink.JobCreated, at)
 	j.waiting, j.waitExpired, j.sufficientAt = true, false, time.Time{}
+	j.graphless = true
 	j.tasks = "CREATED"
 	j.scheduledAt = at
 	j.slots = nil
@@ -312,7 +313,7 @@ func (e *Engine) scheduleAdaptive(c *cluster, j *job, free map[string]int, tms [
 			need--
 		}
 	}
-	j.waiting = false
+	j.waiting, j.graphless = false, false
 	j.setState(flink.JobRunning, now)
 	j.tasks = "DEPLOYING"
 	j.tasksUntil = now.Add(e.opts.DeployDelay)

@@ -30,6 +30,10 @@ type job struct {
 	until time.Time
 	// cancelAfterInit is a cancel that arrived while INITIALIZING.
 	cancelAfterInit bool
+	// graphless: the AdaptiveScheduler is in a state without an
+	// ExecutionGraph (WaitingForResources, CreatingExecutionGraph), or the
+	// job ended in one; its checkpoint statistics are then empty.
+	graphless bool
 
 	// tasks is the ExecutionState of every subtask; slots the
 	// TaskManagers (process IDs) holding them, one entry per slot.
@@ -816,6 +820,14 @@ func (e *Engine) cancel(c *cluster, j *job, at time.Time) {
 		return
 	case flink.JobCreated, flink.JobRunning, flink.JobRestarting:
 	default:
+		return
+	}
+	if j.waiting {
+		// StateWithoutExecutionGraph#cancel (WaitingForResources#cancel
+		// before 1.19): nothing runs, the job goes to Finished CANCELED
+		// at once, with the sparse graph.
+		j.waiting = false
+		e.terminate(c, j, at, flink.JobCanceled)
 		return
 	}
 	j.abortPending(at, "org.apache.flink.runtime.checkpoint.CheckpointException: CheckpointCoordinator shutdown.")

@@ -206,6 +206,18 @@ func checkpointingStatistics(j *job) (*flink.CheckpointingStatistics, error) {
 	if j.resultOnly {
 		return nil, handlerErr(http.StatusNotFound, "Checkpointing has not been enabled.")
 	}
+	if j.graphless {
+		// AdaptiveScheduler#requestCheckpointStats (1.18+; requestJob
+		// before) answers from its state's job: StateWithoutExecutionGraph
+		// #getJob is ArchivedExecutionGraph#createSparseArchivedExecution-
+		// Graph, whose statistics are CheckpointStatsSnapshot#empty, even
+		// after a restart, where the CheckpointStatsTracker still holds
+		// the history it shows again once the job executes; the restored
+		// checkpoint is reported only when the graph is created
+		// (CheckpointCoordinator#restoreInitialCheckpointIfPresent). A job
+		// cancelled or failed there ends with that sparse graph.
+		return &flink.CheckpointingStatistics{History: []flink.CheckpointStatistics{}}, nil
+	}
 	inProgress := int32(len(j.pending))
 	return &flink.CheckpointingStatistics{
 		Counts: flink.CheckpointCounts{

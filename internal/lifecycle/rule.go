@@ -145,8 +145,8 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 	// do where the checkpoint survives it, but the user chose savepoints;
 	// tasks that never run fail the job after slot.request.timeout, and a
 	// RESTARTING job takes the cancel path).
-	starting := in.Flink.TasksStarting()
-	running := in.Flink.JobState == flink.JobRunning && !starting
+	tasksStarting := in.Flink.TasksStarting()
+	running := in.Flink.JobState == flink.JobRunning && !tasksStarting
 	switch {
 	case why == ForStateless || why == ForRollback && !rescalingInPlace(in):
 		return Snapshot{}, Verdict{Do: Cancel}
@@ -155,6 +155,23 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// does only once the tasks finished: an answer that it still runs
 		// is its cache of the job's details (web.refresh-interval).
 		return Snapshot{}, stopNotSeen(in, job)
+	case starting(in.Flink.JobState):
+		// Flink shows none of the job's checkpoints until it runs (a
+		// history read now is older, from its cache), so its newest state
+		// cannot be read, and a job cancelled now ends with an empty
+		// history while its checkpoints stay on storage.
+		// INITIALIZING: its JobMaster is being built, and after a
+		// failover with HA recovers the checkpoints completed before
+		// (DefaultExecutionGraphFactory#createAndRestoreExecutionGraph);
+		// Flink answers the sparse graph's empty statistics before 1.18,
+		// a 500 from 1.18. CREATED: the AdaptiveScheduler waits for
+		// resources or builds its graph (StateWithoutExecutionGraph's
+		// sparse graph, CheckpointStatsSnapshot#empty), after every
+		// restart and rescale too; the DefaultScheduler is CREATED only
+		// for a moment, and shows what it restored. Wait for it to run
+		// (a JobMaster that cannot be built fails the job).
+		return Snapshot{}, Verdict{Do: Hold, Reason: "WaitingForRunning", Message: fmt.Sprintf(
+			"The %s of job %s waits for it to run: it is %s, and until it runs Flink shows none of its checkpoints (%s), so its newest state cannot be read, and a cancel now would end it with no record of them", why, job.ID, in.Flink.JobState, notRunningYet(in.Flink.JobState))}
 	}
 	switch why {
 	case ForVersion:
@@ -167,7 +184,7 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		if running {
 			return Snapshot{}, Verdict{Do: TakeSavepoint}
 		}
-		if starting {
+		if tasksStarting {
 			return Snapshot{}, Verdict{Do: Hold, Reason: "WaitingForRunning", Message: fmt.Sprintf(
 				"The %s needs a savepoint of job %s, which Flink takes only while all its tasks run (it is %s); waiting for them", why, job.ID, stateOf(in.Flink))}
 		}
@@ -187,6 +204,14 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 	}
 	return Snapshot{}, Verdict{Do: Hold, Reason: "NoStateSurvivesCancel", Message: fmt.Sprintf(
 		"Job %s is %s, so it cannot take a savepoint, and a cancel would delete its checkpoints (%s is %s, not RETAIN_ON_CANCELLATION); waiting for it to run", job.ID, stateOf(in.Flink), flink.LastStateRetentionKey, orUnknown(in.Retention))}
+}
+
+// notRunningYet says why a starting job shows no checkpoints.
+func notRunningYet(s flink.JobStatus) string {
+	if s == flink.JobInitializing {
+		return "its JobManager is building it; after a JobManager failover it recovers those completed before"
+	}
+	return "the adaptive scheduler waits for slots or builds its execution graph, as after every restart and rescale"
 }
 
 // stateOf is the job's state as a hold names it.
@@ -265,12 +290,35 @@ func afterStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		return Snapshot{}, Verdict{Do: Refuse, Reason: "NoRetainedState", Message: fmt.Sprintf(
 			"Job %s completed %d checkpoints, yet Flink retains none now that it is %s (%s is %s); restoring it without them would lose its state. Set spec.job.initialSavepointPath to the state to start from, or change the spec",
 			job.ID, in.Flink.CheckpointsCompleted, in.Flink.JobState, flink.LastStateRetentionKey, orUnknown(in.Retention))}
+	case sparseEnd(in, job):
+		if p := chosenRestore(in); p != "" {
+			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
+		}
+		return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
+			"Flink shows job %s %s with no checkpoint history, though it completed checkpoint %d (%s) as last seen: it ended before it ran again (its adaptive scheduler waiting for resources, or its JobMaster failing to start after a failover), where Flink shows none of its checkpoints, so the newest is known only to the checkpoint storage (the highest chk-N under the job's ID), and the one last recorded may have been subsumed since. Set spec.job.initialSavepointPath to the state to restore from",
+			job.ID, in.Flink.JobState, job.LastCheckpoint.ID, job.LastCheckpoint.Path)}
 	default:
 		// No checkpoint since it started: Flink restarts such a job from
 		// the snapshot it was restored from, and so does the operator.
 		best = Snapshot{Path: job.RestoredFrom, Savepoint: isSavepointPath(job, job.RestoredFrom)}
 	}
 	return portable(best, job, why)
+}
+
+// sparseEnd: Flink shows the ended job with no checkpoint, none restored,
+// yet the operator saw it complete one. Its graph is the sparse one of an
+// AdaptiveScheduler state without an ExecutionGraph (WaitingForResources,
+// CreatingExecutionGraph: StateWithoutExecutionGraph#cancel and a failed
+// graph creation end the job with it), or of a JobMaster that failed to
+// start after a failover (JobInitializationException), which shows
+// nothing of what the job left on storage; a graph the job ran in keeps
+// its history across restarts (one CheckpointStatsTracker per scheduler),
+// and a new leader's shows what it recovered (latest.restored). Reached
+// where the rule cancelled on a cached answer of the job running, or the
+// job failed there by itself (the resource wait timeout).
+func sparseEnd(in Input, job *v1.JobStatus) bool {
+	cp := job.LastCheckpoint
+	return cp != nil && cp.JobID == job.ID && in.Flink.Restored == nil && in.Flink.CheckpointsCompleted == 0
 }
 
 // newestRetained is the newest of the ended job's retained latest

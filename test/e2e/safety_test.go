@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -405,6 +407,76 @@ func TestUpgradeWaitsForTasksRestoringState(t *testing.T) {
 	sim.Engine.SetRestoreDelay(key, 0)
 	fc = waitUpgradeResult(t, ns, "restoring", "UpgradeSucceeded", 2*time.Minute)
 	wantRestoredFromStop(t, key, oldJob, fc.Status.Job.ID)
+}
+
+// TestJobChangeWaitsWhileTheAdaptiveSchedulerWaits: after a restart the
+// AdaptiveScheduler waits for resources (CREATED), and Flink shows none of
+// the job's checkpoints meanwhile; a job cancelled then ends with that
+// empty history, its checkpoints on storage and in no answer of Flink's.
+// A job change asked for then waits for the job to run (StateHold
+// WaitingForRunning), then stops it with a savepoint and restores that:
+// nothing older than the newest checkpoint the job completed.
+func TestJobChangeWaitsWhileTheAdaptiveSchedulerWaits(t *testing.T) {
+	parallel(t)
+	ns := newNamespace(t)
+	fc := jobClusterAt(ns, "waits", "1.19.3")
+	// Six subtasks wanted and four slots: the scheduler waits its
+	// stabilization timeout at every start and restart, then runs four.
+	fc.Spec.Job.Parallelism = 6
+	fc.Spec.FlinkConfiguration = v1.FlinkConfiguration{"jobmanager.scheduler": "adaptive",
+		"jobmanager.adaptive-scheduler.resource-stabilization-timeout": "30 s"}
+	key := startCluster(t, fc)
+	old := getFC(t, ns, "waits").Status.Job.ID
+	eventually(t, time.Minute, "the job checkpointing", func() error {
+		if j := simJob(t, key, old); j.CheckpointsCompleted < 2 {
+			return fmt.Errorf("job %s with %d checkpoints", j.State, j.CheckpointsCompleted)
+		}
+		return nil
+	})
+	if err := sim.Engine.FailJob(key, old, ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the restarted job waiting for resources, as Flink's cache shows it", func() error {
+		// Through the REST cache the operator reads, so its next look
+		// sees the job CREATED too.
+		j, err := sim.Engine.Job(key, old)
+		if err != nil {
+			return err
+		}
+		if j.State != flink.JobCreated {
+			return fmt.Errorf("job %s", j.State)
+		}
+		return nil
+	})
+	patchSpec(t, ns, "waits", func(fc *v1.FlinkCluster) { fc.Spec.Job.Args = []string{"--window", "20"} })
+	held := false
+	eventually(t, time.Minute, "the waiting job running or ended", func() error {
+		c := meta.FindStatusCondition(getFC(t, ns, "waits").Status.Conditions, v1.ConditionStateHold)
+		held = held || c != nil && c.Status == metav1.ConditionTrue && c.Reason == "WaitingForRunning"
+		if j := simJob(t, key, old); j.State == flink.JobCreated {
+			return fmt.Errorf("job %s", j.State)
+		}
+		return nil
+	})
+	nw := runningFrom(t, ns, "waits", key, old)
+	ended := simJob(t, key, old)
+	if nw.RestoredFrom == nil || ended.LatestCheckpoint == "" || nw.RestoredFrom.ID < checkpointID(t, ended.LatestCheckpoint) {
+		t.Fatalf("old job %s, latest checkpoint %q; new job restored from %+v; want nothing older", ended.State, ended.LatestCheckpoint, nw.RestoredFrom)
+	}
+	if !held {
+		t.Fatal("no WaitingForRunning hold seen while the job waited for resources: the test missed its window")
+	}
+}
+
+// checkpointID is the N of a checkpoint's .../chk-N path.
+func checkpointID(t *testing.T, path string) int64 {
+	t.Helper()
+	_, n, ok := strings.Cut(path[strings.LastIndex(path, "/")+1:], "chk-")
+	id, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil {
+		t.Fatalf("checkpoint path %q has no chk-N", path)
+	}
+	return id
 }
 
 // TestStopWhoseAnswerIsLost (slower than our timeout): Flink takes an
