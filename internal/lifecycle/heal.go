@@ -134,7 +134,11 @@ func startInPlace(s *Step) bool {
 func inPlace(s *Step) bool {
 	in, up := s.in, s.upgrade()
 	s.Deploy = in.Spec
-	if !specEqual(in.Deployed, in.Spec) || !in.RolledOut {
+	if !specEqual(in.Deployed, in.Spec) || !in.RolledOut || starting(in.Flink.JobState) {
+		// A starting job shows no checkpoint count (the adaptive
+		// scheduler's sparse graph, rule.go beforeStop): the gate's
+		// baseline is read once it runs, or it would count checkpoints
+		// completed before the rescale.
 		s.requeue(Poll)
 		return false
 	}

@@ -69,10 +69,11 @@ func (s *Step) observe() {
 	if in.Flink.JobState == flink.JobFailed {
 		job.FailureCause = in.Flink.FailureCause
 	}
-	if in.Flink.HistoryUnread || in.Flink.HistoryGone {
+	if in.Flink.HistoryUnread || in.Flink.HistoryGone || starting(in.Flink.JobState) {
 		// The checkpoint history did not answer, or Flink no longer has
-		// it: its zero count is not the job's, and a recorded count of
-		// none would later read as a job that never checkpointed (lost).
+		// it, or shows none while the job starts (rule.go beforeStop):
+		// its zero count is not the job's, and a recorded count of none
+		// would later read as a job that never checkpointed (lost).
 		return
 	}
 	job.CheckpointsCompleted = in.Flink.CheckpointsCompleted

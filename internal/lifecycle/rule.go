@@ -155,6 +155,12 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// does only once the tasks finished: an answer that it still runs
 		// is its cache of the job's details (web.refresh-interval).
 		return Snapshot{}, stopNotSeen(in, job)
+	case starting(in.Flink.JobState) && chosenRestore(in) != "":
+		// The user named the state to restore from (afterStop takes it
+		// where Flink shows nothing newer): the way out of a job that
+		// never gets to run, such as one waiting for slots that never
+		// come.
+		return Snapshot{}, Verdict{Do: Cancel}
 	case starting(in.Flink.JobState):
 		// Flink shows none of the job's checkpoints until it runs (a
 		// history read now is older, from its cache), so its newest state
@@ -171,7 +177,7 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// for a moment, and shows what it restored. Wait for it to run
 		// (a JobMaster that cannot be built fails the job).
 		return Snapshot{}, Verdict{Do: Hold, Reason: "WaitingForRunning", Message: fmt.Sprintf(
-			"The %s of job %s waits for it to run: it is %s, and until it runs Flink shows none of its checkpoints (%s), so its newest state cannot be read, and a cancel now would end it with no record of them", why, job.ID, in.Flink.JobState, notRunningYet(in.Flink.JobState))}
+			"The %s of job %s waits for it to run: it is %s, and until it runs Flink shows none of its checkpoints (%s), so its newest state cannot be read, and a cancel now would end it with no record of them. To stop it now, set spec.job.initialSavepointPath to the state to restore from", why, job.ID, in.Flink.JobState, notRunningYet(in.Flink.JobState))}
 	}
 	switch why {
 	case ForVersion:
@@ -283,6 +289,16 @@ func afterStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 	if wait := settleLeft(in, job); wait > 0 {
 		return Snapshot{}, Verdict{Do: Wait, After: wait}
 	}
+	if sparseEnd(in, job) {
+		// Before the savepoints the operator recorded: checkpoints may
+		// have completed after them.
+		if p := chosenRestore(in); p != "" {
+			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
+		}
+		return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
+			"Flink shows job %s %s with no checkpoint history, though it completed checkpoint %d (%s) as last seen: it ended before it ran again (its adaptive scheduler waiting for resources, or its JobMaster failing to start after a failover), where Flink shows none of its checkpoints, so the newest is known only to the checkpoint storage (the highest chk-N under the job's ID), and the one last recorded may have been subsumed since. Set spec.job.initialSavepointPath to the state to restore from",
+			job.ID, in.Flink.JobState, job.LastCheckpoint.ID, job.LastCheckpoint.Path)}
+	}
 	best := newestRetained(in, job)
 	switch {
 	case best.Path != "":
@@ -290,13 +306,11 @@ func afterStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		return Snapshot{}, Verdict{Do: Refuse, Reason: "NoRetainedState", Message: fmt.Sprintf(
 			"Job %s completed %d checkpoints, yet Flink retains none now that it is %s (%s is %s); restoring it without them would lose its state. Set spec.job.initialSavepointPath to the state to start from, or change the spec",
 			job.ID, in.Flink.CheckpointsCompleted, in.Flink.JobState, flink.LastStateRetentionKey, orUnknown(in.Retention))}
-	case sparseEnd(in, job):
-		if p := chosenRestore(in); p != "" {
-			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
-		}
-		return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
-			"Flink shows job %s %s with no checkpoint history, though it completed checkpoint %d (%s) as last seen: it ended before it ran again (its adaptive scheduler waiting for resources, or its JobMaster failing to start after a failover), where Flink shows none of its checkpoints, so the newest is known only to the checkpoint storage (the highest chk-N under the job's ID), and the one last recorded may have been subsumed since. Set spec.job.initialSavepointPath to the state to restore from",
-			job.ID, in.Flink.JobState, job.LastCheckpoint.ID, job.LastCheckpoint.Path)}
+	case chosenRestore(in) != "":
+		// No checkpoint since it started, and the user named the state
+		// for this change (as to stop a job that never ran, see
+		// beforeStop).
+		best = Snapshot{Path: chosenRestore(in), Savepoint: true}
 	default:
 		// No checkpoint since it started: Flink restarts such a job from
 		// the snapshot it was restored from, and so does the operator.
@@ -317,8 +331,8 @@ func afterStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 // where the rule cancelled on a cached answer of the job running, or the
 // job failed there by itself (the resource wait timeout).
 func sparseEnd(in Input, job *v1.JobStatus) bool {
-	cp := job.LastCheckpoint
-	return cp != nil && cp.JobID == job.ID && in.Flink.Restored == nil && in.Flink.CheckpointsCompleted == 0
+	f, cp := in.Flink, job.LastCheckpoint
+	return cp != nil && cp.JobID == job.ID && f.Restored == nil && f.LatestCheckpoint == nil && f.CheckpointsCompleted == 0 && len(f.Savepoints) == 0
 }
 
 // newestRetained is the newest of the ended job's retained latest

@@ -207,6 +207,67 @@ func TestJobNeverShown(t *testing.T) {
 	}
 }
 
+// TestStartingAndSparseJobs: Flink shows none of a starting job's
+// checkpoints (INITIALIZING; CREATED, the adaptive scheduler waiting for
+// slots), and a job that ended there keeps that empty history. The rule
+// stops such a job only where the user names the state, and refuses to
+// restore one whose empty history contradicts a checkpoint seen of it,
+// even where an older savepoint of it is recorded.
+func TestStartingAndSparseJobs(t *testing.T) {
+	ended := metav1.NewTime(t0.Add(-time.Minute))
+	done := metav1.NewTime(t0.Add(-2 * time.Minute))
+	periodic := &v1.SavepointInfo{Path: "s3://sp/periodic-10", JobID: "job-1", CheckpointID: 10, CompletedAt: &done, Reason: v1.SavepointPeriodic}
+	chk20 := &v1.CheckpointInfo{ID: 20, Path: "s3://cp/chk-20", JobID: "job-1"}
+	sparse := v1.JobStatus{ID: "job-1", EndedAt: &ended, RestoredFrom: "s3://sp/old", LastSavepoint: periodic, LastCheckpoint: chk20}
+	created := Flink{Reachable: true, JobFound: true, JobState: flink.JobCreated}
+	for _, tc := range []struct {
+		name   string
+		job    v1.JobStatus
+		flink  Flink
+		why    Purpose
+		kind   Change
+		named  string
+		do     Do
+		path   string
+		reason string
+	}{
+		{"failed while waiting for resources, an older savepoint recorded: refused", sparse,
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobFailed}, ForRestart, "", "", Refuse, "", "NewestStateUnknown"},
+		{"cancelled while waiting, an older savepoint recorded: refused", sparse,
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled}, ForChange, "", "", Refuse, "", "NewestStateUnknown"},
+		{"sparse end, the user names the state: it", sparse,
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled}, ForChange, "", "s3://sp/named", Restore, "s3://sp/named", ""},
+		{"ended with a history, no checkpoint since it started, the user names the state: it", v1.JobStatus{ID: "job-1", EndedAt: &ended, RestoredFrom: "s3://sp/old"},
+			Flink{Reachable: true, JobFound: true, JobState: flink.JobCanceled, Restored: &Checkpoint{ID: 1, Path: "s3://sp/old"}, RestoredSavepoint: true}, ForChange, "", "s3://sp/named", Restore, "s3://sp/named", ""},
+		{"created, the user names the state: cancel", v1.JobStatus{ID: "job-1", LastCheckpoint: chk20}, created, ForChange, "", "s3://sp/named", Cancel, "", ""},
+		{"created, removal: waits", v1.JobStatus{ID: "job-1"}, created, ForRemoval, "", "", Hold, "", "WaitingForRunning"},
+		{"created, suspension: waits", v1.JobStatus{ID: "job-1"}, created, ForSuspend, "", "", Hold, "", "WaitingForRunning"},
+		{"created, an in-place rescale's rollback: waits", v1.JobStatus{ID: "job-1"}, created, ForRollback, ChangeRescaleInPlace, "", Hold, "", "WaitingForRunning"},
+		{"created, a resubmitting rollback: the failed job is cancelled", v1.JobStatus{ID: "job-1"}, created, ForRollback, ChangeRescale, "", Cancel, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := baseSpec()
+			deployed := spec.DeepCopy()
+			if tc.named != "" {
+				spec.Job.InitialSavepointPath = tc.named
+			}
+			status := &v1.FlinkClusterStatus{Job: &tc.job}
+			if tc.kind != "" {
+				status.Upgrade = &v1.UpgradeStatus{Kind: string(tc.kind), Phase: v1.UpgradeRollingBack, RollbackPath: "s3://sp/pre-upgrade"}
+			}
+			in := Input{Spec: spec, Policy: policy.For(spec), Status: status, Deployed: deployed, Flink: tc.flink, Now: t0,
+				Retention: "RETAIN_ON_CANCELLATION", JobManagerSince: t0.Add(-time.Hour)}
+			snap, v := RestorePoint(in, &tc.job, tc.why)
+			if v.Do != tc.do || snap.Path != tc.path || v.Reason != tc.reason {
+				t.Errorf("RestorePoint = %+v, %+v; want %s %q reason %q", snap, v, tc.do, tc.path, tc.reason)
+			}
+			if (v.Do == Hold || v.Do == Refuse) && v.Message == "" {
+				t.Errorf("%s without a message", v.Do)
+			}
+		})
+	}
+}
+
 // TestRestCacheWindow reads Flink's cache settings as Flink does: a Long
 // of milliseconds before 1.20, a Duration after; the checkpoint statistics
 // timeout falls back to the refresh interval.

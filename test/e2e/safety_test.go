@@ -452,8 +452,10 @@ func TestJobChangeWaitsWhileTheAdaptiveSchedulerWaits(t *testing.T) {
 	held := false
 	eventually(t, time.Minute, "the waiting job running or ended", func() error {
 		c := meta.FindStatusCondition(getFC(t, ns, "waits").Status.Conditions, v1.ConditionStateHold)
-		held = held || c != nil && c.Status == metav1.ConditionTrue && c.Reason == "WaitingForRunning"
 		if j := simJob(t, key, old); j.State == flink.JobCreated {
+			// The hold for this state, not a later one for tasks
+			// deploying.
+			held = held || c != nil && c.Status == metav1.ConditionTrue && c.Reason == "WaitingForRunning" && strings.Contains(c.Message, "it is CREATED")
 			return fmt.Errorf("job %s", j.State)
 		}
 		return nil
