@@ -92,6 +92,11 @@ type Schedule struct {
 	// a JobManager lost meanwhile leaves the next leader to finish it,
 	// showing the job only by its result. Zero: at once.
 	SlowCleanup time.Duration
+	// Adaptive runs the job with the AdaptiveScheduler, which shows no
+	// checkpoint history while it waits for slots or builds its graph
+	// (at every start, restart and rescale) and ends a job cancelled
+	// there with that empty history.
+	Adaptive    bool
 	Parallelism int32
 	Steps       []Step
 }
@@ -105,7 +110,11 @@ func (s Schedule) String() string {
 	if s.SlowCleanup > 0 {
 		ha += fmt.Sprintf(" (cleanup takes %s)", s.SlowCleanup)
 	}
-	fmt.Fprintf(&b, "seed %d: Flink %s, upgradeMode %s, high availability %s, parallelism %d", s.Seed, s.Releases[0], s.UpgradeMode, ha, s.Parallelism)
+	scheduler := "default"
+	if s.Adaptive {
+		scheduler = "adaptive"
+	}
+	fmt.Fprintf(&b, "seed %d: Flink %s, upgradeMode %s, high availability %s, %s scheduler, parallelism %d", s.Seed, s.Releases[0], s.UpgradeMode, ha, scheduler, s.Parallelism)
 	for i, st := range s.Steps {
 		fmt.Fprintf(&b, "\n  %d. %s", i+1, st)
 	}
@@ -183,6 +192,8 @@ func Generate(seed int64) Schedule {
 	if c := rand.New(rand.NewPCG(uint64(seed), 0xc1ea)); s.HighAvailability && c.IntN(2) == 0 {
 		s.SlowCleanup = time.Duration(5+c.IntN(16)) * time.Second
 	}
+	// And one for the scheduler, drawn for a third of the seeds.
+	s.Adaptive = rand.New(rand.NewPCG(uint64(seed), 0xada9)).IntN(3) == 0
 	return s
 }
 

@@ -156,6 +156,9 @@ func (r *runner) initialSpec() *v1.FlinkClusterSpec {
 	if r.sch.HighAvailability {
 		s.HighAvailability = &v1.HighAvailabilitySpec{Mode: v1.HighAvailabilityKubernetes}
 	}
+	if r.sch.Adaptive {
+		s.FlinkConfiguration = v1.FlinkConfiguration{"jobmanager.scheduler": "adaptive"}
+	}
 	return s
 }
 
