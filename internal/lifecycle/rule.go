@@ -177,7 +177,7 @@ func beforeStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// for a moment, and shows what it restored. Wait for it to run
 		// (a JobMaster that cannot be built fails the job).
 		return Snapshot{}, Verdict{Do: Hold, Reason: "WaitingForRunning", Message: fmt.Sprintf(
-			"The %s of job %s waits for it to run: it is %s, and until it runs Flink shows none of its checkpoints (%s), so its newest state cannot be read, and a cancel now would end it with no record of them. To stop it now, set spec.job.initialSavepointPath to the state to restore from", why, job.ID, in.Flink.JobState, notRunningYet(in.Flink.JobState))}
+			"The %s of job %s waits for it to run: it is %s, and until it runs Flink shows none of its checkpoints (%s), so its newest state cannot be read, and a cancel now would end it with no record of them. To stop it now, set spec.job.initialSavepointPath to the state to restore from (it started from %s)", why, job.ID, in.Flink.JobState, notRunningYet(in.Flink.JobState), orUnknown(job.RestoredFrom))}
 	}
 	switch why {
 	case ForVersion:
