@@ -98,6 +98,11 @@ type Snapshot struct {
 //   - Flink does not answer (nor for the job's checkpoint history): Hold. Whether the job runs, and what it last
 //     saved, is Flink's to say (an upgrade decided blind would skip its
 //     savepoint and restore a checkpoint a later cancel deletes).
+//   - The job is starting (INITIALIZING, or CREATED: the adaptive
+//     scheduler waiting for slots): Hold until it runs, since Flink shows
+//     none of its checkpoints until then; a new initialSavepointPath in
+//     the spec stops it (Cancel) and is restored where Flink shows nothing
+//     newer.
 //   - The job runs: a savepoint is taken first (TakeSavepoint) where the
 //     purpose needs one and the job is RUNNING; a cancel is allowed only
 //     where a completed checkpoint exists and the running configuration
@@ -107,8 +112,10 @@ type Snapshot struct {
 //     history no sooner than Flink's REST caches after the operator first
 //     saw the end (Wait until then): the job's stop-with-savepoint if it
 //     stopped with one, else the newest of its retained latest checkpoint
-//     and its completed savepoints, else the state it started from. A
-//     version change refuses a checkpoint.
+//     and its completed savepoints, else the state it started from. An
+//     empty history that contradicts a checkpoint recorded of the job (it
+//     ended before it ran again) is refused. A version change refuses a
+//     checkpoint.
 //   - Flink forgot the job (a JobManager without HA restarted): the newest
 //     state the operator recorded from Flink; Flink can no longer be asked
 //     whether it retains it.
