@@ -286,12 +286,9 @@ func afterStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// Nothing in Flink says which checkpoint is the newest any more,
 		// nor whether there is one: the retention kept what it keeps in
 		// the checkpoint storage, which only the user can read.
-		if p := chosenRestore(in); p != "" {
-			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
-		}
-		return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
+		return namedOrUnknown(in, fmt.Sprintf(
 			"Flink shows job %s %s only by its result, without its checkpoint history (a JobManager took over while the job was being cleaned up), so what it last completed is known only to the checkpoint storage (the highest chk-N under the job's ID; %d checkpoints as last seen), else the job started from %s. Set spec.job.initialSavepointPath to the state to restore from",
-			job.ID, in.Flink.JobState, job.CheckpointsCompleted, orUnknown(job.RestoredFrom))}
+			job.ID, in.Flink.JobState, job.CheckpointsCompleted, orUnknown(job.RestoredFrom)))
 	}
 	if wait := settleLeft(in, job); wait > 0 {
 		return Snapshot{}, Verdict{Do: Wait, After: wait}
@@ -299,12 +296,9 @@ func afterStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 	if sparseEnd(in, job) {
 		// Before the savepoints the operator recorded: checkpoints may
 		// have completed after them.
-		if p := chosenRestore(in); p != "" {
-			return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
-		}
-		return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: fmt.Sprintf(
+		return namedOrUnknown(in, fmt.Sprintf(
 			"Flink shows job %s %s with no checkpoint history, though it completed checkpoint %d (%s) as last seen: it ended before it ran again (its adaptive scheduler waiting for resources, or its JobMaster failing to start after a failover), where Flink shows none of its checkpoints, so the newest is known only to the checkpoint storage (the highest chk-N under the job's ID), and the one last recorded may have been subsumed since. Set spec.job.initialSavepointPath to the state to restore from",
-			job.ID, in.Flink.JobState, job.LastCheckpoint.ID, job.LastCheckpoint.Path)}
+			job.ID, in.Flink.JobState, job.LastCheckpoint.ID, job.LastCheckpoint.Path))
 	}
 	best := newestRetained(in, job)
 	switch {
@@ -317,7 +311,7 @@ func afterStop(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		// No checkpoint since it started, and the user named the state
 		// for this change (as to stop a job that never ran, see
 		// beforeStop).
-		best = Snapshot{Path: chosenRestore(in), Savepoint: true}
+		best = Snapshot{Path: in.Spec.Job.InitialSavepointPath, Savepoint: true}
 	default:
 		// No checkpoint since it started: Flink restarts such a job from
 		// the snapshot it was restored from, and so does the operator.
@@ -447,6 +441,16 @@ func lost(in Input, job *v1.JobStatus, why Purpose) (Snapshot, Verdict) {
 		path = spec.InitialSavepointPath
 	}
 	return portable(Snapshot{Path: path, Savepoint: isSavepointPath(job, path)}, job, why)
+}
+
+// namedOrUnknown answers where Flink cannot say what the job last saved:
+// the state the user named for this change, else a refusal that asks for
+// it (why says what Flink shows).
+func namedOrUnknown(in Input, why string) (Snapshot, Verdict) {
+	if p := chosenRestore(in); p != "" {
+		return Snapshot{Path: p, Savepoint: true}, Verdict{Do: Restore}
+	}
+	return Snapshot{}, Verdict{Do: Refuse, Reason: "NewestStateUnknown", Message: why}
 }
 
 // chosenRestore is the restore point the user named for this change: a
