@@ -533,7 +533,7 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		if err := h.k8s.Status().Update(h.ctx, pod); err != nil {
 			t.Fatal(err)
 		}
-		pods, err := readiness.NewCache(h.env.Config, nil, []string{fc.Namespace})
+		pods, err := readiness.NewCache(h.env.Config, nil, []string{fc.Namespace}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -38,6 +39,8 @@ type conversionEnv struct {
 	cfg        *rest.Config
 	c          client.Client
 	webhookURL string
+	// cache is the operator's own.
+	cache cache.Cache
 	// metricsAddr serves the manager's metrics, behind authentication.
 	metricsAddr string
 }
@@ -68,6 +71,7 @@ func startConversionEnv(t *testing.T) *conversionEnv {
 	opts.WebhookCertMode = operator.WebhookCertSelfSigned
 	opts.WebhookHost, opts.WebhookPort = "127.0.0.1", port
 	opts.WebhookURL = fmt.Sprintf("https://127.0.0.1:%d/convert", port)
+	opts.IgnoredNamespaces = []string{ignoredNamespace}
 	mgr, err := operator.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +90,7 @@ func startConversionEnv(t *testing.T) *conversionEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ce := &conversionEnv{env: env, cfg: cfg, c: c, webhookURL: opts.WebhookURL, metricsAddr: metricsAddr}
+	ce := &conversionEnv{env: env, cfg: cfg, c: c, webhookURL: opts.WebhookURL, metricsAddr: metricsAddr, cache: mgr.GetCache()}
 
 	// The operator points the CRD at itself...
 	testwait.Until(t, 30*time.Second, func() error {
@@ -144,6 +148,7 @@ func TestConversionWebhook(t *testing.T) {
 
 	t.Run("memory Flink would refuse is refused at admission", func(t *testing.T) { testMemoryAdmission(t, ce) })
 	t.Run("the cleanup finalizer comes with the create", func(t *testing.T) { testFinalizerAdmission(t, ce) })
+	t.Run("an ignored namespace is left alone", func(t *testing.T) { testIgnoredNamespace(t, ce) })
 
 	t.Run("v1alpha1 object reads as v1", func(t *testing.T) {
 		ns := ce.namespace(t, "alpha-to-v1")

@@ -31,20 +31,23 @@ const (
 // a create it did not see (it fails open) gets the finalizer from the
 // controller before anything runs (Reconciler.ensureFinalizer).
 //
-// With --watch-namespace it adds nothing outside those namespaces: the API
-// server calls it for every namespace, and a finalizer no operator watches
-// for would hold the cluster's deletion forever.
+// With --watch-namespace it adds nothing outside those namespaces, with
+// --ignore-namespace nothing inside those: the API server calls it for
+// every namespace, and a finalizer no operator watches for would hold the
+// cluster's deletion forever.
 type finalizerAdder struct {
 	decoder admission.Decoder
 	// watched is the namespaces the operator reconciles; empty for all.
 	watched map[string]bool
+	// ignored is the namespaces it leaves alone.
+	ignored map[string]bool
 }
 
 func (f finalizerAdder) Handle(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("")
 	}
-	if len(f.watched) > 0 && !f.watched[req.Namespace] {
+	if len(f.watched) > 0 && !f.watched[req.Namespace] || f.ignored[req.Namespace] {
 		return admission.Allowed("not a watched namespace")
 	}
 	fc := &v1.FlinkCluster{}

@@ -38,25 +38,27 @@ func TestFinalizerAdder(t *testing.T) {
 		fc      *v1.FlinkCluster
 		patch   []map[string]any
 		watched map[string]bool
+		ignored map[string]bool
 	}{
 		{"in a watched namespace", admissionv1.Create, job(), []map[string]any{
-			{"op": "add", "path": "/metadata/finalizers", "value": []any{controller.Finalizer}}}, map[string]bool{"ns": true}},
+			{"op": "add", "path": "/metadata/finalizers", "value": []any{controller.Finalizer}}}, map[string]bool{"ns": true}, nil},
 		// No operator here would ever remove it: the deletion would hang.
-		{"outside the watched namespaces", admissionv1.Create, job(), nil, map[string]bool{"team-a": true}},
+		{"outside the watched namespaces", admissionv1.Create, job(), nil, map[string]bool{"team-a": true}, nil},
+		{"in an ignored namespace", admissionv1.Create, job(), nil, nil, map[string]bool{"ns": true}},
 		{"a job cluster created", admissionv1.Create, job(), []map[string]any{
-			{"op": "add", "path": "/metadata/finalizers", "value": []any{controller.Finalizer}}}, nil},
+			{"op": "add", "path": "/metadata/finalizers", "value": []any{controller.Finalizer}}}, nil, nil},
 		{"beside another finalizer", admissionv1.Create, other, []map[string]any{
-			{"op": "add", "path": "/metadata/finalizers/-", "value": controller.Finalizer}}, nil},
-		{"already there", admissionv1.Create, has, nil, nil},
-		{"a session cluster with nothing to clean up", admissionv1.Create, session, nil, nil},
-		{"an update", admissionv1.Update, job(), nil, nil},
+			{"op": "add", "path": "/metadata/finalizers/-", "value": controller.Finalizer}}, nil, nil},
+		{"already there", admissionv1.Create, has, nil, nil, nil},
+		{"a session cluster with nothing to clean up", admissionv1.Create, session, nil, nil, nil},
+		{"an update", admissionv1.Update, job(), nil, nil, nil},
 	} {
 		raw, err := json.Marshal(tc.fc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: tc.op, Namespace: tc.fc.Namespace, Object: runtime.RawExtension{Raw: raw}}}
-		res := finalizerAdder{decoder: admission.NewDecoder(Scheme()), watched: tc.watched}.Handle(context.Background(), req)
+		res := finalizerAdder{decoder: admission.NewDecoder(Scheme()), watched: tc.watched, ignored: tc.ignored}.Handle(context.Background(), req)
 		if !res.Allowed {
 			t.Errorf("%s: refused: %+v", tc.name, res.Result)
 			continue

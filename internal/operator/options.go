@@ -40,6 +40,10 @@ type Options struct {
 	// WatchNamespaces limits the operator to these namespaces; empty means
 	// all (WATCH_NAMESPACE, comma-separated).
 	WatchNamespaces []string
+	// IgnoredNamespaces are left alone, every other namespace watched
+	// (IGNORE_NAMESPACE, comma-separated): another operator's, or a
+	// measurement's. It excludes WatchNamespaces.
+	IgnoredNamespaces []string
 	// LeaderElection makes one replica active at a time.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the lease; defaults to the pod's namespace.
@@ -195,6 +199,7 @@ func Defaults() (Options, error) {
 		o.MaxConcurrentReconciles = n
 	}
 	o.WatchNamespaces = splitList(os.Getenv("WATCH_NAMESPACE"))
+	o.IgnoredNamespaces = splitList(os.Getenv("IGNORE_NAMESPACE"))
 	o.JarAllowedHosts = splitList(os.Getenv("JAR_ALLOWED_HOSTS"))
 	if v := os.Getenv("FLINK_HA_CLUSTER_ROLE"); v != "" {
 		o.FlinkHAClusterRole = v
@@ -214,6 +219,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ReconcileInterval, "reconcile-interval", o.ReconcileInterval, "How often each cluster's Flink REST API is polled (env RECONCILE_INTERVAL).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Parallel reconciles (env MAX_CONCURRENT_RECONCILES).")
 	fs.Var(newListValue(&o.WatchNamespaces), "watch-namespace", "Comma-separated namespaces to watch; empty watches all (env WATCH_NAMESPACE).")
+	fs.Var(newListValue(&o.IgnoredNamespaces), "ignore-namespace", "Comma-separated namespaces left alone while every other is watched; excludes --watch-namespace (env IGNORE_NAMESPACE).")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so only one replica reconciles.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election lease (env POD_NAMESPACE).")
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long a standby waits before taking a lease its holder stopped renewing.")
@@ -272,6 +278,10 @@ func (o Options) Validate() error {
 	}
 	if o.Shards > 1 && !o.LeaderElection {
 		return fmt.Errorf("--shards=%d needs --leader-elect: the shards are leases", o.Shards)
+	}
+	if len(o.WatchNamespaces) > 0 && len(o.IgnoredNamespaces) > 0 {
+		return fmt.Errorf("--watch-namespace (%s) and --ignore-namespace (%s) exclude each other: list only the namespaces to watch",
+			strings.Join(o.WatchNamespaces, ","), strings.Join(o.IgnoredNamespaces, ","))
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		return fmt.Errorf("max concurrent reconciles %d must be at least 1", o.MaxConcurrentReconciles)

@@ -33,6 +33,12 @@ func TestDefaultsFromEnvironment(t *testing.T) {
 			}
 			return ""
 		}},
+		{name: "ignored namespaces", env: map[string]string{"IGNORE_NAMESPACE": "legacy, bench"}, check: func(o Options) string {
+			if strings.Join(o.IgnoredNamespaces, "|") != "legacy|bench" || o.WatchNamespaces != nil {
+				return "ignored " + strings.Join(o.IgnoredNamespaces, "|")
+			}
+			return ""
+		}},
 		{name: "bad interval", env: map[string]string{"RECONCILE_INTERVAL": "thirty"}, wantErr: "RECONCILE_INTERVAL"},
 		{name: "bad concurrency", env: map[string]string{"MAX_CONCURRENT_RECONCILES": "five"}, wantErr: "MAX_CONCURRENT_RECONCILES"},
 		{name: "pacing", env: map[string]string{"SLOW_RECONCILE_THRESHOLD": "5s", "DEGRADED_RECONCILE_INTERVAL": "2m"}, check: func(o Options) string {
@@ -44,7 +50,7 @@ func TestDefaultsFromEnvironment(t *testing.T) {
 		{name: "bad threshold", env: map[string]string{"SLOW_RECONCILE_THRESHOLD": "soon"}, wantErr: "SLOW_RECONCILE_THRESHOLD"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE", "SLOW_RECONCILE_THRESHOLD", "DEGRADED_RECONCILE_INTERVAL"} {
+			for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "IGNORE_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE", "SLOW_RECONCILE_THRESHOLD", "DEGRADED_RECONCILE_INTERVAL"} {
 				t.Setenv(k, tc.env[k])
 			}
 			o, err := Defaults()
@@ -89,6 +95,8 @@ func TestFlagsOverrideEnvironmentAndValidate(t *testing.T) {
 		func(o *Options) { o.DegradedReconcileInterval = -time.Second },
 		func(o *Options) { o.RenewDeadline = o.LeaseDuration },
 		func(o *Options) { o.RetryPeriod = o.RenewDeadline },
+		// Which would win is a guess; one list says it.
+		func(o *Options) { o.IgnoredNamespaces = []string{"legacy"} },
 	} {
 		c := o
 		bad(&c)

@@ -17,6 +17,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -66,6 +67,18 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// ignoring selects objects outside the namespaces given; nil for none.
+func ignoring(namespaces []string) fields.Selector {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	var out []fields.Selector
+	for _, ns := range namespaces {
+		out = append(out, fields.OneTermNotEqualSelector("metadata.namespace", ns))
+	}
+	return fields.AndSelectors(out...)
+}
+
 // NewManager builds the manager with the FlinkCluster controller registered.
 func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := o.Validate(); err != nil {
@@ -107,6 +120,12 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		for _, ns := range o.WatchNamespaces {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
+	}
+	// Ignored namespaces are filtered out by the API server: the operator
+	// never sees their clusters, so it never reconciles one.
+	ignored := ignoring(o.IgnoredNamespaces)
+	if ignored != nil {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{cache.AllNamespaces: {FieldSelector: ignored}}
 	}
 	certDir, removeCertDir := o.WebhookCertDir, false
 	if o.WebhookCertMode == WebhookCertSelfSigned {
@@ -158,7 +177,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	// reconcile spends its time.
 	restClientMetrics()
 	// The pods are cached apart, as little of each as readiness reads.
-	pods, err := readiness.NewCache(cfg, mgr.GetHTTPClient(), o.WatchNamespaces)
+	pods, err := readiness.NewCache(cfg, mgr.GetHTTPClient(), o.WatchNamespaces, ignored)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +331,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	ctrl.Log.WithName("datapilot").Info("Starting operator",
-		"watchNamespaces", strings.Join(o.WatchNamespaces, ","), "maxConcurrentReconciles", o.MaxConcurrentReconciles,
+		"watchNamespaces", strings.Join(o.WatchNamespaces, ","), "ignoredNamespaces", strings.Join(o.IgnoredNamespaces, ","), "maxConcurrentReconciles", o.MaxConcurrentReconciles,
 		"reconcileInterval", o.ReconcileInterval, "leaderElection", o.LeaderElection,
 		"webhookCertMode", o.WebhookCertMode)
 	return mgr.Start(ctx)

@@ -74,9 +74,12 @@ func setUpConversion(mgr manager.Manager, o Options, certDir string) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &v1.FlinkCluster{}).WithValidator(validator{}).WithValidatorCustomPath(ValidatePath).Complete(); err != nil {
 		return fmt.Errorf("set up the FlinkCluster conversion and validating webhooks: %w", err)
 	}
-	adder := finalizerAdder{decoder: admission.NewDecoder(mgr.GetScheme()), watched: map[string]bool{}}
+	adder := finalizerAdder{decoder: admission.NewDecoder(mgr.GetScheme()), watched: map[string]bool{}, ignored: map[string]bool{}}
 	for _, ns := range o.WatchNamespaces {
 		adder.watched[ns] = true
+	}
+	for _, ns := range o.IgnoredNamespaces {
+		adder.ignored[ns] = true
 	}
 	mgr.GetWebhookServer().Register(FinalizerPath, &webhook.Admission{Handler: adder})
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

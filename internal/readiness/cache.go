@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -78,10 +79,11 @@ type Cache struct {
 	informers []toolscache.SharedIndexInformer
 }
 
-// NewCache builds the pod cache of namespaces (all of them when none). A
+// NewCache builds the pod cache of namespaces (all of them when none),
+// narrowed by fieldSelector when it is not nil (the ignored namespaces). A
 // nil httpClient is one built from cfg; the manager's shares its
 // connections.
-func NewCache(cfg *rest.Config, httpClient *http.Client, namespaces []string) (*Cache, error) {
+func NewCache(cfg *rest.Config, httpClient *http.Client, namespaces []string, fieldSelector fields.Selector) (*Cache, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
@@ -106,6 +108,9 @@ func NewCache(cfg *rest.Config, httpClient *http.Client, namespaces []string) (*
 	for _, ns := range namespaces {
 		lw := toolscache.NewFilteredListWatchFromClient(core.RESTClient(), "pods", ns, func(o *metav1.ListOptions) {
 			o.LabelSelector = selector
+			if fieldSelector != nil {
+				o.FieldSelector = fieldSelector.String()
+			}
 		})
 		inf := toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, toolscache.SharedIndexInformerOptions{
 			Indexers: toolscache.Indexers{byCluster: indexCluster},

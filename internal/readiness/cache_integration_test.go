@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -57,7 +58,7 @@ func TestCacheKeepsTheFlinkPods(t *testing.T) {
 
 	// A namespace named twice (WATCH_NAMESPACE=data,data) is watched
 	// once: its pods would count twice otherwise.
-	c, err := readiness.NewCache(cfg, nil, []string{"data", "data"})
+	c, err := readiness.NewCache(cfg, nil, []string{"data", "data"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +87,27 @@ func TestCacheKeepsTheFlinkPods(t *testing.T) {
 	}
 	if other := c.Pods("other", "fc"); len(other) != 0 {
 		t.Errorf("a namespace the cache does not watch: %+v", other)
+	}
+
+	// Every namespace but one (--ignore-namespace): the API server leaves
+	// that namespace's pods out of the list.
+	all, err := readiness.NewCache(cfg, nil, nil, fields.OneTermNotEqualSelector("metadata.namespace", "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allSrc := all.Source(handler.Funcs{})
+	if err := allSrc.Start(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = all.Start(ctx) }()
+	if err := allSrc.WaitForSync(syncCtx); err != nil {
+		t.Fatal(err)
+	}
+	if got := all.Pods("data", "fc"); len(got) != 1 {
+		t.Errorf("every namespace but other: Pods(data, fc) = %+v, want the managed pod", got)
+	}
+	if got := all.Pods("other", "fc"); len(got) != 0 {
+		t.Errorf("every namespace but other: Pods(other, fc) = %+v, want none", got)
 	}
 
 	tm0.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}

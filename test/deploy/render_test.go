@@ -702,7 +702,7 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 			t.Fatalf("env %s comes from %+v, which this test cannot resolve", e.Name, e.ValueFrom)
 		}
 	}
-	for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE", "STATE_STORAGE_URI", "STATE_STORAGE_CLAIM", "SLOW_RECONCILE_THRESHOLD", "DEGRADED_RECONCILE_INTERVAL"} {
+	for _, k := range []string{"LOG_LEVEL", "RECONCILE_INTERVAL", "MAX_CONCURRENT_RECONCILES", "WATCH_NAMESPACE", "IGNORE_NAMESPACE", "POD_NAMESPACE", "FLINK_REST_OVERRIDE", "STATE_STORAGE_URI", "STATE_STORAGE_CLAIM", "SLOW_RECONCILE_THRESHOLD", "DEGRADED_RECONCILE_INTERVAL"} {
 		t.Setenv(k, env[k]) // the operator treats empty as unset
 	}
 	opts, err := operator.Defaults()
@@ -728,13 +728,13 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 
 	want := r.in.want
 	interval, _ := time.ParseDuration(want.reconcileInterval)
-	got := []any{opts.LogLevel, opts.ReconcileInterval, opts.MaxConcurrentReconciles, opts.WatchNamespaces,
+	got := []any{opts.LogLevel, opts.ReconcileInterval, opts.MaxConcurrentReconciles, opts.WatchNamespaces, opts.IgnoredNamespaces,
 		opts.LeaderElection, opts.LeaderElectionNamespace, opts.FlinkRESTOverride, opts.StateStorageURI, opts.StateStorageClaim,
 		[3]time.Duration{opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod}, [2]time.Duration{opts.SlowReconcileThreshold, opts.DegradedReconcileInterval}}
-	exp := []any{want.logLevel, interval, want.maxConcurrentReconciles, want.watchNamespaces,
+	exp := []any{want.logLevel, interval, want.maxConcurrentReconciles, want.watchNamespaces, []string(nil),
 		true, r.in.namespace, "", want.stateStorageURI, "", want.leaderElection, want.slowReconcile}
 	if !reflect.DeepEqual(got, exp) {
-		t.Errorf("Operator settings (log level, interval, concurrency, namespaces, leader election, lease namespace, REST override, storage URI, storage claim, lease/renew/retry, slow threshold/degraded interval)\n got %v\nwant %v", got, exp)
+		t.Errorf("Operator settings (log level, interval, concurrency, namespaces, ignored namespaces, leader election, lease namespace, REST override, storage URI, storage claim, lease/renew/retry, slow threshold/degraded interval)\n got %v\nwant %v", got, exp)
 	}
 
 	// The production overlay follows the reference design: the three
@@ -775,6 +775,7 @@ func TestChartRefusesBadSettings(t *testing.T) {
 		{"leaderElection.leaseDuration=12", "/leaderElection/leaseDuration"},
 		{"leaderElection.retryPeriod=2x", "/leaderElection/retryPeriod"},
 		{"leaderElection.lease=12s", "lease"},
+		{"watchNamespace=team-a,ignoreNamespace=legacy", "/ignoreNamespace"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			var stderr bytes.Buffer
