@@ -74,6 +74,7 @@ type config struct {
 	simLog      string
 	rounds      int
 	shapes      bool
+	floor       bool
 	shardedN    int
 }
 
@@ -88,6 +89,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "Markdown file the results table is appended to")
 	flag.StringVar(&c.stateDir, "state-dir", ".datapilot-bench", "state directory of the benchmark's local platform")
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds of the interleaved phases (baselines, session clusters, job clusters); every figure is reported as the median and spread over them")
+	flag.BoolVar(&c.floor, "floor", true, "run each round's floor before the operator's phases: the FlinkClusters created, owned children and one status write each by the bench's client, in a namespace the operator ignores (what any operator of this API costs at least)")
 	flag.BoolVar(&c.shapes, "shapes", true, "run each round's baseline in every child shape (JobManager as StatefulSet, no PodDisruptionBudget, server-side apply), not only the operator's")
 	flag.IntVar(&c.shardedN, "sharded", -1, "session clusters created under two sharded replicas at the end, before one is killed; -1 means n, 0 skips the sharded mode")
 	flag.StringVar(&c.simLog, "sim-log", "", "when set, the Flink simulator's logs, its refused connections among them, are written to this file")
@@ -154,7 +156,9 @@ type results struct {
 
 // round is one pass of the interleaved phases.
 type round struct {
-	baselines      map[string]baselineResult
+	baselines map[string]baselineResult
+	// floor is the floor phase (floor.go); n is 0 when not run.
+	floor          phase
 	session, job   phase
 	sessNS, jobsNS string
 }
@@ -258,7 +262,7 @@ func run(ctx context.Context, c config) error {
 	}
 	var watched []string
 	for i := range c.rounds {
-		watched = append(watched, sessionNS(i), jobNS(i))
+		watched = append(watched, sessionNS(i), jobNS(i), floorNS(i))
 		for k := range r.shapes {
 			watched = append(watched, baselineNamespace(i, k))
 		}
@@ -282,6 +286,13 @@ func run(ctx context.Context, c config) error {
 		"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(), "--log-level=error",
 		"--state-storage-uri=" + platform.StateStorageURI, "--jar-allowed-hosts=" + platform.JarHost,
 		"--max-concurrent-reconciles=" + strconv.Itoa(c.workers)}
+	if c.floor {
+		var floors []string
+		for i := range c.rounds {
+			floors = append(floors, floorNS(i))
+		}
+		opArgs = append(opArgs, "--ignore-namespace="+strings.Join(floors, ","))
+	}
 	// The leader serves the webhooks as the chart's default (self-signed)
 	// does, so a job cluster's finalizer comes with its create; the
 	// standby and the sharded replicas run without (each would point the
@@ -342,6 +353,20 @@ func run(ctx context.Context, c config) error {
 			// The teardown must not load the control plane while the
 			// next phase is measured.
 			if err := deleteNamespace(ctx, k8s, c, ns); err != nil {
+				return err
+			}
+		}
+		if c.floor {
+			fmt.Printf("Round %d, floor: creating %d FlinkClusters, their children and one status each, without the operator\n", i+1, c.n)
+			stopProfile := c.profileCPU(i, "floor")
+			rd.floor, err = floorPhase(ctx, k8s, c, meter, watch, floorNS(i), c.n)
+			stopProfile()
+			if err != nil {
+				return fmt.Errorf("floor: %w", err)
+			}
+			fmt.Printf("Round %d, floor: all Available in %s\n", i+1, rd.floor.took.Round(time.Millisecond))
+			rd.floor.lags, rd.floor.ctrlLags, rd.floor.opLags, rd.floor.incomplete = watch.lags(floorNS(i), 3)
+			if err := deleteNamespace(ctx, k8s, c, floorNS(i)); err != nil {
 				return err
 			}
 		}
@@ -730,7 +755,7 @@ func report(c config, r results) error {
 	fmt.Fprintf(&b, "\n## N = %d, %s\n\n", c.n, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s, load average %s at the end; %s. Command: `%s` (operator with %d concurrent reconciles, client with %d parallel creates). Local platform: %d kwok nodes, started in %s.\n\n",
 		hostInfo(), runtime.NumCPU(), memInfo(), loadAvg(), runtime.Version(), "go run ./bench "+strings.Join(os.Args[1:], " "), c.workers, c.concurrency, r.nodes, r.startup.Round(time.Millisecond))
-	fmt.Fprintf(&b, "Every figure measured per round is the median over %d interleaved rounds (lowest–highest); each round runs every baseline shape (in turn first), then the operator's session and job clusters.\n\n", len(r.rounds))
+	fmt.Fprintf(&b, "Every figure measured per round is the median over %d interleaved rounds (lowest–highest); each round runs every baseline shape (in turn first), then the floor (when run), then the operator's session and job clusters.\n\n", len(r.rounds))
 	b.WriteString("| Measure | Value | Goal |\n|---|---|---|\n")
 	ref := r.shapes[0].name
 	for _, sh := range r.shapes {
@@ -788,6 +813,22 @@ func report(c config, r results) error {
 	// cluster's five and three status writes (the job's ID before its
 	// submission, RUNNING, its first checkpoint with the spec stable), its
 	// finalizer riding on its create (the leader's mutating webhook).
+	if r.rounds[len(r.rounds)-1].floor.n > 0 {
+		floor := func(rd round) phase { return rd.floor }
+		took := collect(r.rounds, func(rd round) (float64, bool) { return rd.floor.took.Seconds(), true })
+		fmt.Fprintf(&b, "| Floor: %d FlinkClusters, their children and one status write each, by the client in a namespace the operator ignores, all `Available` | %s | |\n", c.n, took.format(seconds))
+		rel := collect(r.rounds, func(rd round) (float64, bool) {
+			return rd.floor.took.Seconds() / rd.baselines[ref].took.Seconds(), true
+		})
+		fmt.Fprintf(&b, "| Floor: ratio to the baseline of the operator's shape, same round (the least any operator of this API could reach) | %s | |\n", rel.format(ratio))
+		lag := collect(r.rounds, func(rd round) (float64, bool) { return quantile(rd.floor.lags, 0.5).Seconds(), len(rd.floor.lags) > 0 })
+		fmt.Fprintf(&b, "| Floor: last pod Ready → `Available`, median (the client looks every 250 ms) | %s | |\n", lag.format(seconds))
+		cpuRows(&b, "Floor", c.n, r.rounds, func(rd round) cpuSample { return floor(rd).cpu })
+		over := collect(r.rounds, func(rd round) (float64, bool) {
+			return rd.session.took.Seconds() / rd.floor.took.Seconds(), rd.session.n == c.n
+		})
+		fmt.Fprintf(&b, "| Session clusters: time relative to the floor, same round (the operator's own work) | %s | |\n", over.format(ratio))
+	}
 	row("Session clusters", func(rd round) phase { return rd.session }, 6)
 	row("Job clusters", func(rd round) phase { return rd.job }, 8)
 	fmt.Fprintf(&b, "| Idle %s: operator writes / full reconciles (lease renewals apart: %d; answered 404, into namespaces of clusters deleted before: %d) | %d / %.0f | 0 / 0 |\n", c.idle, r.leaseWrites, r.idleGone, r.idleWrites, r.idleReconciles)

@@ -404,7 +404,11 @@ func (r *readiness) converged(ns string, job bool) int {
 // workloads' status said so, kube-controller-manager's write after the
 // pods; since the operator counts the pods itself, that would have given
 // it the controllers' lag for free.)
-func (r *readiness) podsReady(ns string, pods int) int {
+func (r *readiness) podsReady(ns string, pods int) int { return len(r.readyClusters(ns, pods)) }
+
+// readyClusters names the clusters of ns of which the watch has seen pods
+// pods Ready.
+func (r *readiness) readyClusters(ns string, pods int) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	count := map[string]int{}
@@ -413,13 +417,13 @@ func (r *readiness) podsReady(ns string, pods int) int {
 			count[cl]++
 		}
 	}
-	n := 0
-	for _, c := range count {
+	var out []string
+	for cl, c := range count {
 		if c >= pods {
-			n++
+			out = append(out, strings.TrimPrefix(cl, ns+"/"))
 		}
 	}
-	return n
+	return out
 }
 
 func countIn[V any](m map[string]V, ns string) int {
