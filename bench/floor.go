@@ -24,9 +24,10 @@ import (
 // with the conditions that say so. The bench's client does all of it in a
 // namespace the operator ignores (--ignore-namespace), so the operator
 // neither caches nor reconciles those clusters, and no Flink REST API is
-// probed. Its ratio to the baseline is the lowest any operator of this
-// API could reach on this platform; the session clusters' ratio to it is
-// the operator's own work.
+// probed. Its ratio to the baseline is the lowest an operator of this API
+// could reach on this platform creating the children as the baseline's
+// client does; the session clusters' ratio to it is the operator's own
+// work.
 func floorNS(round int) string { return fmt.Sprintf("bench-floor-%d", round) }
 
 // floorPhase creates n clusters in ns the floor's way and waits until the
@@ -36,6 +37,47 @@ func floorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter
 	if err := ensureNamespace(ctx, k8s, ns); err != nil {
 		return p, err
 	}
+	// One status write per cluster as soon as its pods are ready, while
+	// the rest are still being created, by as many writers as the
+	// operator has workers.
+	ready := make(chan string, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, c.workers)
+	for range c.workers {
+		wg.Go(func() {
+			for name := range ready {
+				if err := writeFloorStatus(ctx, k8s, ns, name); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	stop, fed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(fed)
+		written := map[string]bool{}
+		for len(written) < n {
+			for _, name := range watch.readyClusters(ns, 3) {
+				if !written[name] {
+					written[name] = true
+					ready <- name
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-fed
+		close(ready)
+		wg.Wait()
+	}()
+
 	cpu0 := meter.sample()
 	start := time.Now()
 	err := parallel(n, c.concurrency, func(i int) error {
@@ -58,38 +100,14 @@ func floorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter
 	if err != nil {
 		return p, err
 	}
-	// One status write per cluster once its pods are ready, by as many
-	// writers as the operator has workers.
-	ready := make(chan string, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, c.workers)
-	for range c.workers {
-		wg.Go(func() {
-			for name := range ready {
-				if err := writeFloorStatus(ctx, k8s, ns, name); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	written := map[string]bool{}
 	err = waitFor(ctx, c.timeout, func() (int, error) {
 		select {
 		case err := <-errs:
 			return 0, err
 		default:
 		}
-		for _, name := range watch.readyClusters(ns, 3) {
-			if !written[name] {
-				written[name] = true
-				ready <- name
-			}
-		}
 		return n - watch.converged(ns, false), nil
 	})
-	close(ready)
-	wg.Wait()
 	p.took = time.Since(start)
 	p.cpu = meter.sample().since(cpu0)
 	return p, err

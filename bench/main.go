@@ -822,7 +822,7 @@ func report(c config, r results) error {
 		})
 		fmt.Fprintf(&b, "| Floor: ratio to the baseline of the operator's shape, same round (the least any operator of this API could reach) | %s | |\n", rel.format(ratio))
 		lag := collect(r.rounds, func(rd round) (float64, bool) { return quantile(rd.floor.lags, 0.5).Seconds(), len(rd.floor.lags) > 0 })
-		fmt.Fprintf(&b, "| Floor: last pod Ready → `Available`, median (the client looks every 250 ms) | %s | |\n", lag.format(seconds))
+		fmt.Fprintf(&b, "| Floor: last pod Ready → `Available`, median (the client looks every 50 ms) | %s | |\n", lag.format(seconds))
 		cpuRows(&b, "Floor", c.n, r.rounds, func(rd round) cpuSample { return floor(rd).cpu })
 		over := collect(r.rounds, func(rd round) (float64, bool) {
 			return rd.session.took.Seconds() / rd.floor.took.Seconds(), rd.session.n == c.n
