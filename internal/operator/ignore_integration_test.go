@@ -6,11 +6,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/controller"
+	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -31,14 +34,26 @@ func testIgnoredNamespace(t *testing.T, ce *conversionEnv) {
 		fc.Spec.Checkpointing = &v1.CheckpointingSpec{Interval: "10s"}
 		return fc
 	}
-	left := job(ce.namespace(t, ignoredNamespace))
+	// A child-like object first in each namespace: the children's
+	// informers carry the same field selector as the clusters'.
+	child := func(ns string) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "managed-elsewhere",
+			Labels: map[string]string{resources.LabelManagedBy: resources.ManagedBy}}}
+		if err := ce.c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	leftChild := child(ce.namespace(t, ignoredNamespace))
+	left := job(ignoredNamespace)
 	if err := ce.c.Create(ctx, left); err != nil {
 		t.Fatal(err)
 	}
 	if len(left.Finalizers) != 0 {
 		t.Errorf("a job cluster in the ignored namespace was stored with finalizers %v: its deletion would wait for an operator that never comes", left.Finalizers)
 	}
-	watched := job(ce.namespace(t, "next-door"))
+	watchedChild := child(ce.namespace(t, "next-door"))
+	watched := job("next-door")
 	if err := ce.c.Create(ctx, watched); err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +74,13 @@ func testIgnoredNamespace(t *testing.T, ce *conversionEnv) {
 	// first, the cache would hold it by now.
 	if err := ce.cache.Get(ctx, client.ObjectKeyFromObject(left), &v1.FlinkCluster{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the operator's cache read of the ignored cluster = %v, want NotFound", err)
+	}
+	// The same for the ConfigMaps, through their own watch.
+	testwait.Until(t, 30*time.Second, func() error {
+		return ce.cache.Get(ctx, client.ObjectKeyFromObject(watchedChild), &corev1.ConfigMap{})
+	})
+	if err := ce.cache.Get(ctx, client.ObjectKeyFromObject(leftChild), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the operator's cache read of the ignored namespace's ConfigMap = %v, want NotFound", err)
 	}
 	if err := ce.c.Get(ctx, client.ObjectKeyFromObject(left), left); err != nil {
 		t.Fatal(err)
