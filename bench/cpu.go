@@ -39,6 +39,19 @@ func (m cpuMeter) sample() cpuSample {
 	return s
 }
 
+// with is the meter that also reads the process pid, as name.
+func (m cpuMeter) with(name string, pid int) cpuMeter {
+	pids := m.pids
+	m.pids = func() map[string]int {
+		all := map[string]int{name: pid}
+		if pids != nil {
+			maps.Copy(all, pids())
+		}
+		return all
+	}
+	return m
+}
+
 // since is the CPU seconds spent by each process from s0 to s.
 func (s cpuSample) since(s0 cpuSample) cpuSample {
 	d := cpuSample{}

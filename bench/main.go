@@ -76,6 +76,8 @@ type config struct {
 	shapes      bool
 	floor       bool
 	shardedN    int
+	// spotify is a checkout of the Spotify operator's source (peer.go).
+	spotify string
 }
 
 func main() {
@@ -92,6 +94,7 @@ func main() {
 	flag.BoolVar(&c.floor, "floor", true, "run each round's floor before the operator's phases: the FlinkClusters created, owned children and one status write each by the bench's client, in a namespace the operator ignores (what any operator of this API costs at least)")
 	flag.BoolVar(&c.shapes, "shapes", true, "run each round's baseline in every child shape (JobManager as StatefulSet, no PodDisruptionBudget, server-side apply), not only the operator's")
 	flag.IntVar(&c.shardedN, "sharded", -1, "session clusters created under two sharded replicas at the end, before one is killed; -1 means n, 0 skips the sharded mode")
+	flag.StringVar(&c.spotify, "spotify", "", "a checkout of github.com/spotify/flink-on-k8s-operator: when set, the bench builds it and runs each round's session clusters under it too, on the same platform (the Go module proxy does not serve it; see docs/performance.md)")
 	flag.StringVar(&c.simLog, "sim-log", "", "when set, the Flink simulator's logs, its refused connections among them, are written to this file")
 	flag.StringVar(&c.heapProfile, "heap-profile", "", "when set, the operator serves pprof and its heap profile is written to <this>-start.pb.gz once the operator is idle and to <this>-converged.pb.gz after the last round's operator phases")
 	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "when set, the CPU profile of the bench process itself (its client, the Flink simulator, the watches that measure) over each baseline and operator phase of the last round is written to <this>-<phase>.pb.gz")
@@ -158,8 +161,10 @@ type results struct {
 type round struct {
 	baselines map[string]baselineResult
 	// floor is the floor phase (floor.go); n is 0 when not run.
-	floor          phase
-	session, job   phase
+	floor        phase
+	session, job phase
+	// peer is the Spotify operator's phase (peer.go); n is 0 when not run.
+	peer           phase
 	sessNS, jobsNS string
 }
 
@@ -178,6 +183,9 @@ type phase struct {
 	incomplete int
 	// cpu is the CPU time of each process during the phase.
 	cpu cpuSample
+	// peakRSS is the peer operator's high-water resident set (peer
+	// phases; Datapilot's is measured over the whole run).
+	peakRSS int64
 }
 
 // The namespaces of each round's operator phases.
@@ -263,6 +271,9 @@ func run(ctx context.Context, c config) error {
 	var watched []string
 	for i := range c.rounds {
 		watched = append(watched, sessionNS(i), jobNS(i), floorNS(i))
+		if c.spotify != "" {
+			watched = append(watched, peerNS(i))
+		}
 		for k := range r.shapes {
 			watched = append(watched, baselineNamespace(i, k))
 		}
@@ -320,6 +331,16 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	meter := cpuMeter{pids: pl.PIDs, op: op}
+	var spotify *peer
+	if c.spotify != "" {
+		var peers []string
+		for i := range c.rounds {
+			peers = append(peers, peerNS(i))
+		}
+		if spotify, err = setupPeer(ctx, k8s, restConfig(), watch, c.spotify, stateDir, pl.KubeconfigPath(), peers); err != nil {
+			return err
+		}
+	}
 	time.Sleep(3 * time.Second) // leader, caches synced; measured as the idle footprint
 	r.rssBeforeLoad = rss(op.pid())
 	r.memStart = readMemBreakdown(op)
@@ -370,6 +391,30 @@ func run(ctx context.Context, c config) error {
 				return err
 			}
 		}
+		// The peer runs before Datapilot's session clusters in odd rounds
+		// and after them in even ones, so neither always runs first.
+		runPeer := func() error {
+			if spotify == nil {
+				return nil
+			}
+			ns := peerNS(i)
+			fmt.Printf("Round %d, Spotify operator: creating %d session clusters\n", i+1, c.n)
+			rd.peer, err = peerPhase(ctx, k8s, c, meter, watch, spotify, ns, c.n)
+			if err != nil {
+				return fmt.Errorf("the Spotify operator: %w", err)
+			}
+			fmt.Printf("Round %d, Spotify operator: all Running in %s\n", i+1, rd.peer.took.Round(time.Millisecond))
+			rd.peer.writesByVerb = map[string]int{}
+			rd.peer.writes = countWrites(audit, peerAgent, ns, time.Time{}, time.Now(), rd.peer.writesByVerb)
+			rd.peer.lags, rd.peer.ctrlLags, rd.peer.opLags, rd.peer.incomplete = watch.lags(ns, 3)
+			rd.peer.apiLags = apiLags(audit, peerAgent, ns, time.Now())
+			return deleteNamespace(ctx, k8s, c, ns)
+		}
+		if i%2 == 1 {
+			if err := runPeer(); err != nil {
+				return err
+			}
+		}
 		fmt.Printf("Round %d, operator: creating %d session clusters\n", i+1, c.n)
 		stopProfile := c.profileCPU(i, "session")
 		rd.session, err = operatorPhase(ctx, k8s, c, meter, watch, rd.sessNS, c.n, false)
@@ -388,6 +433,11 @@ func run(ctx context.Context, c config) error {
 			}
 			fmt.Printf("Round %d, operator: all job clusters Available, jobs RUNNING and recorded stable, in %s\n", i+1, rd.job.took.Round(time.Millisecond))
 		}
+		if i%2 == 0 {
+			if err := runPeer(); err != nil {
+				return err
+			}
+		}
 		// Let the last status writes land; the writes counted are the
 		// convergence's, before any teardown.
 		time.Sleep(5 * time.Second)
@@ -399,7 +449,7 @@ func run(ctx context.Context, c config) error {
 			p.writesByVerb = map[string]int{}
 			p.writes = countWrites(audit, operatorAgent, ns, time.Time{}, time.Now(), p.writesByVerb)
 			p.lags, p.ctrlLags, p.opLags, p.incomplete = watch.lags(ns, 3)
-			p.apiLags = apiLags(audit, ns, time.Now())
+			p.apiLags = apiLags(audit, operatorAgent, ns, time.Now())
 		}
 		r.rounds = append(r.rounds, rd)
 		if i == c.rounds-1 {
@@ -830,6 +880,9 @@ func report(c config, r results) error {
 		fmt.Fprintf(&b, "| Session clusters: time relative to the floor, same round (the operator's own work) | %s | |\n", over.format(ratio))
 	}
 	row("Session clusters", func(rd round) phase { return rd.session }, 6)
+	if r.rounds[len(r.rounds)-1].peer.n > 0 {
+		peerRows(&b, c, r.rounds)
+	}
 	row("Job clusters", func(rd round) phase { return rd.job }, 8)
 	fmt.Fprintf(&b, "| Idle %s: operator writes / full reconciles (lease renewals apart: %d; answered 404, into namespaces of clusters deleted before: %d) | %d / %.0f | 0 / 0 |\n", c.idle, r.leaseWrites, r.idleGone, r.idleWrites, r.idleReconciles)
 	last := r.rounds[len(r.rounds)-1]
@@ -876,7 +929,7 @@ func report(c config, r results) error {
 	for _, p := range []struct {
 		kind string
 		p    phase
-	}{{"Session", r.session}, {"Job", r.job}} {
+	}{{"Session", r.session}, {"Job", r.job}, {"Spotify operator's session", r.rounds[len(r.rounds)-1].peer}} {
 		if p.p.n == 0 {
 			continue
 		}

@@ -73,7 +73,7 @@ func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string)
 		defer r.mu.Unlock()
 		if _, seen := r.podReady[key]; !seen {
 			r.podReady[key] = time.Now()
-			r.podOf[key] = p.Namespace + "/" + p.Labels[resources.LabelInstance]
+			r.podOf[key] = p.Namespace + "/" + instanceOf(p.Labels)
 		}
 	}
 	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }}); err != nil {
@@ -91,12 +91,12 @@ func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string)
 				if w.Status.ReadyReplicas < 1 {
 					return
 				}
-				kind, cluster = "Deployment/"+w.Name, w.Namespace+"/"+w.Labels[resources.LabelInstance]
+				kind, cluster = "Deployment/"+w.Name, w.Namespace+"/"+instanceOf(w.Labels)
 			case *appsv1.StatefulSet:
 				if w.Spec.Replicas == nil || w.Status.ReadyReplicas < *w.Spec.Replicas {
 					return
 				}
-				kind, cluster = "StatefulSet/"+w.Name, w.Namespace+"/"+w.Labels[resources.LabelInstance]
+				kind, cluster = "StatefulSet/"+w.Name, w.Namespace+"/"+instanceOf(w.Labels)
 			default:
 				return
 			}
@@ -142,6 +142,15 @@ func watchReadiness(ctx context.Context, cfg *rest.Config, namespaces ...string)
 		return nil, fmt.Errorf("readiness watch did not sync")
 	}
 	return r, nil
+}
+
+// instanceOf is the cluster a pod or workload belongs to: Datapilot's
+// instance label, or the Spotify operator's "cluster" label (peer.go).
+func instanceOf(labels map[string]string) string {
+	if name := labels[resources.LabelInstance]; name != "" {
+		return name
+	}
+	return labels["cluster"]
 }
 
 // lags are, for each cluster of ns with pods pods Ready and Available:
@@ -288,11 +297,11 @@ type auditEvent struct {
 
 // apiLags are, for each cluster of ns, the time from the last status write
 // of its pods by the node agent (kwok: the write that made the last of them
-// Ready) to the operator's first FlinkCluster status write after it, both
-// as the API server logged them. That is the operator's share of the lag
+// Ready) to the first FlinkCluster status write by agent (an operator's
+// user agent) after it, both as the API server logged them. That is the operator's share of the lag
 // (its watch, queue, reconcile and write), without the bench's own two
 // watches, which the lag from the bench's watch includes.
-func apiLags(path, ns string, to time.Time) []time.Duration {
+func apiLags(path, agent, ns string, to time.Time) []time.Duration {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
@@ -319,7 +328,7 @@ func apiLags(path, ns string, to time.Time) []time.Duration {
 			if at.After(lastPod[cluster]) {
 				lastPod[cluster] = at
 			}
-		case o.Resource == "flinkclusters" && o.Subresource == "status" && strings.HasPrefix(e.UserAgent, operatorAgent):
+		case o.Resource == "flinkclusters" && o.Subresource == "status" && strings.HasPrefix(e.UserAgent, agent):
 			statusWrites[o.Name] = append(statusWrites[o.Name], at)
 		}
 	}

@@ -30,7 +30,8 @@ func TestAPILags(t *testing.T) {
 		line(kwok, "ns", "pods", "status", "fc-0002-taskmanager-0", 100),
 		line(op, "ns", "flinkclusters", "status", "fc-0002", 600),
 		line("kube-controller-manager/v1", "ns", "deployments", "status", "fc-0002-jobmanager", 650),
-		line(kwok, "ns", "pods", "status", "fc-0003-taskmanager-0", 100), // never written
+		line(kwok, "ns", "pods", "status", "fc-0003-taskmanager-0", 100),                 // never written by the operator
+		line("spotify-operator/v0.0.0", "ns", "flinkclusters", "status", "fc-0003", 400), // by the peer
 		line(kwok, "other", "pods", "status", "fc-0001-taskmanager-0", 100),
 		line(op, "other", "flinkclusters", "status", "fc-0001", 150),
 		line(kwok, "ns", "pods", "status", "fc-0004-taskmanager-0", 100),
@@ -40,10 +41,30 @@ func TestAPILags(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(log, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got := apiLags(path, "ns", t0.Add(5*time.Second))
+	got := apiLags(path, operatorAgent, "ns", t0.Add(5*time.Second))
 	want := []time.Duration{500 * time.Millisecond, time.Second}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("apiLags = %v, want %v", got, want)
+	}
+	if got, want := apiLags(path, peerAgent, "ns", t0.Add(5*time.Second)), []time.Duration{300 * time.Millisecond}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("apiLags of the peer = %v, want %v", got, want)
+	}
+}
+
+// TestInstanceOf: a pod or workload belongs to the cluster Datapilot's
+// instance label names, or else the Spotify operator's "cluster" label.
+func TestInstanceOf(t *testing.T) {
+	for _, tc := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{map[string]string{"app.kubernetes.io/instance": "fc-0001", "cluster": "other"}, "fc-0001"},
+		{map[string]string{"cluster": "fc-0002", "app": "flink", "component": "jobmanager"}, "fc-0002"},
+		{map[string]string{"app": "flink"}, ""},
+	} {
+		if got := instanceOf(tc.labels); got != tc.want {
+			t.Errorf("instanceOf(%v) = %q, want %q", tc.labels, got, tc.want)
+		}
 	}
 }
 
