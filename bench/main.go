@@ -805,7 +805,7 @@ func report(c config, r results) error {
 	fmt.Fprintf(&b, "\n## N = %d, %s\n\n", c.n, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s, load average %s at the end; %s. Command: `%s` (operator with %d concurrent reconciles, client with %d parallel creates). Local platform: %d kwok nodes, started in %s.\n\n",
 		hostInfo(), runtime.NumCPU(), memInfo(), loadAvg(), runtime.Version(), "go run ./bench "+strings.Join(os.Args[1:], " "), c.workers, c.concurrency, r.nodes, r.startup.Round(time.Millisecond))
-	fmt.Fprintf(&b, "Every figure measured per round is the median over %d interleaved rounds (lowest–highest); each round runs every baseline shape (in turn first), then the floor (when run), then the operator's session and job clusters.\n\n", len(r.rounds))
+	fmt.Fprintf(&b, "Every figure measured per round is the median over %d interleaved rounds (lowest–highest); each round runs every baseline shape (in turn first), then the floor (when run), then the operator's session and job clusters%s.\n\n", len(r.rounds), peerOrder(c))
 	b.WriteString("| Measure | Value | Goal |\n|---|---|---|\n")
 	ref := r.shapes[0].name
 	for _, sh := range r.shapes {

@@ -349,3 +349,11 @@ func peerRows(b *strings.Builder, c config, rounds []round) {
 	fmt.Fprintf(b, "| Spotify operator: peak memory, %d clusters | %s | |\n", c.n, peak.format(func(v float64) string { return fmt.Sprintf("%.1f MiB", v) }))
 	cpuRows(b, "Spotify operator", c.n, rounds, func(rd round) cpuSample { return rd.peer.cpu })
 }
+
+// peerOrder says where the peer's phase runs in a round, for the report.
+func peerOrder(c config) string {
+	if c.spotify == "" {
+		return ""
+	}
+	return ", with the Spotify operator's session clusters just before Datapilot's in even rounds (2, 4, ...) and after them in odd ones"
+}
