@@ -207,8 +207,14 @@ func run(ctx context.Context, c config) error {
 	// The platform empties it once it owns the state dir: a second bench
 	// started on the same dir must not take a running one's log.
 	audit := filepath.Join(stateDir, "audit", "audit.log")
-	// Every pod of every phase must fit: three per cluster, with headroom.
-	nodes := max(4, (3*(c.n+c.jobs)+199)/200+1)
+	// Every pod of every phase must fit: three per cluster, with headroom;
+	// the peer's clusters run while Datapilot's session clusters are still
+	// there.
+	clusters := c.n + c.jobs
+	if c.spotify != "" {
+		clusters += c.n
+	}
+	nodes := max(4, (3*clusters+199)/200+1)
 	var r results
 	r.nodes = nodes
 	pl, err := platform.Start(ctx, platform.Options{
