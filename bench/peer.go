@@ -355,5 +355,5 @@ func peerOrder(c config) string {
 	if c.spotify == "" {
 		return ""
 	}
-	return ", with the Spotify operator's session clusters just before Datapilot's in even rounds (2, 4, ...) and after them in odd ones"
+	return ", with the Spotify operator's session clusters before Datapilot's in even rounds (2, 4, ...) and the last, and after Datapilot's are deleted in the others"
 }

@@ -46,6 +46,7 @@ type wantSettings struct {
 	reconcileInterval       string
 	maxConcurrentReconciles int
 	watchNamespaces         []string
+	ignoredNamespaces       []string
 	stateStorageURI         string
 	// leaderElection is lease duration, renew deadline and retry period;
 	// slowReconcile the threshold and the degraded interval.
@@ -69,6 +70,13 @@ var installs = []install{
 			leaderElection: [3]time.Duration{30 * time.Second, 20 * time.Second, 4 * time.Second}, slowReconcile: [2]time.Duration{20 * time.Second, 2 * time.Minute},
 			watchNamespaces: []string{"team-a", "team-b"}, stateStorageURI: "s3://team-state/flink", serviceMonitor: true,
 			image: "registry.example.com/platform/datapilot:test"},
+	},
+	{
+		name: "chart ignoring namespaces", chart: true, release: "flink-ignoring", namespace: "datapilot-ignoring",
+		chartValues: "values-ignore.yaml",
+		want: wantSettings{replicas: 1, logLevel: "info", reconcileInterval: "30s", maxConcurrentReconciles: 5,
+			leaderElection: [3]time.Duration{12 * time.Second, 8 * time.Second, 2 * time.Second}, slowReconcile: [2]time.Duration{15 * time.Second, time.Minute},
+			ignoredNamespaces: []string{"legacy-flink", "sandbox"}, image: "ghcr.io/datapilot/datapilot:0.1.0"},
 	},
 	{
 		name: "kustomize config/default", kustomizeDir: "config/default", namespace: "datapilot-system",

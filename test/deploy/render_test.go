@@ -731,7 +731,7 @@ func checkOperatorSettings(t *testing.T, r rendered, dep *appsv1.Deployment) {
 	got := []any{opts.LogLevel, opts.ReconcileInterval, opts.MaxConcurrentReconciles, opts.WatchNamespaces, opts.IgnoredNamespaces,
 		opts.LeaderElection, opts.LeaderElectionNamespace, opts.FlinkRESTOverride, opts.StateStorageURI, opts.StateStorageClaim,
 		[3]time.Duration{opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod}, [2]time.Duration{opts.SlowReconcileThreshold, opts.DegradedReconcileInterval}}
-	exp := []any{want.logLevel, interval, want.maxConcurrentReconciles, want.watchNamespaces, []string(nil),
+	exp := []any{want.logLevel, interval, want.maxConcurrentReconciles, want.watchNamespaces, want.ignoredNamespaces,
 		true, r.in.namespace, "", want.stateStorageURI, "", want.leaderElection, want.slowReconcile}
 	if !reflect.DeepEqual(got, exp) {
 		t.Errorf("Operator settings (log level, interval, concurrency, namespaces, ignored namespaces, leader election, lease namespace, REST override, storage URI, storage claim, lease/renew/retry, slow threshold/degraded interval)\n got %v\nwant %v", got, exp)
