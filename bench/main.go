@@ -208,8 +208,9 @@ func run(ctx context.Context, c config) error {
 	// started on the same dir must not take a running one's log.
 	audit := filepath.Join(stateDir, "audit", "audit.log")
 	// Every pod of every phase must fit: three per cluster, with headroom;
-	// the peer's clusters run while Datapilot's session clusters are still
-	// there.
+	// room for the peer's clusters as well (sized when they ran beside
+	// Datapilot's; no phase has the other's clusters now, but the runs in
+	// docs/performance.md had this many nodes).
 	clusters := c.n + c.jobs
 	if c.spotify != "" {
 		clusters += c.n
