@@ -734,19 +734,24 @@ func parallel(n, workers int, f func(i int) error) error {
 // operatorPhase creates n clusters in ns and waits until every one is
 // Available (and, for job clusters, its job RUNNING).
 func operatorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter, watch *readiness, ns string, n int, job bool) (phase, error) {
+	return convergePhase(ctx, k8s, c, meter, watch, ns, n, job, func(i int) client.Object {
+		if job {
+			return jobCluster(ns, i, c.jarURL)
+		}
+		return benchCluster(ns, i)
+	})
+}
+
+// convergePhase creates the n clusters mk makes and waits until the
+// bench's watch has seen every one converged, timing it and the CPU spent.
+func convergePhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter, watch *readiness, ns string, n int, job bool, mk func(i int) client.Object) (phase, error) {
 	p := phase{n: n, job: job}
 	cpu0 := meter.sample()
 	start := time.Now()
-	err := parallel(n, c.concurrency, func(i int) error {
-		if job {
-			return k8s.Create(ctx, jobCluster(ns, i, c.jarURL))
-		}
-		return k8s.Create(ctx, benchCluster(ns, i))
-	})
-	if err != nil {
+	if err := parallel(n, c.concurrency, func(i int) error { return k8s.Create(ctx, mk(i)) }); err != nil {
 		return p, err
 	}
-	err = waitFor(ctx, c.timeout, func() (int, error) {
+	err := waitFor(ctx, c.timeout, func() (int, error) {
 		return n - watch.converged(ns, job), nil
 	})
 	p.took = time.Since(start)

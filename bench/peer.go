@@ -251,22 +251,13 @@ func (p *peerProc) stop() {
 // peerPhase runs the peer for n session clusters in ns, as operatorPhase
 // does Datapilot, and stops it once they are all Running.
 func peerPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter, watch *readiness, p *peer, ns string, n int) (phase, error) {
-	ph := phase{n: n}
 	proc, err := p.start(ctx, k8s, ns, c.workers)
 	if err != nil {
-		return ph, err
+		return phase{n: n}, err
 	}
 	defer proc.stop()
-	m := meter.with("spotify-operator", proc.pid())
-	cpu0 := m.sample()
-	start := time.Now()
-	err = parallel(n, c.concurrency, func(i int) error { return k8s.Create(ctx, peerCluster(ns, i)) })
-	if err != nil {
-		return ph, err
-	}
-	err = waitFor(ctx, c.timeout, func() (int, error) { return n - watch.converged(ns, false), nil })
-	ph.took = time.Since(start)
-	ph.cpu = m.sample().since(cpu0)
+	ph, err := convergePhase(ctx, k8s, c, meter.with("spotify-operator", proc.pid()), watch, ns, n, false,
+		func(i int) client.Object { return peerCluster(ns, i) })
 	if err != nil {
 		return ph, err
 	}
