@@ -411,7 +411,9 @@ func run(ctx context.Context, c config) error {
 			}
 			ns := peerNS(i)
 			fmt.Printf("Round %d, Spotify operator: creating %d session clusters\n", i+1, c.n)
+			stopProfile := c.profileCPU(i, "spotify")
 			rd.peer, err = peerPhase(ctx, k8s, c, meter, watch, spotify, ns, c.n)
+			stopProfile()
 			if err != nil {
 				return fmt.Errorf("the Spotify operator: %w", err)
 			}

@@ -52,8 +52,10 @@ func TestCreatedChildrenDropWhatTheRenderingDrops(t *testing.T) {
 		t.Errorf("new ConfigMap's field managers %v, want the operator's create", m)
 	}
 	// Created typed, so as protobuf (asTyped): JSON into an unstructured
-	// map was a tenth of the operator's CPU. The five are created side by
-	// side: wait for each.
+	// map was a tenth of the operator's CPU. Four are created side by
+	// side, the budget once the cluster is Available (budgetDue): wait for
+	// each.
+	markReady(t, ns, name)
 	for _, r := range []string{"configmaps", "services", "deployments", "statefulsets", "poddisruptionbudgets"} {
 		testwait.Until(t, 15*time.Second, func() error {
 			if ct, ok := createTypes.Load(ns + " " + r); !ok || ct != runtime.ContentTypeProtobuf {

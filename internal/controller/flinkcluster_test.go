@@ -120,8 +120,8 @@ func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-jobmanager"}},
 		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
 		cm,
-		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
 	}
+	budget := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}}
 	for _, obj := range children {
 		testwait.Until(t, 10*time.Second, func() error {
 			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: obj.GetName()}, obj)
@@ -159,8 +159,23 @@ func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
 		t.Errorf("Progressing = %+v before pods are ready", p)
 	}
 
+	// The budget follows the first Available (nothing runs before for it
+	// to protect): not there while the pods come up, though the status
+	// just read was written after the reconcile that created the rest.
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: budget.Name}, budget); !apierrors.IsNotFound(err) {
+		t.Errorf("TaskManagers' budget before the cluster was Available: %v, want none", err)
+	}
 	markReady(t, ns, "realtime-warehouse")
 	fc = waitCondition(t, ns, "realtime-warehouse", v1.ConditionAvailable, metav1.ConditionTrue)
+	testwait.Until(t, 10*time.Second, func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: budget.Name}, budget)
+	})
+	if ref := metav1.GetControllerOf(budget); ref == nil || ref.UID != fc.UID {
+		t.Errorf("budget has controller %v, want the FlinkCluster", ref)
+	}
+	if mu := budget.Spec.MaxUnavailable; mu == nil || mu.IntValue() != 1 || budget.Spec.Selector.MatchLabels[resources.LabelComponent] != resources.ComponentTaskManager {
+		t.Errorf("budget spec %+v, want one TaskManager unavailable at most", budget.Spec)
+	}
 	if fc.Status.Phase != v1.PhaseRunning || fc.Status.TaskManager.Ready != "12/12" || fc.Status.JobManager.Ready != "3/3" {
 		t.Errorf("status = phase %s, TM %s, JM %s", fc.Status.Phase, fc.Status.TaskManager.Ready, fc.Status.JobManager.Ready)
 	}

@@ -167,7 +167,8 @@ type scope struct {
 	// nothing was decided, done or written.
 	held bool
 	// creationWait: a child created earlier is not in the cache yet
-	// (creations); the reconcile looks again by then at the latest.
+	// (creations), or this reconcile's status write makes the budget due
+	// (budgetDue); the reconcile looks again by then at the latest.
 	creationWait time.Duration
 }
 
@@ -559,7 +560,26 @@ type child struct {
 	desired runtime.ApplyConfiguration
 	// drifted reports a field others may change that the hash cannot see.
 	drifted func(cached client.Object) bool
+	// notYet: a missing child is not created by this reconcile (budgetDue).
+	notYet bool
 }
+
+// budgetDue says whether the TaskManagers' PodDisruptionBudget may be
+// created: once the cluster's status has said Available. Before, nothing
+// runs on the TaskManagers for it to protect (a job is submitted with the
+// status write that says Available), and the disruption controller writes
+// a budget's status at every change of its pods: created with them, it is
+// written as each pod is created, scheduled and turns ready (6.8 writes a
+// cluster, docs/performance-shape.md), created over ready pods, once. A
+// budget that exists is kept applied whatever the status says.
+func budgetDue(fc *v1.FlinkCluster) bool {
+	return meta.IsStatusConditionTrue(fc.Status.Conditions, v1.ConditionAvailable)
+}
+
+// budgetFollowUp is how soon a reconcile that writes Available for a
+// cluster without its budget looks again to create it: its own status
+// write wakes nothing (setup.go), and the next must find it in the cache.
+const budgetFollowUp = staleRetry
 
 func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	d := s.desired
@@ -586,7 +606,8 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 				return replicasDiffer(o.(*appsv1.Deployment).Spec.Replicas, *d.JobManager.Spec.Replicas) ||
 					templateHash(o.GetAnnotations()) != templateHash(d.JobManager.Annotations)
 			}},
-		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: metadataOnly("policy/v1", "PodDisruptionBudget"), desired: d.TaskManagerBudget},
+		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: metadataOnly("policy/v1", "PodDisruptionBudget"), desired: d.TaskManagerBudget,
+			notYet: !budgetDue(s.fc)},
 		{kind: "StatefulSet", name: *d.TaskManager.Name, hash: specHash(d.TaskManager.Annotations), cached: tm, desired: d.TaskManager,
 			drifted: func(o client.Object) bool {
 				return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas) ||
@@ -614,6 +635,13 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			// Created here moments ago, not in the cache yet: it holds
 			// what was sent. Its watch event wakes the cluster.
 			s.creationWait = soonest(s.creationWait, wait)
+			continue
+		}
+		if err != nil && c.notYet {
+			if s.availableNow() {
+				// This reconcile's status write makes it due.
+				s.creationWait = soonest(s.creationWait, budgetFollowUp)
+			}
 			continue
 		}
 		actions[i] = decide(err == nil, c.hash, c.cached, c.drifted)
@@ -674,9 +702,11 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			continue
 		}
 		r.Metrics.Applies.WithLabelValues(c.kind, string(actions[i])).Inc()
-		if actions[i] == actionCreate {
+		if actions[i] == actionCreate && c.kind != "PodDisruptionBudget" {
+			// The budget's creation follows the first Available (budgetDue),
+			// so it is no news: no Created event.
 			s.created = append(s.created, c.kind+" "+c.name)
-		} else {
+		} else if actions[i] != actionCreate {
 			r.recordChange(s, c, actions[i])
 		}
 	}

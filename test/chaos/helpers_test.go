@@ -189,7 +189,9 @@ func burst(ns string, job bool) []*v1.FlinkCluster {
 }
 
 // waitConverged waits until every cluster of ns says Available at its
-// generation (and, with a job, runs it and has recorded a stable spec).
+// generation (and, with a job, runs it and has recorded a stable spec) and
+// has its last child, the TaskManagers' budget, which the operator creates
+// once the status said Available.
 func waitConverged(t *testing.T, ns string, n int, job bool, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, "every cluster converged", func() error {
@@ -199,6 +201,13 @@ func waitConverged(t *testing.T, ns string, n int, job bool, timeout time.Durati
 		}
 		if len(list.Items) != n {
 			return fmt.Errorf("%d clusters, want %d", len(list.Items), n)
+		}
+		var budgets policyv1.PodDisruptionBudgetList
+		if err := k8s.List(context.Background(), &budgets, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(budgets.Items) < n {
+			return fmt.Errorf("%d budgets, want %d", len(budgets.Items), n)
 		}
 		for _, fc := range list.Items {
 			c := meta.FindStatusCondition(fc.Status.Conditions, v1.ConditionAvailable)

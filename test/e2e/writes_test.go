@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +50,7 @@ func TestJobClusterWrites(t *testing.T) {
 	if got := getFC(t, ns, "writes"); !slices.Contains(got.Finalizers, controller.Finalizer) {
 		t.Errorf("finalizers %v", got.Finalizers)
 	}
+	waitBudget(t, ns, "writes")
 	converged := auditFence(t, ns)
 	// A converged cluster's children and status are final: the writes so
 	// far are the whole bill.
@@ -137,7 +139,8 @@ func finalizerWebhookAnswers(t *testing.T, fc *v1.FlinkCluster) {
 }
 
 // TestSessionClusterWrites pins what a session cluster costs until it is
-// Available: its five children, no finalizer (it has nothing for one to
+// converged: its five children (the last, the TaskManagers' budget, once
+// the status said Available), no finalizer (it has nothing for one to
 // clean up), no event, and one status write when its workloads are ready
 // within controller.CreatingWait: a first status that would say only Creating is not
 // written. Under a full run's load the workload controllers may say Ready
@@ -155,9 +158,10 @@ func TestSessionClusterWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, ns, "session", v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
+	waitBudget(t, ns, "session")
 	fence := auditFence(t, ns)
 	got := operatorWrites(t, ns, start, fence)
-	t.Logf("writes until Available: %v", got)
+	t.Logf("writes until converged: %v", got)
 	for _, tc := range []struct {
 		resource string
 		min, max int
@@ -262,6 +266,16 @@ func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int 
 // auditFence creates a ConfigMap in ns and waits until the audit log holds
 // that write, so every write answered before it is in the log too; it
 // returns when that write was logged.
+// waitBudget waits for the cluster's last child, the TaskManagers'
+// PodDisruptionBudget, which the operator creates once the cluster's
+// status has said Available (controller's budgetDue).
+func waitBudget(t *testing.T, ns, name string) {
+	t.Helper()
+	eventually(t, time.Minute, "the TaskManagers' budget", func() error {
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-taskmanager"}, &policyv1.PodDisruptionBudget{})
+	})
+}
+
 func auditFence(t *testing.T, ns string) time.Time {
 	t.Helper()
 	name := fmt.Sprintf("fence-%d", time.Now().UnixNano())
