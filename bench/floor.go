@@ -21,7 +21,8 @@ import (
 // stored as v1 and converted for v1alpha1's watch cache, as every write
 // of it is), the baseline's five children owned by it (so the garbage
 // collector tracks them), and one status write once the pods are ready,
-// with the conditions that say so. The bench's client does all of it in a
+// with the conditions that say so, then the TaskManagers' budget, as the
+// operator creates it. The bench's client does all of it in a
 // namespace the operator ignores (--ignore-namespace), so the operator
 // neither caches nor reconciles those clusters, and no Flink REST API is
 // probed. Its ratio to the baseline is the lowest an operator of this API
@@ -39,44 +40,17 @@ func floorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter
 	}
 	// One status write per cluster as soon as its pods are ready, while
 	// the rest are still being created, by as many writers as the
-	// operator has workers.
-	ready := make(chan string, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, c.workers)
-	for range c.workers {
-		wg.Go(func() {
-			for name := range ready {
-				if err := writeFloorStatus(ctx, k8s, ns, name); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	stop, fed := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(fed)
-		written := map[string]bool{}
-		for len(written) < n {
-			for _, name := range watch.readyClusters(ns, 3) {
-				if !written[name] {
-					written[name] = true
-					ready <- name
-				}
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
+	// operator has workers; then its budget, which the operator creates
+	// once the status said Available.
+	var budgets sync.Map
+	late := whenReady(watch, ns, n, c.workers, func(name string) error {
+		if err := writeFloorStatus(ctx, k8s, ns, name); err != nil {
+			return err
 		}
-	}()
-	defer func() {
-		close(stop)
-		<-fed
-		close(ready)
-		wg.Wait()
-	}()
+		b, _ := budgets.Load(name)
+		return shapes[0].send(ctx, k8s, ns, b)
+	})
+	defer late.finish()
 
 	cpu0 := meter.sample()
 	start := time.Now()
@@ -90,7 +64,8 @@ func floorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter
 		if err != nil {
 			return err
 		}
-		for _, obj := range []any{d.ConfigMap, d.JobManagerService, d.JobManager, d.TaskManager, d.TaskManagerBudget} {
+		budgets.Store(fc.Name, d.TaskManagerBudget)
+		for _, obj := range []any{d.ConfigMap, d.JobManagerService, d.JobManager, d.TaskManager} {
 			if err := shapes[0].send(ctx, k8s, ns, obj); err != nil {
 				return err
 			}
@@ -101,12 +76,8 @@ func floorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter
 		return p, err
 	}
 	err = waitFor(ctx, c.timeout, func() (int, error) {
-		select {
-		case err := <-errs:
-			return 0, err
-		default:
-		}
-		return n - watch.converged(ns, false), nil
+		left, err := late.left()
+		return max(left, n-watch.converged(ns, false)), err
 	})
 	p.took = time.Since(start)
 	p.cpu = meter.sample().since(cpu0)

@@ -54,6 +54,10 @@ func TestShapesChangeOneChild(t *testing.T) {
 		{shape{apply: true}, "", "", []string{"fc-0000-taskmanager"}},
 	} {
 		got, services := kinds(tc.s)
+		// The baseline creates the last once the pods are ready.
+		if last := got[len(got)-1]; tc.s.lateChild() != (last == "PodDisruptionBudget fc-0000-taskmanager") {
+			t.Errorf("%+v: last child %s, created late %v", tc.s, last, tc.s.lateChild())
+		}
 		wantKinds := slices.DeleteFunc(slices.Clone(ref), func(k string) bool { return k == tc.removed })
 		if tc.added != "" {
 			wantKinds = append(wantKinds, tc.added)
