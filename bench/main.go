@@ -43,6 +43,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,11 +73,15 @@ type config struct {
 	jarURL      string
 	heapProfile string
 	cpuProfile  string
-	simLog      string
-	rounds      int
-	shapes      bool
-	floor       bool
-	shardedN    int
+	// apiserverProfile, when set, names the files of the API server's CPU
+	// profiles; apiserver reaches its /debug/pprof.
+	apiserverProfile string
+	apiserver        rest.Interface
+	simLog           string
+	rounds           int
+	shapes           bool
+	floor            bool
+	shardedN         int
 	// spotify is a checkout of the Spotify operator's source (peer.go).
 	spotify string
 }
@@ -98,6 +103,7 @@ func main() {
 	flag.StringVar(&c.spotify, "spotify", "", "a checkout of github.com/spotify/flink-on-k8s-operator: when set, the bench builds it and runs each round's session clusters under it too, on the same platform (the Go module proxy does not serve it; see docs/performance.md)")
 	flag.StringVar(&c.simLog, "sim-log", "", "when set, the Flink simulator's logs, its refused connections among them, are written to this file")
 	flag.StringVar(&c.heapProfile, "heap-profile", "", "when set, the operator serves pprof and its heap profile is written to <this>-start.pb.gz once the operator is idle and to <this>-converged.pb.gz after the last round's operator phases")
+	flag.StringVar(&c.apiserverProfile, "apiserver-profile", "", "when set, kube-apiserver serves pprof and its CPU profile over each baseline and operator phase of the last round is written to <this>-<phase>-<k>.pb.gz, in consecutive 10 s parts (go tool pprof takes them all at once)")
 	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "when set, the CPU profile of the bench process itself (its client, the Flink simulator, the watches that measure) over each baseline and operator phase of the last round is written to <this>-<phase>.pb.gz")
 	flag.Parse()
 	if c.jobs < 0 {
@@ -228,6 +234,7 @@ func run(ctx context.Context, c config) error {
 		// process), so pods count is the only limit.
 		StateDir: stateDir, Nodes: nodes, NodePods: 250, NodeMemory: "1Ti", NodeCPU: "256", AuditLogPath: audit,
 		AuditPolicy: auditPolicy, StartTimeout: 5 * time.Minute, Logger: logr.Discard(),
+		Profiling: c.apiserverProfile != "",
 	})
 	if err != nil {
 		return err
@@ -254,6 +261,13 @@ func run(ctx context.Context, c config) error {
 	k8s, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
 		return err
+	}
+	if c.apiserverProfile != "" {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		c.apiserver = cs.CoreV1().RESTClient()
 	}
 
 	simLog, closeSimLog, err := fileLogger(c.simLog)

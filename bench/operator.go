@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -256,13 +257,62 @@ func (m memBreakdown) String() string {
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
-// profileCPU profiles the bench process over one phase of the last round,
-// when asked to; the returned func ends the profile and writes it.
+// profileCPU profiles the bench process, and the API server, over one
+// phase of the last round, when asked to; the returned func ends the
+// profiles and writes them.
 func (c config) profileCPU(round int, phase string) (stop func()) {
+	stopAPI := c.profileAPIServer(round, phase)
+	stopBench := c.profileBench(round, phase)
+	return func() {
+		stopBench()
+		stopAPI()
+	}
+}
+
+func profileName(prefix, phase string) string {
+	return prefix + "-" + strings.NewReplacer(" ", "-", "'", "", "(", "", ")", "").Replace(phase)
+}
+
+// profileAPIServer takes the API server's CPU profile in 10 s parts until
+// stopped: its pprof handler profiles for a duration fixed up front, and a
+// phase's is not known.
+func (c config) profileAPIServer(round int, phase string) (stop func()) {
+	if c.apiserver == nil || round != c.rounds-1 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for k := 0; ; k++ {
+			raw, err := c.apiserver.Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").DoRaw(context.Background())
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench: API server profile:", err)
+				return
+			}
+			if err := os.WriteFile(fmt.Sprintf("%s-%d.pb.gz", profileName(c.apiserverProfile, phase), k), raw, 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: API server profile:", err)
+				return
+			}
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
+}
+
+// profileBench profiles the bench process itself.
+func (c config) profileBench(round int, phase string) (stop func()) {
 	if c.cpuProfile == "" || round != c.rounds-1 {
 		return func() {}
 	}
-	f, err := os.Create(c.cpuProfile + "-" + strings.NewReplacer(" ", "-", "'", "", "(", "", ")", "").Replace(phase) + ".pb.gz")
+	f, err := os.Create(profileName(c.cpuProfile, phase) + ".pb.gz")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: CPU profile:", err)
 		return func() {}

@@ -88,6 +88,9 @@ type Options struct {
 	// pods of clusters with Kubernetes HA, for an operator run without the
 	// chart (which would otherwise own it).
 	FlinkHARole bool
+	// Profiling serves the API server's /debug/pprof to its admins (the
+	// bench's -apiserver-profile); off by default, as on most clusters.
+	Profiling bool
 }
 
 // DefaultAuditPolicy records every write (create, update, patch, delete) at
@@ -382,7 +385,7 @@ func (p *Platform) start(ctx context.Context) error {
 		"--allow-privileged=true",
 		"--max-requests-inflight=2000",
 		"--max-mutating-requests-inflight=1000",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(o.Profiling),
 		// A stop answers new requests 429 with Retry-After (which client-go
 		// retries) until those in flight are done, then closes within 2s.
 		// By default the HTTP server instead waits --request-timeout (60s)
