@@ -188,6 +188,7 @@ func TestOperatorRestartConverges(t *testing.T) {
 	}
 	for i := range n {
 		waitCondition(t, ns, fmt.Sprintf("restart-%d", i), v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
+		waitBudget(t, ns, fmt.Sprintf("restart-%d", i))
 	}
 	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &policyv1.PodDisruptionBudgetList{}} {
 		if err := k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy}); err != nil {
