@@ -242,6 +242,8 @@ type operatorProcess struct {
 	// metricsAddr serves /metrics (HTTPS, authenticated and authorized by
 	// the API server, as in production).
 	metricsAddr string
+	// extraArgs are added to the flags by start (an alone test's own).
+	extraArgs []string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -271,6 +273,7 @@ func (o *operatorProcess) start() error {
 		// In the state dir, not a temporary dir that every kill leaves.
 		"--webhook-cert-dir="+filepath.Join(filepath.Dir(o.logPath), "webhook-certs"),
 		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", o.webhookPort))
+	cmd.Args = append(cmd.Args, o.extraArgs...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
