@@ -47,6 +47,10 @@ func TestComputeStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.obs.countReady(nil)
 			st := computeStatus(fc, &fc.Status, tc.obs, metav1.NewTime(time.Unix(1000, 0)))
+			// act decides the budget's follow-up by what this write will say.
+			if got := (&scope{fc: fc, obs: tc.obs}).availableNow(); got != (tc.available == metav1.ConditionTrue) {
+				t.Errorf("availableNow = %v; the status says Available %s", got, tc.available)
+			}
 			if st.Phase != tc.phase {
 				t.Errorf("phase = %s, want %s", st.Phase, tc.phase)
 			}
