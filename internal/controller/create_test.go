@@ -53,7 +53,7 @@ func TestCreatedChildrenDropWhatTheRenderingDrops(t *testing.T) {
 	}
 	// Created typed, so as protobuf (asTyped): JSON into an unstructured
 	// map was a tenth of the operator's CPU. Four are created side by
-	// side, the budget once the cluster is Available (budgetDue): wait for
+	// side, the budget once a TaskManager is ready (budgetDue): wait for
 	// each.
 	markReady(t, ns, name)
 	for _, r := range []string{"configmaps", "services", "deployments", "statefulsets", "poddisruptionbudgets"} {

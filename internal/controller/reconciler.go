@@ -160,16 +160,19 @@ type scope struct {
 	// unrecorded: record's write failed; nothing more is written or
 	// done, and the next reconcile decides afresh.
 	unrecorded bool
-	// statusWait: the deferred status write waited (comingUp); the
+	// statusWait: the deferred status write waited (comingUp), or wrote a
+	// status that makes the missing budget due (budgetDue); the
 	// reconcile is looked at again this soon.
 	statusWait time.Duration
 	// held: the JobManager's REST API is still starting (restStarting);
 	// nothing was decided, done or written.
 	held bool
 	// creationWait: a child created earlier is not in the cache yet
-	// (creations), or this reconcile's status write makes the budget due
-	// (budgetDue); the reconcile looks again by then at the latest.
+	// (creations); the reconcile looks again by then at the latest.
 	creationWait time.Duration
+	// budgetMissing: the TaskManagers' budget is not there and was not
+	// due (budgetDue).
+	budgetMissing bool
 }
 
 // restStarting probes the REST API of a JobManager that turned ready
@@ -454,7 +457,8 @@ func (r *Reconciler) act(ctx context.Context, s *scope) {
 	}
 	if len(s.created) > 0 && observedBefore(fc) {
 		// A first creation is what Progressing=True (Creating) says; a child
-		// created again went missing, which the user should hear about.
+		// created again went missing, which the user should hear about (the
+		// budget apart, which is first created after the first status).
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "Created", "Create", "Created %s", strings.Join(s.created, ", "))
 	}
 	if s.next == nil {
@@ -495,6 +499,10 @@ func (r *Reconciler) closeReconcile(ctx context.Context, s *scope) error {
 	}
 	if err := r.writeStatus(ctx, s, true); err != nil {
 		return err
+	}
+	if s.budgetMissing && budgetDue(&s.fc.Status) {
+		// The status just written makes it due, and wakes nothing itself.
+		s.statusWait = soonest(s.statusWait, budgetFollowUp)
 	}
 	if s.next != nil {
 		r.recordEvents(s.fc, s.step.Events)
@@ -565,20 +573,23 @@ type child struct {
 }
 
 // budgetDue says whether the TaskManagers' PodDisruptionBudget may be
-// created: once the cluster's status has said Available. Before, nothing
-// runs on the TaskManagers for it to protect (a job is submitted with the
-// status write that says Available), and the disruption controller writes
-// a budget's status at every change of its pods: created with them, it is
-// written as each pod is created, scheduled and turns ready (6.8 writes a
-// cluster, docs/performance-shape.md), created over ready pods, once. A
-// budget that exists is kept applied whatever the status says.
-func budgetDue(fc *v1.FlinkCluster) bool {
-	return meta.IsStatusConditionTrue(fc.Status.Conditions, v1.ConditionAvailable)
+// created: once the cluster's status (as read, or as this reconcile wrote
+// it) has said a TaskManager is ready, or the cluster Available. Before,
+// nothing runs on the TaskManagers for it to protect (a job cluster's job
+// is submitted after the status write that says Available), and the
+// disruption controller writes a budget's status as its pods turn ready:
+// created with them it was written 6.8 times a cluster
+// (docs/performance-shape.md), created over ready pods about once. A
+// session cluster one of whose TaskManagers never turns ready, which a
+// user may already run jobs on, gets it too. A budget that exists is kept
+// applied whatever the status says.
+func budgetDue(st *v1.FlinkClusterStatus) bool {
+	return st.TaskManager.ReadyReplicas > 0 || meta.IsStatusConditionTrue(st.Conditions, v1.ConditionAvailable)
 }
 
-// budgetFollowUp is how soon a reconcile that writes Available for a
-// cluster without its budget looks again to create it: its own status
-// write wakes nothing (setup.go), and the next must find it in the cache.
+// budgetFollowUp is how soon a reconcile whose status write made the
+// missing budget due looks again to create it: its own status write wakes
+// nothing (setup.go), and the next must find it in the cache.
 const budgetFollowUp = staleRetry
 
 func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
@@ -607,7 +618,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 					templateHash(o.GetAnnotations()) != templateHash(d.JobManager.Annotations)
 			}},
 		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: metadataOnly("policy/v1", "PodDisruptionBudget"), desired: d.TaskManagerBudget,
-			notYet: !budgetDue(s.fc)},
+			notYet: !budgetDue(&s.fc.Status)},
 		{kind: "StatefulSet", name: *d.TaskManager.Name, hash: specHash(d.TaskManager.Annotations), cached: tm, desired: d.TaskManager,
 			drifted: func(o client.Object) bool {
 				return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas) ||
@@ -638,10 +649,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			continue
 		}
 		if err != nil && c.notYet {
-			if s.availableNow() {
-				// This reconcile's status write makes it due.
-				s.creationWait = soonest(s.creationWait, budgetFollowUp)
-			}
+			s.budgetMissing = true
 			continue
 		}
 		actions[i] = decide(err == nil, c.hash, c.cached, c.drifted)
@@ -703,8 +711,9 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		}
 		r.Metrics.Applies.WithLabelValues(c.kind, string(actions[i])).Inc()
 		if actions[i] == actionCreate && c.kind != "PodDisruptionBudget" {
-			// The budget's creation follows the first Available (budgetDue),
-			// so it is no news: no Created event.
+			// The budget's first creation follows the cluster's first
+			// status (budgetDue), so one created then is no news; one a
+			// user deleted is created again without the event too.
 			s.created = append(s.created, c.kind+" "+c.name)
 		} else if actions[i] != actionCreate {
 			r.recordChange(s, c, actions[i])

@@ -108,12 +108,6 @@ func computeStatus(fc *v1.FlinkCluster, base *v1.FlinkClusterStatus, obs observe
 	return st
 }
 
-// availableNow: the status this reconcile writes says Available
-// (computeStatus, for a cluster that reached act).
-func (s *scope) availableNow() bool {
-	return availability(desiredTaskManagers(&s.fc.Spec, s.base().Autoscaler), s.obs).status == metav1.ConditionTrue
-}
-
 type verdict struct {
 	status  metav1.ConditionStatus
 	reason  string

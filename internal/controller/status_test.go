@@ -47,10 +47,6 @@ func TestComputeStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.obs.countReady(nil)
 			st := computeStatus(fc, &fc.Status, tc.obs, metav1.NewTime(time.Unix(1000, 0)))
-			// act decides the budget's follow-up by what this write will say.
-			if got := (&scope{fc: fc, obs: tc.obs}).availableNow(); got != (tc.available == metav1.ConditionTrue) {
-				t.Errorf("availableNow = %v; the status says Available %s", got, tc.available)
-			}
 			if st.Phase != tc.phase {
 				t.Errorf("phase = %s, want %s", st.Phase, tc.phase)
 			}
@@ -106,5 +102,27 @@ func TestComputeStatusCountsReadyPods(t *testing.T) {
 	}
 	if st.JobManager.Ready != "1/1" || st.TaskManager.Ready != "2/2" || st.TaskManager.ReadyReplicas != 2 {
 		t.Errorf("ready JobManagers %s, TaskManagers %s (%d); want 1/1, 2/2", st.JobManager.Ready, st.TaskManager.Ready, st.TaskManager.ReadyReplicas)
+	}
+}
+
+// The budget is due once a status said a TaskManager is ready or the
+// cluster Available (a cluster of no TaskManagers can be).
+func TestBudgetDue(t *testing.T) {
+	available := []metav1.Condition{{Type: v1.ConditionAvailable, Status: metav1.ConditionTrue}}
+	notAvailable := []metav1.Condition{{Type: v1.ConditionAvailable, Status: metav1.ConditionFalse}}
+	for _, tc := range []struct {
+		name string
+		st   v1.FlinkClusterStatus
+		due  bool
+	}{
+		{"not observed yet", v1.FlinkClusterStatus{}, false},
+		{"pods starting", v1.FlinkClusterStatus{Conditions: notAvailable, TaskManager: v1.ComponentStatus{Replicas: 2}}, false},
+		{"one TaskManager of two ready", v1.FlinkClusterStatus{Conditions: notAvailable, TaskManager: v1.ComponentStatus{Replicas: 2, ReadyReplicas: 1}}, true},
+		{"Available", v1.FlinkClusterStatus{Conditions: available, TaskManager: v1.ComponentStatus{Replicas: 2, ReadyReplicas: 2}}, true},
+		{"Available without TaskManagers", v1.FlinkClusterStatus{Conditions: available}, true},
+	} {
+		if got := budgetDue(&tc.st); got != tc.due {
+			t.Errorf("%s: due %v, want %v", tc.name, got, tc.due)
+		}
 	}
 }

@@ -191,7 +191,7 @@ func burst(ns string, job bool) []*v1.FlinkCluster {
 // waitConverged waits until every cluster of ns says Available at its
 // generation (and, with a job, runs it and has recorded a stable spec) and
 // has its last child, the TaskManagers' budget, which the operator creates
-// once the status said Available.
+// once a status said a TaskManager is ready.
 func waitConverged(t *testing.T, ns string, n int, job bool, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, "every cluster converged", func() error {

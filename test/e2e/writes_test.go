@@ -139,8 +139,8 @@ func finalizerWebhookAnswers(t *testing.T, fc *v1.FlinkCluster) {
 }
 
 // TestSessionClusterWrites pins what a session cluster costs until it is
-// converged: its five children (the last, the TaskManagers' budget, once
-// the status said Available), no finalizer (it has nothing for one to
+// converged: its five children (the last, the TaskManagers' budget, after
+// the status that says Available), no finalizer (it has nothing for one to
 // clean up), no event, and one status write when its workloads are ready
 // within controller.CreatingWait: a first status that would say only Creating is not
 // written. Under a full run's load the workload controllers may say Ready
@@ -263,12 +263,9 @@ func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int 
 	return out
 }
 
-// auditFence creates a ConfigMap in ns and waits until the audit log holds
-// that write, so every write answered before it is in the log too; it
-// returns when that write was logged.
 // waitBudget waits for the cluster's last child, the TaskManagers'
 // PodDisruptionBudget, which the operator creates once the cluster's
-// status has said Available (controller's budgetDue).
+// status has said a TaskManager is ready (controller's budgetDue).
 func waitBudget(t *testing.T, ns, name string) {
 	t.Helper()
 	eventually(t, time.Minute, "the TaskManagers' budget", func() error {
@@ -276,6 +273,9 @@ func waitBudget(t *testing.T, ns, name string) {
 	})
 }
 
+// auditFence creates a ConfigMap in ns and waits until the audit log holds
+// that write, so every write answered before it is in the log too; it
+// returns when that write was logged.
 func auditFence(t *testing.T, ns string) time.Time {
 	t.Helper()
 	name := fmt.Sprintf("fence-%d", time.Now().UnixNano())
