@@ -41,7 +41,7 @@ func floorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter
 	// One status write per cluster as soon as its pods are ready, while
 	// the rest are still being created, by as many writers as the
 	// operator has workers; then its budget, which the operator creates
-	// once the status said Available.
+	// once a status says a TaskManager is ready.
 	var budgets sync.Map
 	late := whenReady(watch, ns, n, c.workers, func(name string) error {
 		if err := writeFloorStatus(ctx, k8s, ns, name); err != nil {

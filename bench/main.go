@@ -181,7 +181,8 @@ type phase struct {
 	job  bool
 	took time.Duration
 	// allChildren is when every cluster had all its children: the
-	// operator creates the TaskManagers' budget after Available.
+	// operator creates the TaskManagers' budget once a TaskManager is
+	// ready, which may be after Available.
 	allChildren  time.Duration
 	writes       int
 	writesByVerb map[string]int
@@ -763,8 +764,8 @@ func operatorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMe
 	if err != nil {
 		return p, err
 	}
-	// The budgets follow Available: the writes are counted once they
-	// are all there.
+	// The budgets follow the pods' readiness, at the latest Available:
+	// the writes are counted once they are all there.
 	converged := time.Now()
 	err = waitFor(ctx, c.timeout, func() (int, error) {
 		budgets := &metav1.PartialObjectMetadataList{}
@@ -893,7 +894,7 @@ func report(c config, r results) error {
 		}
 		fmt.Fprintf(&b, "| %s: ratio to the baseline of the operator's shape, same round | %s | ≤ 1.1× at N = 1000 |\n", kind, rel)
 		all := collect(r.rounds, func(rd round) (float64, bool) { return pick(rd).allChildren.Seconds(), true })
-		fmt.Fprintf(&b, "| %s: every cluster's last child created (the TaskManagers' budget, after `Available`; a list of them every 250 ms) | %s | |\n", kind, all.format(seconds))
+		fmt.Fprintf(&b, "| %s: every cluster's last child created (the TaskManagers' budget, once a TaskManager is ready; a list of them every 250 ms) | %s | |\n", kind, all.format(seconds))
 		q := func(f func(phase) []time.Duration, at float64) series {
 			return collect(r.rounds, func(rd round) (float64, bool) { return quantile(f(pick(rd)), at).Seconds(), len(f(pick(rd))) > 0 })
 		}

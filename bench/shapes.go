@@ -59,8 +59,8 @@ type baselineResult struct {
 
 // children are the objects of one cluster in shape s, owned by nothing;
 // the last, the TaskManagers' budget where the shape has one, is created
-// once the pods are ready, as the operator creates it once the cluster is
-// Available (lateChild).
+// once the pods are ready, as the operator creates it once a TaskManager
+// is ready (lateChild).
 func (s shape) children(i int) ([]any, error) {
 	fc := benchCluster("", i)
 	d, err := resources.Build(fc, benchPlatform)

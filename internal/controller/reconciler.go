@@ -568,8 +568,9 @@ type child struct {
 	desired runtime.ApplyConfiguration
 	// drifted reports a field others may change that the hash cannot see.
 	drifted func(cached client.Object) bool
-	// notYet: a missing child is not created by this reconcile (budgetDue).
-	notYet bool
+	// late: created only once due (budgetDue), after the cluster's first
+	// status, so its creation is no news.
+	late bool
 }
 
 // budgetDue says whether the TaskManagers' PodDisruptionBudget may be
@@ -618,7 +619,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 					templateHash(o.GetAnnotations()) != templateHash(d.JobManager.Annotations)
 			}},
 		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: metadataOnly("policy/v1", "PodDisruptionBudget"), desired: d.TaskManagerBudget,
-			notYet: !budgetDue(&s.fc.Status)},
+			late: true},
 		{kind: "StatefulSet", name: *d.TaskManager.Name, hash: specHash(d.TaskManager.Annotations), cached: tm, desired: d.TaskManager,
 			drifted: func(o client.Object) bool {
 				return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *d.TaskManager.Spec.Replicas) ||
@@ -648,7 +649,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			s.creationWait = soonest(s.creationWait, wait)
 			continue
 		}
-		if err != nil && c.notYet {
+		if err != nil && c.late && !budgetDue(&s.fc.Status) {
 			s.budgetMissing = true
 			continue
 		}
@@ -710,10 +711,9 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			continue
 		}
 		r.Metrics.Applies.WithLabelValues(c.kind, string(actions[i])).Inc()
-		if actions[i] == actionCreate && c.kind != "PodDisruptionBudget" {
-			// The budget's first creation follows the cluster's first
-			// status (budgetDue), so one created then is no news; one a
-			// user deleted is created again without the event too.
+		if actions[i] == actionCreate && !c.late {
+			// A late child's creation is no news; one a user deleted is
+			// created again without the event too (the two look alike).
 			s.created = append(s.created, c.kind+" "+c.name)
 		} else if actions[i] != actionCreate {
 			r.recordChange(s, c, actions[i])
