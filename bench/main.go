@@ -98,7 +98,7 @@ func main() {
 	flag.StringVar(&c.stateDir, "state-dir", ".datapilot-bench", "state directory of the benchmark's local platform")
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds of the interleaved phases (baselines, session clusters, job clusters); every figure is reported as the median and spread over them")
 	flag.BoolVar(&c.floor, "floor", true, "run each round's floor before the operator's phases: the FlinkClusters created, owned children and one status write each by the bench's client, in a namespace the operator ignores (what any operator of this API costs at least)")
-	flag.BoolVar(&c.shapes, "shapes", true, "run each round's baseline in every child shape (JobManager as StatefulSet, no PodDisruptionBudget, server-side apply), not only the operator's")
+	flag.BoolVar(&c.shapes, "shapes", true, "run each round's baseline in every child shape (JobManager as Deployment, no PodDisruptionBudget, server-side apply), not only the operator's")
 	flag.IntVar(&c.shardedN, "sharded", -1, "session clusters created under two sharded replicas at the end, before one is killed; -1 means n, 0 skips the sharded mode")
 	flag.StringVar(&c.spotify, "spotify", "", "a checkout of github.com/spotify/flink-on-k8s-operator: when set, the bench builds it and runs each round's session clusters under it too, on the same platform (the Go module proxy does not serve it; see docs/performance.md)")
 	flag.StringVar(&c.simLog, "sim-log", "", "when set, the Flink simulator's logs, its refused connections among them, are written to this file")
@@ -903,7 +903,7 @@ func report(c config, r results) error {
 		opl := func(p phase) []time.Duration { return p.opLags }
 		fmt.Fprintf(&b, "| %s: last pod Ready → `Available`, median / p95 (%d clusters%s in the last round) | %s / %s | median ≤ 1 s |\n", kind, len(p.lags), incompleteNote(p.incomplete),
 			q(lags, 0.5).format(seconds), q(lags, 0.95).format(seconds))
-		fmt.Fprintf(&b, "| %s: last pod Ready → Deployment and StatefulSet status ready (kube-controller-manager) / then → `Available` (operator; negative: before that status), medians | %s / %s | |\n", kind,
+		fmt.Fprintf(&b, "| %s: last pod Ready → the workloads' status ready (kube-controller-manager) / then → `Available` (operator; negative: before that status), medians | %s / %s | |\n", kind,
 			q(ctrl, 0.5).format(seconds), q(opl, 0.5).format(seconds))
 		fmt.Fprintf(&b, "| %s: the same two shares, p95 | %s / %s | |\n", kind, q(ctrl, 0.95).format(seconds), q(opl, 0.95).format(seconds))
 		api := func(p phase) []time.Duration { return p.apiLags }

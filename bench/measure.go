@@ -42,7 +42,7 @@ type readiness struct {
 	// RUNNING and its spec recorded stable: its converged state.
 	stable map[string]time.Time // namespace/cluster
 	// workloads is when each of a cluster's two workloads (the JobManager
-	// Deployment, or StatefulSet in one baseline shape, and the TaskManager
+	// StatefulSet, or Deployment in one baseline shape, and the TaskManager
 	// StatefulSet) first reported ready in its status, which
 	// kube-controller-manager writes after the pods turn Ready.
 	workloads map[string]map[string]time.Time // namespace/cluster → kind/name → time

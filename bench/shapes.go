@@ -7,11 +7,9 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,8 +22,9 @@ import (
 // plane.
 type shape struct {
 	name string
-	// jmStatefulSet runs the JobManager as a StatefulSet instead of a Deployment.
-	jmStatefulSet bool
+	// jmDeployment runs the JobManager as the Deployment it was until
+	// 2026-12-07 (resources.LegacyJobManager) instead of a StatefulSet.
+	jmDeployment bool
 	// noBudget leaves out the TaskManagers' PodDisruptionBudget.
 	noBudget bool
 	// tmService adds the TaskManagers' headless Service the operator
@@ -41,7 +40,7 @@ type shape struct {
 var shapes = []shape{
 	{name: "operator's shape (create)"},
 	{name: "operator's shape, server-side apply", apply: true},
-	{name: "JobManager as StatefulSet", jmStatefulSet: true},
+	{name: "JobManager as Deployment (the shape before)", jmDeployment: true},
 	{name: "without the PodDisruptionBudget", noBudget: true},
 	{name: "with a TaskManager Service (the shape before)", tmService: true},
 }
@@ -74,13 +73,10 @@ func (s shape) children(i int) ([]any, error) {
 	d.TaskManager.OwnerReferences = nil
 	d.TaskManagerBudget.OwnerReferences = nil
 	var jm any = d.JobManager
-	if s.jmStatefulSet {
-		dep := d.JobManager
-		jm = appsac.StatefulSet(*dep.Name, "").WithLabels(dep.Labels).WithAnnotations(dep.Annotations).
-			WithSpec(appsac.StatefulSetSpec().WithReplicas(*dep.Spec.Replicas).WithSelector(dep.Spec.Selector).
-				WithTemplate(dep.Spec.Template).WithServiceName(*d.JobManagerService.Name).
-				// Like the Deployment's Recreate: no ordinal waits for another.
-				WithPodManagementPolicy(appsv1.ParallelPodManagement))
+	if s.jmDeployment {
+		dep := d.LegacyJobManager()
+		dep.OwnerReferences = nil
+		jm = dep
 	}
 	out := []any{d.ConfigMap, d.JobManagerService, jm}
 	if s.tmService {

@@ -28,6 +28,14 @@ import (
 // resourceVersion of an object it created: what it holds is exactly what
 // was sent.
 func (r *Reconciler) write(ctx context.Context, c child, a action) (created string, err error) {
+	if a == actionReplace {
+		// Foreground: the object stays until its pods are gone, and
+		// nothing replaces it while it stays. The UID precondition deletes
+		// only the object the decision read.
+		uid := c.cached.GetUID()
+		err := r.Client.Delete(ctx, c.cached, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &uid})
+		return "", client.IgnoreNotFound(err)
+	}
 	if !createdByPost[c.kind] {
 		return "", r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership)
 	}

@@ -56,7 +56,7 @@ func TestCreatedChildrenDropWhatTheRenderingDrops(t *testing.T) {
 	// side, the budget once a TaskManager is ready (budgetDue): wait for
 	// each.
 	markReady(t, ns, name)
-	for _, r := range []string{"configmaps", "services", "deployments", "statefulsets", "poddisruptionbudgets"} {
+	for _, r := range []string{"configmaps", "services", "statefulsets", "poddisruptionbudgets"} {
 		testwait.Until(t, 15*time.Second, func() error {
 			if ct, ok := createTypes.Load(ns + " " + r); !ok || ct != runtime.ContentTypeProtobuf {
 				return fmt.Errorf("the operator created %s as %v, want %s", r, ct, runtime.ContentTypeProtobuf)

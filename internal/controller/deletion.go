@@ -199,7 +199,7 @@ func (r *Reconciler) finalSavepoint(ctx context.Context, fc *v1.FlinkCluster) (d
 		return true, 0, nil
 	}
 	if !in.forced && !in.stateless && in.job != nil && in.job.ID != "" {
-		in.flink = r.observeFlink(ctx, fc, r.observeWorkloads(ctx, fc).jobManagerReady())
+		in.flink = r.observeFlink(ctx, fc, r.observeWorkloads(ctx, fc, time.Now()).jobManagerReady())
 	}
 	v := decideDeletion(in)
 	logger := log.FromContext(ctx)
@@ -252,9 +252,14 @@ func (r *Reconciler) deleteHAConfigMaps(ctx context.Context, fc *v1.FlinkCluster
 	if !resources.KubernetesHA(fc) && !deployedKubernetesHA(fc) {
 		return true, nil
 	}
-	jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}}
-	if err := r.Client.Delete(ctx, jm, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("delete the JobManagers of %s: %w", klog.KObj(fc), err)
+	// Either kind (internal/workload); the one that does not exist is
+	// not found.
+	for _, jm := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}} {
+		jm.SetNamespace(fc.Namespace)
+		jm.SetName(resources.JobManagerName(fc))
+		if err := r.Client.Delete(ctx, jm, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("delete the JobManagers of %s: %w", klog.KObj(fc), err)
+		}
 	}
 	pods := &metav1.PartialObjectMetadataList{}
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))

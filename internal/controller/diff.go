@@ -16,6 +16,9 @@ const (
 	actionUpdate action = "update"
 	// actionRepair: someone else changed a field the operator owns.
 	actionRepair action = "repair"
+	// actionReplace: the child changes by being deleted, its successor
+	// created once it is gone (child.replace).
+	actionReplace action = "replace"
 )
 
 // decide compares a cached child with the desired one. The spec hash on the

@@ -62,12 +62,12 @@ func markReady(t *testing.T, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
 	testwait.Until(t, 10*time.Second, func() error {
-		d := &appsv1.Deployment{}
+		d := &appsv1.StatefulSet{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-jobmanager"}, d); err != nil {
 			return err
 		}
 		n := *d.Spec.Replicas
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		d.Status = appsv1.StatefulSetStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n, CurrentRevision: "r1", UpdateRevision: "r1"}
 		if err := k8s.Status().Update(ctx, d); err != nil {
 			return err
 		}
@@ -116,7 +116,7 @@ func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
 		}
 	}
 	children := []client.Object{
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-jobmanager"}},
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-jobmanager"}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-jobmanager"}},
 		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "realtime-warehouse-taskmanager"}},
 		cm,
@@ -135,7 +135,7 @@ func TestReferenceExampleIsAcceptedAndConverges(t *testing.T) {
 			}
 		}
 	}
-	jm := children[0].(*appsv1.Deployment)
+	jm := children[0].(*appsv1.StatefulSet)
 	if *jm.Spec.Replicas != 3 || jm.Spec.Template.Spec.Containers[0].Image != "flink:1.17.1" || jm.Spec.Template.Spec.Containers[0].Args[0] != "jobmanager" {
 		t.Errorf("JobManager: replicas %d, image %s, args %v", *jm.Spec.Replicas, jm.Spec.Template.Spec.Containers[0].Image, jm.Spec.Template.Spec.Containers[0].Args)
 	}
@@ -745,11 +745,11 @@ func TestBudgetOnceATaskManagerIsReady(t *testing.T) {
 	// The JobManager and one TaskManager of two ready, as their
 	// controllers would report it.
 	testwait.Until(t, 10*time.Second, func() error {
-		d := &appsv1.Deployment{}
+		d := &appsv1.StatefulSet{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "half-jobmanager"}, d); err != nil {
 			return err
 		}
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+		d.Status = appsv1.StatefulSetStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, CurrentRevision: "r1", UpdateRevision: "r1"}
 		if err := k8s.Status().Update(ctx, d); err != nil {
 			return err
 		}

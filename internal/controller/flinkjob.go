@@ -23,6 +23,7 @@ import (
 	"github.com/datapilot/datapilot/internal/lifecycle"
 	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 // unreadableStatus is a status field that does not decode. The cluster
@@ -78,16 +79,18 @@ func keepEncoding(recorded *runtime.RawExtension, s *v1.FlinkClusterSpec) *runti
 }
 
 // rolledOutTo reports whether the observed children run want and are all
-// ready: a Deployment and StatefulSet carrying its spec hash, observed by
-// their controllers, with every pod updated and ready (counted by readiness:
+// ready: the JobManager's workload and the TaskManagers' StatefulSet
+// carrying its spec hash, observed by their controllers, with no rollout
+// between revisions, with every pod updated and ready (counted by readiness:
 // the workloads' status, or the current pods where they show it first;
 // observed likewise).
 func rolledOutTo(want *resources.Desired, obs observed) bool {
 	jm, tm := obs.jobManager, obs.taskManager
-	if jm == nil || tm == nil {
+	if !jm.Exists() || jm.Terminating() || tm == nil {
 		return false
 	}
-	return jm.Annotations[resources.AnnotationSpecHash] == specHash(want.JobManager.Annotations) &&
+	return jm.Annotations()[resources.AnnotationSpecHash] == specHash(wantedJobManager(want, jm)) &&
+		jm.RevisionsAgree() &&
 		tm.Annotations[resources.AnnotationSpecHash] == specHash(want.TaskManager.Annotations) &&
 		obs.jmPods.Observed && obs.tmPods.Observed &&
 		obs.jobManagerReady() && obs.jmPods.Updated == obs.jmPods.Replicas &&
@@ -103,7 +106,7 @@ func rolledOutTo(want *resources.Desired, obs observed) bool {
 // the replica counts agree, which errs on the side of saving state.
 func renderingDrift(want *resources.Desired, obs observed) bool {
 	jm, tm := obs.jobManager, obs.taskManager
-	if jm == nil || tm == nil {
+	if !jm.Exists() || tm == nil {
 		return false
 	}
 	differs := func(have map[string]string, wantMeta map[string]string, sameReplicas bool) bool {
@@ -112,8 +115,19 @@ func renderingDrift(want *resources.Desired, obs observed) bool {
 		}
 		return sameReplicas && have[resources.AnnotationSpecHash] != wantMeta[resources.AnnotationSpecHash]
 	}
-	return differs(jm.Annotations, want.JobManager.Annotations, !replicasDiffer(jm.Spec.Replicas, *want.JobManager.Spec.Replicas)) ||
+	return differs(jm.Annotations(), wantedJobManager(want, jm), !replicasDiffer(jm.Replicas(), *want.JobManager.Spec.Replicas)) ||
 		differs(tm.Annotations, want.TaskManager.Annotations, !replicasDiffer(tm.Spec.Replicas, *want.TaskManager.Spec.Replicas))
+}
+
+// wantedJobManager is the annotations of the JobManager wanted in the kind
+// observed: an older cluster's Deployment is compared with the Deployment
+// it would be applied as (resources.LegacyJobManager), which shares the
+// StatefulSet's template hash.
+func wantedJobManager(want *resources.Desired, jm workload.JobManager) map[string]string {
+	if jm.Deployment != nil {
+		return want.LegacyJobManager().Annotations
+	}
+	return want.JobManager.Annotations
 }
 
 // rollsPods: applying a changed child of this kind restarts Flink

@@ -56,7 +56,7 @@ func mayUseConfigMaps(ctx context.Context, ns, account, verb string) (bool, erro
 func podAccounts(t *testing.T, ns, name string) (string, string) {
 	t.Helper()
 	ctx := context.Background()
-	jm, tm := &appsv1.Deployment{}, &appsv1.StatefulSet{}
+	jm, tm := &appsv1.StatefulSet{}, &appsv1.StatefulSet{}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-jobmanager"}, jm); err != nil {
 		t.Fatal(err)
 	}

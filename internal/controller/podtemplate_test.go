@@ -184,7 +184,7 @@ func TestPodTemplateIsAcceptedAndApplied(t *testing.T) {
 		}
 	}
 
-	var dep appsv1.Deployment
+	var dep appsv1.StatefulSet
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-jobmanager"}, &dep); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 // ReadinessPriority is the queue priority of a cluster whose readiness just
@@ -95,9 +96,9 @@ func (h childHandler) clusterReady(ctx context.Context, obj client.Object) bool 
 		return h.reader == nil
 	}
 	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	jm, tm := &appsv1.Deployment{}, &appsv1.StatefulSet{}
-	if h.reader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: resources.JobManagerName(fc)}, jm) != nil ||
-		h.reader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: resources.TaskManagerName(fc)}, tm) != nil ||
+	tm := &appsv1.StatefulSet{}
+	jm, err := workload.Read(ctx, h.reader, fc)
+	if err != nil || h.reader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: resources.TaskManagerName(fc)}, tm) != nil ||
 		tm.Spec.Replicas == nil {
 		return false
 	}
@@ -109,9 +110,10 @@ func (h childHandler) clusterReady(ctx context.Context, obj client.Object) bool 
 // JobManager pod, all desired TaskManagers ready. Other kinds are never
 // ready.
 func workloadReady(obj client.Object) bool {
+	if jm, ok := workload.Of(obj); ok {
+		return jm.Ready()
+	}
 	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return resources.JobManagerReady(o)
 	case *appsv1.StatefulSet:
 		return o.DeletionTimestamp == nil && o.Spec.Replicas != nil && o.Status.ReadyReplicas >= *o.Spec.Replicas
 	}

@@ -2,11 +2,13 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -28,8 +30,18 @@ func childMeta(rv string) metav1.ObjectMeta {
 }
 
 func TestUpdateOpts(t *testing.T) {
+	jobManager := func(rv string) metav1.ObjectMeta {
+		m := childMeta(rv)
+		m.Labels = map[string]string{resources.LabelComponent: resources.ComponentJobManager}
+		return m
+	}
+	// The JobManager counts as ready with one ready pod of its two.
+	jm := func(rv string, ready int32) client.Object {
+		return &appsv1.StatefulSet{ObjectMeta: jobManager(rv), Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)}, Status: appsv1.StatefulSetStatus{ReadyReplicas: ready}}
+	}
+	// An older cluster's JobManager is a Deployment.
 	deploy := func(rv string, ready int32) client.Object {
-		return &appsv1.Deployment{ObjectMeta: childMeta(rv), Status: appsv1.DeploymentStatus{ReadyReplicas: ready}}
+		return &appsv1.Deployment{ObjectMeta: jobManager(rv), Status: appsv1.DeploymentStatus{ReadyReplicas: ready}}
 	}
 	sts := func(rv string, ready int32) client.Object {
 		return &appsv1.StatefulSet{ObjectMeta: childMeta(rv), Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)}, Status: appsv1.StatefulSetStatus{ReadyReplicas: ready}}
@@ -43,10 +55,12 @@ func TestUpdateOpts(t *testing.T) {
 		wantPrio     int
 		wantAfter    time.Duration
 	}{
-		{"JobManager turns ready, TaskManagers ready: the cluster is", deploy("1", 0), deploy("2", 1), true, ReadinessPriority, 0},
-		{"JobManager turns ready alone: progress", deploy("1", 0), deploy("2", 1), false, 0, delay},
+		{"JobManager turns ready, TaskManagers ready: the cluster is", jm("1", 0), jm("2", 1), true, ReadinessPriority, 0},
+		{"JobManager turns ready alone: progress", jm("1", 0), jm("2", 1), false, 0, delay},
+		{"JobManager Deployment turns ready, TaskManagers ready", deploy("1", 0), deploy("2", 1), true, ReadinessPriority, 0},
 		{"TaskManagers all ready, JobManager ready", sts("1", 1), sts("2", 2), true, ReadinessPriority, 0},
-		{"JobManager turns unready", deploy("1", 1), deploy("2", 0), false, ReadinessPriority, 0},
+		{"JobManager turns unready", jm("1", 1), jm("2", 0), false, ReadinessPriority, 0},
+		{"JobManager Deployment turns unready", deploy("1", 1), deploy("2", 0), false, ReadinessPriority, 0},
 		{"TaskManagers no longer all ready", sts("1", 2), sts("2", 1), true, ReadinessPriority, 0},
 		{"one of two TaskManagers ready", sts("1", 0), sts("2", 1), true, 0, delay},
 		{"a ConfigMap changed", cm("1"), cm("2"), true, 0, delay},
@@ -168,9 +182,12 @@ func (r readyReader) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 	}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		o.Name, o.Status.ReadyReplicas = key.Name, min(n, 1)
+		return apierrors.NewNotFound(appsv1.Resource("deployments"), key.Name)
 	case *appsv1.StatefulSet:
 		o.Name, o.Spec.Replicas, o.Status.ReadyReplicas = key.Name, ptr.To[int32](2), n
+		if strings.HasSuffix(key.Name, "-jobmanager") {
+			o.Spec.Replicas, o.Status.ReadyReplicas = ptr.To[int32](1), min(n, 1)
+		}
 	}
 	return nil
 }

@@ -31,11 +31,11 @@ func TestPodsSayReadyBeforeTheWorkloads(t *testing.T) {
 	// The workload controllers' part, but for readiness: every pod created
 	// and updated, none ready yet.
 	testwait.Until(t, 10*time.Second, func() error {
-		d := &appsv1.Deployment{}
+		d := &appsv1.StatefulSet{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-jobmanager"}, d); err != nil {
 			return err
 		}
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 3, UpdatedReplicas: 3}
+		d.Status = appsv1.StatefulSetStatus{ObservedGeneration: d.Generation, Replicas: 3, UpdatedReplicas: 3, CurrentRevision: "jm-r1", UpdateRevision: "jm-r1"}
 		if err := k8s.Status().Update(ctx, d); err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func TestPodsSayReadyBeforeTheWorkloads(t *testing.T) {
 		return k8s.Status().Update(ctx, s)
 	})
 
-	readyPod(t, ns, name, resources.ComponentJobManager, "jobmanager-0", "")
+	readyPod(t, ns, name, resources.ComponentJobManager, "jobmanager-0", "jm-r1")
 	for i := range 11 {
 		readyPod(t, ns, name, resources.ComponentTaskManager, fmt.Sprintf("taskmanager-%d", i), "tm-r1")
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/datapilot/datapilot/internal/policy"
 	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 // FieldManager owns every field Datapilot applies.
@@ -54,12 +55,13 @@ const Finalizer = "data.example.com/cleanup"
 // label-filtered cache (list and watch; no get), writes are server-side
 // apply patches (create is checked when a patch creates the object; no
 // update); only the JobManagers are deleted by the operator, before Flink's
-// HA ConfigMaps; owner references remove the rest.
+// HA ConfigMaps, and an older cluster's JobManager Deployment when a
+// StatefulSet replaces it; owner references remove the rest.
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch
@@ -100,6 +102,10 @@ type Reconciler struct {
 	// ProgressDelay is how long mere progress of the children may wait
 	// for a reconcile; DefaultProgressDelay when zero.
 	ProgressDelay time.Duration
+	// ProgressDeadline is how long a JobManager pod of the current
+	// template may stay unready before the cluster says JobManagerStuck;
+	// readiness.DefaultProgressDeadline when zero.
+	ProgressDeadline time.Duration
 	// Pacer, when set, is told each reconcile's duration: the Flink
 	// polling interval follows their p95.
 	Pacer interface{ Observe(time.Duration) }
@@ -161,7 +167,8 @@ type scope struct {
 	// done, and the next reconcile decides afresh.
 	unrecorded bool
 	// statusWait: the deferred status write waited (comingUp), or wrote a
-	// status that makes the missing budget due (budgetDue); the
+	// status that makes the missing budget due (budgetDue), or a
+	// JobManager pod's progress deadline falls due (jmStuckIn); the
 	// reconcile is looked at again this soon.
 	statusWait time.Duration
 	// held: the JobManager's REST API is still starting (restStarting);
@@ -303,7 +310,10 @@ func namespaceTerminating(err error) bool {
 // verdict is read in record, for the job the step records.
 func (r *Reconciler) observe(ctx context.Context, s *scope) {
 	fc := s.fc
-	s.obs = r.observeWorkloads(ctx, fc)
+	s.obs = r.observeWorkloads(ctx, fc, s.now)
+	// The StatefulSet's own status never says its rollout is stuck: the
+	// reconcile looks again when the deadline of its unready pod is due.
+	s.statusWait = soonest(s.statusWait, s.obs.jmStuckIn)
 	s.obs.storage = observeStorage(fc, r.Platform)
 	if s.obs.storage.blocked() {
 		return
@@ -571,6 +581,43 @@ type child struct {
 	// late: created only once due (budgetDue), after the cluster's first
 	// status, so its creation is no news.
 	late bool
+	// replace: the cached object cannot become the desired one in place;
+	// a change is made by deleting it (actionReplace), and its successor
+	// is created once it is gone.
+	replace bool
+}
+
+// jobManagerChild is the JobManager's child: its StatefulSet, or an older
+// cluster's Deployment while one exists (internal/workload). Such a
+// Deployment is kept, as it was built (resources.LegacyJobManager), until
+// its pod template changes. Then, where the Deployment's Recreate would
+// have replaced its pods, under the same lifecycle gate (hold) and after
+// the ConfigMap, it is deleted instead, in the foreground: it stays, and
+// no StatefulSet is created, until its pods are gone. One being deleted
+// is waited for.
+func jobManagerChild(s *scope) child {
+	want := s.desired.JobManager
+	if dep := s.obs.jobManager.Deployment; dep != nil {
+		legacy := s.desired.LegacyJobManager()
+		c := child{kind: "Deployment", name: *legacy.Name, hash: specHash(legacy.Annotations), cached: dep, desired: legacy,
+			drifted: func(o client.Object) bool {
+				return replicasDiffer(o.(*appsv1.Deployment).Spec.Replicas, *legacy.Spec.Replicas)
+			},
+			replace: templateHash(dep.Annotations) != templateHash(legacy.Annotations)}
+		if dep.DeletionTimestamp != nil {
+			c.hash, c.drifted, c.replace = specHash(dep.Annotations), nil, false
+		}
+		return c
+	}
+	sts := &appsv1.StatefulSet{}
+	if s.obs.jobManager.StatefulSet != nil {
+		sts = s.obs.jobManager.StatefulSet
+	}
+	return child{kind: "StatefulSet", name: *want.Name, hash: specHash(want.Annotations), cached: sts, desired: want,
+		drifted: func(o client.Object) bool {
+			return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *want.Spec.Replicas) ||
+				templateHash(o.GetAnnotations()) != templateHash(want.Annotations)
+		}}
 }
 
 // budgetDue says whether the TaskManagers' PodDisruptionBudget may be
@@ -596,10 +643,8 @@ const budgetFollowUp = staleRetry
 func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	d := s.desired
 	// The JobManager and TaskManagers were read once, for the lifecycle.
-	jm, tm := &appsv1.Deployment{}, &appsv1.StatefulSet{}
-	if s.obs.jobManager != nil {
-		jm = s.obs.jobManager
-	}
+	jm := jobManagerChild(s)
+	tm := &appsv1.StatefulSet{}
 	if s.obs.taskManager != nil {
 		tm = s.obs.taskManager
 	}
@@ -613,11 +658,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 				return s.configDrift.drifted()
 			}},
 		{kind: "Service", name: *d.JobManagerService.Name, hash: specHash(d.JobManagerService.Annotations), cached: metadataOnly("v1", "Service"), desired: d.JobManagerService},
-		{kind: "Deployment", name: *d.JobManager.Name, hash: specHash(d.JobManager.Annotations), cached: jm, desired: d.JobManager,
-			drifted: func(o client.Object) bool {
-				return replicasDiffer(o.(*appsv1.Deployment).Spec.Replicas, *d.JobManager.Spec.Replicas) ||
-					templateHash(o.GetAnnotations()) != templateHash(d.JobManager.Annotations)
-			}},
+		jm,
 		{kind: "PodDisruptionBudget", name: *d.TaskManagerBudget.Name, hash: specHash(d.TaskManagerBudget.Annotations), cached: metadataOnly("policy/v1", "PodDisruptionBudget"), desired: d.TaskManagerBudget,
 			late: true},
 		{kind: "StatefulSet", name: *d.TaskManager.Name, hash: specHash(d.TaskManager.Annotations), cached: tm, desired: d.TaskManager,
@@ -654,6 +695,9 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			continue
 		}
 		actions[i] = decide(err == nil, c.hash, c.cached, c.drifted)
+		if c.replace && actions[i] != actionNone {
+			actions[i] = actionReplace
+		}
 		if i == 0 && configErr != nil {
 			errs[0] = configErr
 		}
@@ -688,7 +732,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	if actions[0] == actionUpdate {
 		if apply(0); errs[0] != nil {
 			for i, c := range children {
-				if rollsPods(c.kind) && actions[i] == actionUpdate {
+				if rollsPods(c.kind) && (actions[i] == actionUpdate || actions[i] == actionReplace) {
 					actions[i] = actionNone
 				}
 			}
@@ -719,8 +763,8 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			r.recordChange(s, c, actions[i])
 		}
 	}
-	if !isZero(jm) {
-		s.obs.jobManager = jm
+	if sts, ok := jm.cached.(*appsv1.StatefulSet); ok && !isZero(sts) {
+		s.obs.jobManager = workload.JobManager{StatefulSet: sts}
 	}
 	if !isZero(tm) {
 		s.obs.taskManager = tm
@@ -730,8 +774,11 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 
 // recordChange emits one event per kind of change, named for what the user did.
 func (r *Reconciler) recordChange(s *scope, c child, a action) {
-	switch c.kind {
-	case "StatefulSet":
+	switch {
+	case a == actionReplace:
+		r.Recorder.Eventf(s.fc, nil, corev1.EventTypeNormal, "RollingUpdate", "Replace",
+			"Replacing the JobManager Deployment %s: its pod template changes, and the JobManager is now a StatefulSet, created once the Deployment's pods are gone", c.name)
+	case c.kind == "StatefulSet" && c.name == *s.desired.TaskManager.Name:
 		old := c.cached.(*appsv1.StatefulSet)
 		want := s.desired.TaskManager
 		if old.Spec.Template.Annotations[resources.AnnotationConfigHash] != s.desired.Config.Hash ||
@@ -741,7 +788,7 @@ func (r *Reconciler) recordChange(s *scope, c child, a action) {
 		if old.Spec.Replicas != nil && *old.Spec.Replicas != *want.Spec.Replicas {
 			r.Recorder.Eventf(s.fc, nil, corev1.EventTypeNormal, "Scaled", "Scale", "Scaled TaskManagers from %d to %d", *old.Spec.Replicas, *want.Spec.Replicas)
 		}
-	case "ConfigMap":
+	case c.kind == "ConfigMap":
 		if a == actionRepair {
 			r.Recorder.Eventf(s.fc, nil, corev1.EventTypeWarning, "ConfigRepaired", "Repair",
 				"ConfigMap %s was changed outside the operator (%s); restored the rendered Flink configuration %s", c.name, s.configDrift, s.desired.Config.Hash)
@@ -776,19 +823,30 @@ func observedBefore(fc *v1.FlinkCluster) bool { return fc.Status.ObservedGenerat
 
 // observeWorkloads reads the JobManager and TaskManagers from the cache,
 // once per reconcile.
-func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster) observed {
+func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster, now time.Time) observed {
 	var obs observed
-	jm, tm := &appsv1.Deployment{}, &appsv1.StatefulSet{}
-	if r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}, jm) == nil {
-		obs.jobManager = jm
-	}
+	// A workload that cannot be read from the cache is taken as absent,
+	// as before: the cache does not fail a read of a kind it holds.
+	obs.jobManager, _ = workload.Read(ctx, r.Client, fc)
+	tm := &appsv1.StatefulSet{}
 	if r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.TaskManagerName(fc)}, tm) == nil {
 		obs.taskManager = tm
 	}
 	// The pods say a cluster is ready before the workloads' status does.
-	obs.countReady(r.Pods.Pods(fc.Namespace, fc.Name))
+	pods := r.Pods.Pods(fc.Namespace, fc.Name)
+	obs.countReady(pods)
+	obs.jmStuck, obs.jmStuckIn = readiness.JobManagerStuck(obs.jobManager, pods, now, r.progressDeadline())
 	obs.configHash = fc.Status.ConfigHash
 	return obs
+}
+
+// progressDeadline is how long a JobManager pod of the current template
+// may stay unready before its rollout counts as stuck.
+func (r *Reconciler) progressDeadline() time.Duration {
+	if r.ProgressDeadline > 0 {
+		return r.ProgressDeadline
+	}
+	return readiness.DefaultProgressDeadline
 }
 
 // countReady counts the workloads' ready pods (readiness), once: every
@@ -820,7 +878,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, closing bool) er
 		return nil
 	}
 	if wait := comingUp(s, &st); closing && wait > 0 {
-		s.statusWait = wait
+		s.statusWait = soonest(s.statusWait, wait)
 		return nil
 	}
 	if err := r.applyStatus(ctx, fc, st); err != nil {
@@ -860,11 +918,11 @@ func comingUp(s *scope, st *v1.FlinkClusterStatus) time.Duration {
 	if len(s.created) > 0 {
 		return CreatingWait
 	}
-	jm, tm := s.obs.jobManager, s.obs.taskManager
+	jm, tm := s.obs.jobManager.Object(), s.obs.taskManager
 	if jm == nil || tm == nil {
 		return 0
 	}
-	youngest := jm.CreationTimestamp.Time
+	youngest := jm.GetCreationTimestamp().Time
 	if tm.CreationTimestamp.After(youngest) {
 		youngest = tm.CreationTimestamp.Time
 	}

@@ -61,7 +61,7 @@ func TestMinimalSpecIsComplete(t *testing.T) {
 	for name, want := range map[string]string{"tiny-jobmanager": "1600Mi", "tiny-taskmanager": "1728Mi"} {
 		var pod corev1.PodSpec
 		if strings.HasSuffix(name, "jobmanager") {
-			d := &appsv1.Deployment{}
+			d := &appsv1.StatefulSet{}
 			testwait.Until(t, 10*time.Second, func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d) })
 			pod = d.Spec.Template.Spec
 		} else {
@@ -161,7 +161,7 @@ func TestPodLocalStateIsNotDeployed(t *testing.T) {
 	}
 	// The status above was written by the reconcile that decided not to
 	// deploy, so no child exists.
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-jobmanager"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-jobmanager"}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
 		t.Errorf("JobManager of a blocked cluster: %v, want not found", err)
 	}
 	events := &corev1.EventList{}
@@ -187,7 +187,7 @@ func TestPodLocalStateIsNotDeployed(t *testing.T) {
 		t.Errorf("SharedStorage message: %s", c.Message)
 	}
 	testwait.Until(t, 10*time.Second, func() error {
-		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-jobmanager"}, &appsv1.Deployment{})
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "realtime-warehouse-jobmanager"}, &appsv1.StatefulSet{})
 	})
 }
 

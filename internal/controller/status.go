@@ -13,6 +13,7 @@ import (
 	"github.com/datapilot/datapilot/internal/lifecycle"
 	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 // observed is what one reconcile observed of the cluster: its workloads
@@ -20,8 +21,12 @@ import (
 // metrics, and what the status write adds after the decision (the health
 // verdict, the apply's error).
 type observed struct {
-	jobManager  *appsv1.Deployment
+	jobManager  workload.JobManager
 	taskManager *appsv1.StatefulSet
+	// jmStuck says why the JobManager's rollout is stuck (empty when it is
+	// not); jmStuckIn is how soon it would be (readiness.JobManagerStuck).
+	jmStuck   string
+	jmStuckIn time.Duration
 	// jmPods and tmPods count their pods (readiness): the workloads'
 	// status, or the pods where they already show more.
 	jmPods, tmPods readiness.Counts
@@ -76,7 +81,7 @@ func computeStatus(fc *v1.FlinkCluster, base *v1.FlinkClusterStatus, obs observe
 	tmDesired := desiredTaskManagers(&fc.Spec, base.Autoscaler)
 	st.JobManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", jmDesired)}
 	st.TaskManager = v1.ComponentStatus{Ready: fmt.Sprintf("0/%d", tmDesired)}
-	if d := obs.jobManager; d != nil {
+	if obs.jobManager.Exists() {
 		st.JobManager.Replicas = obs.jmPods.Replicas
 		st.JobManager.ReadyReplicas = obs.jmPods.Ready
 		st.JobManager.Ready = fmt.Sprintf("%d/%d", obs.jmPods.Ready, jmDesired)
@@ -140,9 +145,9 @@ const reasonCreating = "Creating"
 const reasonApplying = "Applying"
 
 func progress(tmDesired int32, obs observed) verdict {
-	d, s := obs.jobManager, obs.taskManager
+	s := obs.taskManager
 	switch {
-	case d == nil || s == nil:
+	case !obs.jobManager.Exists() || s == nil:
 		return verdict{metav1.ConditionTrue, reasonCreating, "Creating the JobManager and TaskManagers"}
 	case s.Status.UpdateRevision != "" && s.Status.CurrentRevision != s.Status.UpdateRevision:
 		return verdict{metav1.ConditionTrue, "RollingUpdate", fmt.Sprintf("%d of %d TaskManagers run the new revision", s.Status.UpdatedReplicas, tmDesired)}
@@ -168,12 +173,8 @@ func degradation(obs observed) verdict {
 	if h := obs.health; h != nil && h.Degraded {
 		return verdict{metav1.ConditionTrue, h.DegradedReason, h.DegradedMessage}
 	}
-	if d := obs.jobManager; d != nil {
-		for _, c := range d.Status.Conditions {
-			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
-				return verdict{metav1.ConditionTrue, "JobManagerStuck", "The JobManager rollout exceeded its progress deadline: " + c.Message}
-			}
-		}
+	if obs.jmStuck != "" {
+		return verdict{metav1.ConditionTrue, "JobManagerStuck", obs.jmStuck}
 	}
 	return verdict{metav1.ConditionFalse, "AsExpected", "No failure observed"}
 }

@@ -14,13 +14,14 @@ import (
 	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 func TestComputeStatus(t *testing.T) {
 	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Generation: 4}}
 	fc.Spec = v1.FlinkClusterSpec{Version: "1.17.1", JobManager: v1.JobManagerSpec{Replicas: 1}, TaskManager: v1.TaskManagerSpec{Replicas: 3}}
-	jm := func(ready int32) *appsv1.Deployment {
-		return &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: ready}}
+	jm := func(ready int32) workload.JobManager {
+		return workload.JobManager{StatefulSet: &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: ready, CurrentRevision: "j", UpdateRevision: "j"}}}
 	}
 	tm := func(replicas, ready int32, cur, upd string) *appsv1.StatefulSet {
 		return &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: replicas, ReadyReplicas: ready, UpdatedReplicas: ready, CurrentRevision: cur, UpdateRevision: upd}}
@@ -43,6 +44,8 @@ func TestComputeStatus(t *testing.T) {
 		{"rolling", observed{jobManager: jm(1), taskManager: tm(3, 3, "a", "b")}, v1.PhaseUpdating, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionFalse, "RollingUpdate"},
 		{"apply failed", observed{jobManager: jm(1), taskManager: tm(3, 3, "a", "a"), applyErr: errors.New("apply StatefulSet demo-taskmanager: forbidden")}, v1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, "ApplyFailed"},
 		{"REST failing", observed{jobManager: jm(1), taskManager: tm(3, 3, "a", "a"), health: restDown}, v1.PhaseDegraded, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, "RestUnavailable"},
+		{"JobManager stuck", observed{jobManager: jm(0), taskManager: tm(3, 3, "a", "a"), jmStuck: "The JobManager pod demo-jobmanager-0 has not been ready for 10m0s."}, v1.PhaseDegraded, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionTrue, "JobManagerStuck"},
+		{"an older cluster's JobManager Deployment", observed{jobManager: workload.JobManager{Deployment: &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1}}}, taskManager: tm(3, 3, "a", "a")}, v1.PhaseRunning, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, "AllTaskManagersRegistered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.obs.countReady(nil)
@@ -73,7 +76,7 @@ func TestComputeStatus(t *testing.T) {
 func TestComputeStatusIsStable(t *testing.T) {
 	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Generation: 1}}
 	fc.Spec.TaskManager.Replicas = 1
-	obs := observed{jobManager: &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1}},
+	obs := observed{jobManager: workload.JobManager{StatefulSet: &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1}}},
 		taskManager: &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1}}}
 	obs.countReady(nil)
 	fc.Status = computeStatus(fc, &fc.Status, obs, metav1.NewTime(time.Unix(1000, 0)))
@@ -89,7 +92,8 @@ func TestComputeStatusIsStable(t *testing.T) {
 func TestComputeStatusCountsReadyPods(t *testing.T) {
 	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Generation: 1}}
 	fc.Spec = v1.FlinkClusterSpec{Version: "1.17.1", JobManager: v1.JobManagerSpec{Replicas: 1}, TaskManager: v1.TaskManagerSpec{Replicas: 2}}
-	jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1}}
+	jm := workload.JobManager{StatefulSet: &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 1},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, CurrentRevision: "r", UpdateRevision: "r"}}}
 	tm := &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{Replicas: 2, UpdatedReplicas: 2, CurrentRevision: "r", UpdateRevision: "r"}}
 	ready := func(component string) readiness.Pod {
 		return readiness.Pod{Component: component, Revision: "r", Ready: true}

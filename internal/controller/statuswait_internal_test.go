@@ -11,6 +11,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/lifecycle"
 	"github.com/datapilot/datapilot/internal/readiness"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 // TestComingUpWaits: the deferred write waits only for a cluster's first
@@ -21,7 +22,7 @@ func TestComingUpWaits(t *testing.T) {
 	created := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	workloads := func(s *scope) {
 		s.created = nil
-		s.obs.jobManager = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1, CreationTimestamp: metav1.NewTime(created)}}
+		s.obs.jobManager = workload.JobManager{StatefulSet: &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 1, CreationTimestamp: metav1.NewTime(created)}}}
 		s.obs.taskManager = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 1, CreationTimestamp: metav1.NewTime(created)}}
 	}
 	observed := func(s *scope) {

@@ -33,25 +33,28 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 }
 
-// staticReader serves a fixed set of FlinkClusters and Deployments, for the
+// staticReader serves a fixed set of FlinkClusters and JobManager
+// StatefulSets (no older cluster's Deployment), for the
 // benchmark only: it stands in for the manager's cache, which answers from
 // memory too. Tests use a real API server.
 type staticReader struct {
 	clusters []v1.FlinkCluster
-	deps     map[types.NamespacedName]*appsv1.Deployment
+	jms      map[types.NamespacedName]*appsv1.StatefulSet
 }
 
 func (r *staticReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		return fmt.Errorf("staticReader: cannot get %T", obj)
-	}
-	src, ok := r.deps[key]
-	if !ok {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
 		return apierrors.NewNotFound(appsv1.Resource("deployments"), key.Name)
+	case *appsv1.StatefulSet:
+		src, ok := r.jms[key]
+		if !ok {
+			return apierrors.NewNotFound(appsv1.Resource("statefulsets"), key.Name)
+		}
+		src.DeepCopyInto(o)
+		return nil
 	}
-	src.DeepCopyInto(d)
-	return nil
+	return fmt.Errorf("staticReader: cannot get %T", obj)
 }
 
 func (r *staticReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
@@ -75,7 +78,7 @@ func BenchmarkRound(b *testing.B) {
 			eng := flinksim.NewEngine(flinksim.EngineOptions{})
 			srv := httptest.NewServer(flinksim.NewHandler(eng, logr.Discard()))
 			defer srv.Close()
-			r := &staticReader{deps: map[types.NamespacedName]*appsv1.Deployment{}}
+			r := &staticReader{jms: map[types.NamespacedName]*appsv1.StatefulSet{}}
 			for i := range n {
 				fc := v1.FlinkCluster{
 					ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("c%04d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))},
@@ -94,8 +97,8 @@ func BenchmarkRound(b *testing.B) {
 				}
 				fc.Status.Job = &v1.JobStatus{ID: run.JobID}
 				r.clusters = append(r.clusters, fc)
-				r.deps[types.NamespacedName{Namespace: fc.Namespace, Name: resources.JobManagerName(&fc)}] = &appsv1.Deployment{
-					Status: appsv1.DeploymentStatus{ReadyReplicas: 1},
+				r.jms[types.NamespacedName{Namespace: fc.Namespace, Name: resources.JobManagerName(&fc)}] = &appsv1.StatefulSet{
+					Status: appsv1.StatefulSetStatus{ReadyReplicas: 1},
 				}
 			}
 			notify := make(chan event.GenericEvent, n)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,13 +23,13 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/readiness"
-	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/teardown"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 // What health needs; the reconciler's markers grant the same.
 // +kubebuilder:rbac:groups=data.example.com,resources=flinkclusters,verbs=list;watch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // Namespaces (get) are granted where internal/teardown reads them.
@@ -436,7 +435,7 @@ func startedAt(readySince, now time.Time) time.Time {
 // answers is what one probe read: the JobManager from the cache, and the
 // REST API's answers when the JobManager passed.
 type answers struct {
-	jm     *appsv1.Deployment
+	jm     workload.JobManager
 	counts readiness.Counts
 	jmErr  error
 	// restErr is the REST API's failure; required says the cluster's jobs
@@ -507,20 +506,16 @@ func judge(fc *v1.FlinkCluster, a answers, seenReady, restStarting bool, now tim
 	return probes, jobs, true
 }
 
-// jobManager reads the cluster's JobManager Deployment from the cache, nil
+// jobManager reads the cluster's JobManager workload from the cache, none
 // when it does not exist or belongs to another incarnation of the cluster,
 // and counts its pods (readiness).
-func (p *Poller) jobManager(ctx context.Context, fc *v1.FlinkCluster) (*appsv1.Deployment, readiness.Counts, error) {
-	var dep appsv1.Deployment
-	err := p.Reader.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.JobManagerName(fc)}, &dep)
-	if apierrors.IsNotFound(err) {
-		return nil, readiness.Counts{}, nil
+func (p *Poller) jobManager(ctx context.Context, fc *v1.FlinkCluster) (workload.JobManager, readiness.Counts, error) {
+	jm, err := workload.Read(ctx, p.Reader, fc)
+	if err != nil || !jm.Exists() {
+		return workload.JobManager{}, readiness.Counts{}, err
 	}
-	if err != nil {
-		return nil, readiness.Counts{}, err
+	if owner := metav1.GetControllerOf(jm.Object()); owner != nil && fc.UID != "" && owner.UID != fc.UID {
+		return workload.JobManager{}, readiness.Counts{}, nil
 	}
-	if owner := metav1.GetControllerOf(&dep); owner != nil && fc.UID != "" && owner.UID != fc.UID {
-		return nil, readiness.Counts{}, nil
-	}
-	return &dep, readiness.JobManagers(&dep, p.Pods.Pods(fc.Namespace, fc.Name)), nil
+	return jm, readiness.JobManagers(jm, p.Pods.Pods(fc.Namespace, fc.Name)), nil
 }

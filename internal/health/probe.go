@@ -9,11 +9,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 // Probe reasons.
@@ -51,30 +51,30 @@ const RestStartGrace = 10 * time.Second
 // condition messages.
 const maxMessage = 512
 
-// jobManagerProbe judges level 1 from the cached JobManager Deployment (nil
-// when there is none) and its ready pods (readiness.JobManagers).
+// jobManagerProbe judges level 1 from the cached JobManager workload and
+// its ready pods (readiness.JobManagers).
 // seenReady says whether the JobManager has ever been ready: until then it
 // is starting, which is no failure.
-func jobManagerProbe(dep *appsv1.Deployment, ready int32, seenReady bool) Probe {
+func jobManagerProbe(jm workload.JobManager, ready int32, seenReady bool) Probe {
 	p := Probe{Level: LevelJobManager}
 	switch {
-	case dep != nil && ready >= 1:
+	case jm.Exists() && ready >= 1:
 		p.OK, p.Reason, p.Message = true, ReasonJobManagerReady, "A JobManager pod is ready."
 	case !seenReady:
 		p.Unknown, p.Reason = true, ReasonJobManagerStarting
 		p.Message = "The JobManager has not been ready yet; the cluster is starting."
-	case dep == nil:
-		p.Reason, p.Message = ReasonJobManagerMissing, "The JobManager Deployment does not exist."
+	case !jm.Exists():
+		p.Reason, p.Message = ReasonJobManagerMissing, "The JobManager StatefulSet does not exist."
 	default:
 		p.Reason = ReasonJobManagerNotReady
-		p.Message = fmt.Sprintf("No JobManager pod is ready (%d of %d ready).", ready, desiredReplicas(dep))
+		p.Message = fmt.Sprintf("No JobManager pod is ready (%d of %d ready).", ready, desiredReplicas(jm))
 	}
 	return p
 }
 
-func desiredReplicas(dep *appsv1.Deployment) int32 {
-	if dep.Spec.Replicas != nil {
-		return *dep.Spec.Replicas
+func desiredReplicas(jm workload.JobManager) int32 {
+	if r := jm.Replicas(); r != nil {
+		return *r
 	}
 	return 1
 }

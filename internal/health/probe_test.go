@@ -18,6 +18,7 @@ import (
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/readiness"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 type outcome int
@@ -49,31 +50,36 @@ func checkProbe(t *testing.T, name string, p Probe, level Level, o outcome, reas
 }
 
 func TestJobManagerProbe(t *testing.T) {
-	dep := func(ready int32, deleting bool) *appsv1.Deployment {
-		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)}, Status: appsv1.DeploymentStatus{ReadyReplicas: ready}}
-		d.Generation = 1
+	sts := func(ready int32, deleting bool) workload.JobManager {
+		s := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)},
+			Status: appsv1.StatefulSetStatus{ReadyReplicas: ready, UpdateRevision: "r1", CurrentRevision: "r1"}}
+		s.Generation = 1
 		if deleting {
-			d.DeletionTimestamp = &metav1.Time{}
+			s.DeletionTimestamp = &metav1.Time{}
 		}
-		return d
+		return workload.JobManager{StatefulSet: s}
 	}
-	readyPod := []readiness.Pod{{Component: resources.ComponentJobManager, Ready: true}}
+	// An older cluster's JobManager is a Deployment.
+	legacy := workload.JobManager{Deployment: &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
+		Status: appsv1.DeploymentStatus{ReadyReplicas: 1}}}
+	readyPod := []readiness.Pod{{Component: resources.ComponentJobManager, Revision: "r1", Ready: true}}
 	for _, tc := range []struct {
 		name      string
-		dep       *appsv1.Deployment
+		dep       workload.JobManager
 		pods      []readiness.Pod
 		seenReady bool
 		want      outcome
 		reason    string
 	}{
-		{"ready", dep(1, false), nil, false, passes, ReasonJobManagerReady},
-		{"ready, seen before", dep(2, false), nil, true, passes, ReasonJobManagerReady},
-		{"its pod ready before its status says so", dep(0, false), readyPod, false, passes, ReasonJobManagerReady},
-		{"no Deployment yet: starting", nil, readyPod, false, unknowable, ReasonJobManagerStarting},
-		{"never ready: starting", dep(0, false), nil, false, unknowable, ReasonJobManagerStarting},
-		{"was ready, now not", dep(0, false), nil, true, fails, ReasonJobManagerNotReady},
-		{"was ready, Deployment gone", nil, nil, true, fails, ReasonJobManagerMissing},
-		{"was ready, Deployment being deleted", dep(1, true), readyPod, true, fails, ReasonJobManagerNotReady},
+		{"ready", sts(1, false), nil, false, passes, ReasonJobManagerReady},
+		{"ready, seen before", sts(2, false), nil, true, passes, ReasonJobManagerReady},
+		{"its pod ready before its status says so", sts(0, false), readyPod, false, passes, ReasonJobManagerReady},
+		{"an older cluster's Deployment, ready", legacy, nil, true, passes, ReasonJobManagerReady},
+		{"no StatefulSet yet: starting", workload.JobManager{}, readyPod, false, unknowable, ReasonJobManagerStarting},
+		{"never ready: starting", sts(0, false), nil, false, unknowable, ReasonJobManagerStarting},
+		{"was ready, now not", sts(0, false), nil, true, fails, ReasonJobManagerNotReady},
+		{"was ready, StatefulSet gone", workload.JobManager{}, nil, true, fails, ReasonJobManagerMissing},
+		{"was ready, StatefulSet being deleted", sts(1, true), readyPod, true, fails, ReasonJobManagerNotReady},
 	} {
 		ready := readiness.JobManagers(tc.dep, tc.pods).Ready
 		checkProbe(t, tc.name, jobManagerProbe(tc.dep, ready, tc.seenReady), LevelJobManager, tc.want, tc.reason)
@@ -223,7 +229,7 @@ func TestDuringUpgrade(t *testing.T) {
 }
 
 func TestUnknownAbove(t *testing.T) {
-	below := jobManagerProbe(&appsv1.Deployment{}, 0, true)
+	below := jobManagerProbe(workload.JobManager{StatefulSet: &appsv1.StatefulSet{}}, 0, true)
 	p := unknownAbove(LevelRest, below)
 	checkProbe(t, "above a failed JobManager", p, LevelRest, unknowable, ReasonJobManagerNotReady)
 }

@@ -275,7 +275,7 @@ func TestConversionWebhook(t *testing.T) {
 			new  func() client.Object
 		}{
 			{"orders-config", func() client.Object { return &corev1.ConfigMap{} }},
-			{"orders-jobmanager", func() client.Object { return &appsv1.Deployment{} }},
+			{"orders-jobmanager", func() client.Object { return &appsv1.StatefulSet{} }},
 			{"orders-taskmanager", func() client.Object { return &appsv1.StatefulSet{} }},
 			{"orders-jobmanager", func() client.Object { return &corev1.Service{} }},
 		} {
@@ -346,8 +346,6 @@ func comparable(t *testing.T, obj client.Object, ns string) string {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		part = o.Data
-	case *appsv1.Deployment:
-		part = o.Spec
 	case *appsv1.StatefulSet:
 		part = o.Spec
 	case *corev1.Service:

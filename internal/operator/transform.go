@@ -9,8 +9,8 @@ import (
 	"github.com/datapilot/datapilot/internal/controller"
 )
 
-// slimWorkloads is the cache transform of the JobManager Deployments and
-// TaskManager StatefulSets: it keeps what the operator reads of them and
+// slimWorkloads is the cache transform of the JobManager and TaskManager
+// StatefulSets (and older clusters' JobManager Deployments): it keeps what the operator reads of them and
 // drops the pod spec, which is most of each object and read by nothing.
 // The diff compares the spec and template hash annotations, drift the
 // replica count, the change events the template's annotations and

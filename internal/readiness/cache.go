@@ -41,6 +41,9 @@ type Pod struct {
 	// last transition, as the kubelet recorded it).
 	Ready      bool
 	ReadySince metav1.Time
+	// UnreadySince: the last transition of a Ready condition that is not
+	// True (zero when the pod has none yet, or is ready).
+	UnreadySince metav1.Time
 }
 
 // DeepCopyObject makes Pod a runtime.Object, as informers and event
@@ -58,8 +61,12 @@ func Slim(p *corev1.Pod) *Pod {
 		Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey],
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+		switch {
+		case c.Type != corev1.PodReady:
+		case c.Status == corev1.ConditionTrue:
 			out.Ready, out.ReadySince = true, c.LastTransitionTime
+		default:
+			out.UnreadySince = c.LastTransitionTime
 		}
 	}
 	out.Name, out.Namespace, out.ResourceVersion, out.UID = p.Name, p.Namespace, p.ResourceVersion, p.UID

@@ -13,12 +13,14 @@
 package readiness
 
 import (
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 // Counts are a workload's pods: those that exist (not being deleted), those
@@ -34,16 +36,29 @@ type Counts struct {
 	ReadySince               time.Time
 }
 
-// JobManagers counts the JobManager pods: the Deployment's status, or more
-// where the pods already show more. Its pods count only while the
-// Deployment has had one pod template, its first (generation 1: any change
-// of its spec raises it, the template's among them), and only those
-// created no earlier than the Deployment (not the pods of an earlier
+// JobManagers counts the JobManager pods: the workload's status, or more
+// where the pods already show more. A StatefulSet's are counted as the
+// TaskManagers' are (its update revision names the current pods); an older
+// cluster's Deployment's as deploymentPods says.
+func JobManagers(jm workload.JobManager, pods []Pod) Counts {
+	if jm.Terminating() {
+		return Counts{}
+	}
+	if jm.StatefulSet != nil {
+		return statefulSetPods(jm.StatefulSet, pods, resources.ComponentJobManager)
+	}
+	return deploymentPods(jm.Deployment, pods)
+}
+
+// deploymentPods counts a JobManager Deployment's pods. They count only
+// while the Deployment has had one pod template, its first (generation 1:
+// any change of its spec raises it, the template's among them), and only
+// those created no earlier than the Deployment (not the pods of an earlier
 // Deployment of the same name that the garbage collector has yet to
 // delete). A Deployment does not publish which ReplicaSet is current, so
 // after its first change its status alone counts.
-func JobManagers(d *appsv1.Deployment, pods []Pod) Counts {
-	if d == nil || d.DeletionTimestamp != nil {
+func deploymentPods(d *appsv1.Deployment, pods []Pod) Counts {
+	if d == nil {
 		return Counts{}
 	}
 	status := Counts{Replicas: d.Status.Replicas, Updated: d.Status.UpdatedReplicas, Ready: d.Status.ReadyReplicas,
@@ -61,12 +76,17 @@ func JobManagers(d *appsv1.Deployment, pods []Pod) Counts {
 	return status.max(current)
 }
 
-// TaskManagers counts the TaskManager pods: the StatefulSet's status, or
+// TaskManagers counts the TaskManager pods (statefulSetPods).
+func TaskManagers(s *appsv1.StatefulSet, pods []Pod) Counts {
+	return statefulSetPods(s, pods, resources.ComponentTaskManager)
+}
+
+// statefulSetPods counts a StatefulSet's pods of the component: its status, or
 // more where the pods of its update revision already show more. The
 // StatefulSet controller labels each pod with the revision it was created
 // from (controller-revision-hash), and status.updateRevision names the
 // current template's.
-func TaskManagers(s *appsv1.StatefulSet, pods []Pod) Counts {
+func statefulSetPods(s *appsv1.StatefulSet, pods []Pod, component string) Counts {
 	if s == nil {
 		return Counts{}
 	}
@@ -78,9 +98,60 @@ func TaskManagers(s *appsv1.StatefulSet, pods []Pod) Counts {
 	if rev == "" {
 		return status
 	}
-	return status.max(count(pods, resources.ComponentTaskManager, func(p *Pod) bool {
+	return status.max(count(pods, component, func(p *Pod) bool {
 		return p.Revision == rev
 	}))
+}
+
+// DefaultProgressDeadline is how long a JobManager pod of the current
+// template may stay unready before its rollout counts as stuck: a
+// Deployment's default progressDeadlineSeconds, which older clusters'
+// JobManager Deployments run with.
+const DefaultProgressDeadline = 10 * time.Minute
+
+// JobManagerStuck says why the JobManager's rollout counts as stuck, empty
+// when it does not; wait is how soon it would, while a pod of the current
+// template is unready (zero when none is).
+//
+// A Deployment says it itself: its Progressing condition's
+// ProgressDeadlineExceeded. A StatefulSet has no progress deadline, so
+// the operator keeps one of its own, from the pods: one of the update
+// revision, not being deleted, unready since deadline ago (its Ready
+// condition's last transition; its creation while it has none), as a
+// pod that never starts, is never scheduled or never passes its readiness
+// probe is. Unlike the Deployment's, this also counts a JobManager that
+// ran and has been down that long: it is degraded as well.
+func JobManagerStuck(jm workload.JobManager, pods []Pod, now time.Time, deadline time.Duration) (why string, wait time.Duration) {
+	if d := jm.Deployment; d != nil {
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
+				return "The JobManager rollout exceeded its progress deadline: " + c.Message, 0
+			}
+		}
+		return "", 0
+	}
+	s := jm.StatefulSet
+	if s == nil || s.DeletionTimestamp != nil || s.Status.UpdateRevision == "" {
+		return "", 0
+	}
+	for i := range pods {
+		p := &pods[i]
+		if p.Component != resources.ComponentJobManager || p.DeletionTimestamp != nil || p.Ready || p.Revision != s.Status.UpdateRevision {
+			continue
+		}
+		since := p.UnreadySince.Time
+		if since.IsZero() {
+			since = p.CreationTimestamp.Time
+		}
+		left := since.Add(deadline).Sub(now)
+		if left <= 0 {
+			return fmt.Sprintf("The JobManager pod %s has not been ready for %s (since %s).", p.Name, deadline, since.UTC().Format(time.RFC3339)), 0
+		}
+		if wait == 0 || left < wait {
+			wait = left
+		}
+	}
+	return "", wait
 }
 
 func (c Counts) max(o Counts) Counts {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/workload"
 )
 
 var created = metav1.NewTime(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
@@ -46,10 +47,11 @@ func at(d time.Duration) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Status.Conditions[1].LastTransitionTime = metav1.NewTime(created.Add(d)) }
 }
 
-func deployment(generation int64, ready int32) *appsv1.Deployment {
+// deployment is an older cluster's JobManager, a Deployment.
+func deployment(generation int64, ready int32) workload.JobManager {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: generation, CreationTimestamp: created}}
 	d.Status.ReadyReplicas = ready
-	return d
+	return workload.JobManager{Deployment: d}
 }
 
 func statefulSet(updateRevision string, ready int32) *appsv1.StatefulSet {
@@ -62,11 +64,11 @@ func TestJobManagers(t *testing.T) {
 	jm := resources.ComponentJobManager
 	for _, tc := range []struct {
 		name string
-		d    *appsv1.Deployment
+		d    workload.JobManager
 		pods []Pod
 		want int32
 	}{
-		{"no Deployment", nil, []Pod{pod(jm, true)}, 0},
+		{"no Deployment", workload.JobManager{}, []Pod{pod(jm, true)}, 0},
 		{"status alone", deployment(1, 1), nil, 1},
 		{"its pod ready before its status says so", deployment(1, 0), []Pod{pod(jm, true)}, 1},
 		{"status ahead of the cache's pods", deployment(1, 2), []Pod{pod(jm, true)}, 2},
@@ -80,15 +82,89 @@ func TestJobManagers(t *testing.T) {
 		// A pod older than the Deployment is an earlier Deployment's,
 		// not yet deleted by the garbage collector.
 		{"a pod from before the Deployment", deployment(1, 0), []Pod{pod(jm, true, earlier)}, 0},
-		{"being deleted", func() *appsv1.Deployment {
+		{"being deleted", func() workload.JobManager {
 			d := deployment(1, 1)
-			d.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Minute)}
+			d.Deployment.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Minute)}
 			return d
 		}(), []Pod{pod(jm, true)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := JobManagers(tc.d, tc.pods).Ready; got != tc.want {
 				t.Errorf("JobManagers = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestJobManagerStatefulSet: a JobManager StatefulSet's pods count as the
+// TaskManagers' do, by its update revision.
+func TestJobManagerStatefulSet(t *testing.T) {
+	jm := resources.ComponentJobManager
+	sts := func(ready int32, opts ...func(*appsv1.StatefulSet)) workload.JobManager {
+		s := statefulSet("tm-new", ready)
+		for _, o := range opts {
+			o(s)
+		}
+		return workload.JobManager{StatefulSet: s}
+	}
+	gone := func(s *appsv1.StatefulSet) { s.DeletionTimestamp = &metav1.Time{Time: created.Add(time.Minute)} }
+	for _, tc := range []struct {
+		name string
+		jm   workload.JobManager
+		pods []Pod
+		want int32
+	}{
+		{"status alone", sts(1), nil, 1},
+		{"its pod ready before its status says so", sts(0), []Pod{pod(jm, true)}, 1},
+		{"a ready pod of the old revision", sts(0), []Pod{pod(jm, true, oldRevision)}, 0},
+		{"a pod not ready", sts(0), []Pod{pod(jm, false)}, 0},
+		{"a TaskManager pod is no JobManager", sts(0), []Pod{pod(resources.ComponentTaskManager, true)}, 0},
+		{"being deleted", sts(1, gone), []Pod{pod(jm, true)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := JobManagers(tc.jm, tc.pods).Ready; got != tc.want {
+				t.Errorf("JobManagers = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestJobManagerStuck: a Deployment says it by its condition; a
+// StatefulSet's pod of the update revision unready for the deadline says
+// it, and one that is not yet says when it would.
+func TestJobManagerStuck(t *testing.T) {
+	jm := resources.ComponentJobManager
+	const deadline = 10 * time.Minute
+	sts := workload.JobManager{StatefulSet: statefulSet("tm-new", 0)}
+	unready := func(d time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Status.Conditions[1].LastTransitionTime = metav1.NewTime(created.Add(d)) }
+	}
+	noReadyCondition := func(p *corev1.Pod) { p.Status.Conditions = p.Status.Conditions[:1] }
+	exceeded := deployment(2, 0)
+	exceeded.Deployment.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet x has timed out progressing."}}
+	for _, tc := range []struct {
+		name  string
+		jm    workload.JobManager
+		pods  []Pod
+		now   time.Duration // after created
+		stuck bool
+		wait  time.Duration
+	}{
+		{"Deployment: its condition", exceeded, nil, 0, true, 0},
+		{"Deployment: no condition, whatever its pods", deployment(2, 0), []Pod{pod(jm, false, unready(0))}, time.Hour, false, 0},
+		{"unready for the deadline", sts, []Pod{pod(jm, false, unready(0))}, deadline, true, 0},
+		{"unready for less", sts, []Pod{pod(jm, false, unready(time.Minute))}, deadline, false, time.Minute},
+		{"never had a Ready condition: from its creation", sts, []Pod{pod(jm, false, noReadyCondition)}, deadline + time.Second, true, 0},
+		{"ready", sts, []Pod{pod(jm, true)}, time.Hour, false, 0},
+		{"of the old revision", sts, []Pod{pod(jm, false, unready(0), oldRevision)}, time.Hour, false, 0},
+		{"being deleted", sts, []Pod{pod(jm, false, unready(0), deleting)}, time.Hour, false, 0},
+		{"a TaskManager", sts, []Pod{pod(resources.ComponentTaskManager, false, unready(0))}, time.Hour, false, 0},
+		{"no workload", workload.JobManager{}, []Pod{pod(jm, false, unready(0))}, time.Hour, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			why, wait := JobManagerStuck(tc.jm, tc.pods, created.Add(tc.now), deadline)
+			if (why != "") != tc.stuck || wait != tc.wait {
+				t.Errorf("JobManagerStuck = %q, %v; want stuck %v, wait %v", why, wait, tc.stuck, tc.wait)
 			}
 		})
 	}
@@ -125,8 +201,11 @@ func TestTaskManagers(t *testing.T) {
 // update revision does not say its replica count was observed.
 func TestObserved(t *testing.T) {
 	jm, tm := resources.ComponentJobManager, resources.ComponentTaskManager
-	observedAt := func(generation int64) func(*appsv1.Deployment) *appsv1.Deployment {
-		return func(d *appsv1.Deployment) *appsv1.Deployment { d.Status.ObservedGeneration = generation; return d }
+	observedAt := func(generation int64) func(workload.JobManager) workload.JobManager {
+		return func(d workload.JobManager) workload.JobManager {
+			d.Deployment.Status.ObservedGeneration = generation
+			return d
+		}
 	}
 	for _, tc := range []struct {
 		name string

@@ -22,7 +22,7 @@ import (
 type Desired struct {
 	Config            FlinkConfig
 	ConfigMap         *coreac.ConfigMapApplyConfiguration
-	JobManager        *appsac.DeploymentApplyConfiguration
+	JobManager        *appsac.StatefulSetApplyConfiguration
 	JobManagerService *coreac.ServiceApplyConfiguration
 	TaskManager       *appsac.StatefulSetApplyConfiguration
 	// TaskManagerBudget keeps voluntary disruptions (node drains) to one
@@ -119,7 +119,7 @@ func Image(fc *v1.FlinkCluster) string {
 
 func haEnabled(fc *v1.FlinkCluster) bool { return fc.Spec.HighAvailable() }
 
-func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) (*appsac.DeploymentApplyConfiguration, error) {
+func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) (*appsac.StatefulSetApplyConfiguration, error) {
 	args := []string{"jobmanager"}
 	if haEnabled(fc) {
 		// With HA each JobManager publishes its own address through the
@@ -145,17 +145,51 @@ func jobManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) (*appsac.Deploym
 	if SQLJob(fc) {
 		tmpl.Spec.WithContainers(sqlGateway(fc, st))
 	}
-	return appsac.Deployment(JobManagerName(fc), fc.Namespace).
+	return appsac.StatefulSet(JobManagerName(fc), fc.Namespace).
 		WithLabels(Labels(fc, ComponentJobManager)).
 		WithOwnerReferences(ownerRef(fc)).
-		WithSpec(appsac.DeploymentSpec().
+		WithSpec(appsac.StatefulSetSpec().
 			WithReplicas(replicas).
+			// The JobManager's own Service: it gives the pods their
+			// subdomain, which nothing reads (it is not headless).
+			WithServiceName(JobManagerName(fc)).
+			// Parallel: no pod waits for another to turn ready. Under
+			// OrderedReady the StatefulSet controller holds a rolling update
+			// behind a pod that never turns ready (a bad template), and the
+			// next template would never replace it; under Parallel it does.
+			// A rolling update still replaces one pod at a time, the old
+			// pod gone before its successor of the same name starts: with
+			// one JobManager (no HA) that is what Recreate did, with HA a
+			// standby takes over while each is replaced.
+			WithPodManagementPolicy(appsv1.ParallelPodManagement).
+			WithUpdateStrategy(appsac.StatefulSetUpdateStrategy().WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
 			WithSelector(metaac.LabelSelector().WithMatchLabels(SelectorLabels(fc.Name, ComponentJobManager))).
-			// A JobManager holds no local state worth keeping; replacing it
-			// first avoids two leaders fighting over one Service address
-			// when high availability is off.
-			WithStrategy(appsac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)).
 			WithTemplate(tmpl)), nil
+}
+
+// LegacyJobManager is the JobManager as clusters created before it became a
+// StatefulSet run it: a Deployment of the same pod template and replicas,
+// built exactly as they were built (its spec hash unchanged), so such a
+// cluster is not rolled by the operator's upgrade. Applied only while that
+// Deployment exists (internal/workload).
+func (d *Desired) LegacyJobManager() *appsac.DeploymentApplyConfiguration {
+	sts := d.JobManager
+	dep := appsac.Deployment(*sts.Name, *sts.Namespace).
+		WithLabels(sts.Labels)
+	for i := range sts.OwnerReferences {
+		dep.WithOwnerReferences(&sts.OwnerReferences[i])
+	}
+	dep.WithSpec(appsac.DeploymentSpec().
+		WithReplicas(*sts.Spec.Replicas).
+		WithSelector(sts.Spec.Selector).
+		// A JobManager holds no local state worth keeping; replacing it
+		// first avoids two leaders fighting over one Service address
+		// when high availability is off.
+		WithStrategy(appsac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)).
+		WithTemplate(sts.Spec.Template))
+	dep.WithAnnotations(map[string]string{AnnotationTemplateHash: sts.Annotations[AnnotationTemplateHash]})
+	stampSpecHash(dep, dep.ObjectMetaApplyConfiguration)
+	return dep
 }
 
 func taskManager(fc *v1.FlinkCluster, cfg FlinkConfig, st State) (*appsac.StatefulSetApplyConfiguration, error) {

@@ -114,6 +114,19 @@ func TestBuildGolden(t *testing.T) {
 				out.Write(raw)
 			}
 			checkGolden(t, filepath.Join("testdata", name+".yaml"), out.Bytes())
+			// The Deployment an older cluster's JobManager still is must be
+			// built as before, byte for byte (its spec hash unchanged), or
+			// the operator's upgrade would roll it: these files were cut
+			// from the goldens of the last Deployment release (3d17263) and
+			// are not to be updated.
+			raw, err := yaml.Marshal(d.LegacyJobManager())
+			if err != nil {
+				t.Fatal(err)
+			}
+			legacy := filepath.Join("testdata", name+"-legacy-jobmanager.yaml")
+			if want, err := os.ReadFile(legacy); err != nil || !bytes.Equal(want, append([]byte("---\n"), raw...)) {
+				t.Errorf("the legacy JobManager Deployment differs from %s (%v):\n%s", legacy, err, diffLines(string(want), "---\n"+string(raw)))
+			}
 		})
 	}
 }

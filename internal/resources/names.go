@@ -4,8 +4,6 @@
 package resources
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
-
 	v1 "github.com/datapilot/datapilot/api/v1"
 )
 
@@ -50,7 +48,8 @@ const (
 // ConfigMapName is the name of the rendered Flink configuration.
 func ConfigMapName(fc *v1.FlinkCluster) string { return fc.Name + "-config" }
 
-// JobManagerName names the JobManager Deployment and its Service.
+// JobManagerName names the JobManager StatefulSet (an older cluster's
+// Deployment) and its Service.
 func JobManagerName(fc *v1.FlinkCluster) string { return fc.Name + "-jobmanager" }
 
 // TaskManagerName names the TaskManager StatefulSet, its disruption budget
@@ -77,10 +76,4 @@ func Labels(fc *v1.FlinkCluster, component string) map[string]string {
 	l := SelectorLabels(fc.Name, component)
 	l[LabelVersion] = fc.Spec.Version
 	return l
-}
-
-// JobManagerReady is the one definition of "a JobManager is ready": its
-// Deployment exists, is not being deleted, and has a Ready pod.
-func JobManagerReady(d *appsv1.Deployment) bool {
-	return d != nil && d.DeletionTimestamp == nil && d.Status.ReadyReplicas >= 1
 }

@@ -245,7 +245,8 @@ func checkNoDuplicates(t *testing.T, ns string, job bool) {
 		list client.ObjectList
 		want int
 	}{
-		"Deployment": {&appsv1.DeploymentList{}, 1}, "StatefulSet": {&appsv1.StatefulSetList{}, 1},
+		// The JobManager's and the TaskManagers'; no Deployment.
+		"Deployment": {&appsv1.DeploymentList{}, 0}, "StatefulSet": {&appsv1.StatefulSetList{}, 2},
 		"Service": {&corev1.ServiceList{}, 1}, "ConfigMap": {&corev1.ConfigMapList{}, 1},
 		"PodDisruptionBudget": {&policyv1.PodDisruptionBudgetList{}, 1},
 	}

@@ -173,7 +173,7 @@ func TestOperatorRestartConverges(t *testing.T) {
 	}
 	// Kill as soon as the first child exists: mid-way through the batch.
 	eventually(t, 30*time.Second, "first child", func() error {
-		list := &appsv1.DeploymentList{}
+		list := &appsv1.StatefulSetList{}
 		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return err
 		}
@@ -194,8 +194,16 @@ func TestOperatorRestartConverges(t *testing.T) {
 		if err := k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy}); err != nil {
 			t.Fatal(err)
 		}
-		// One of each per cluster (the JobManager's Service the only one).
+		// One of each per cluster (the JobManager's Service the only one),
+		// two StatefulSets (the JobManager's, the TaskManagers') and no
+		// Deployment.
 		want := n
+		switch list.(type) {
+		case *appsv1.StatefulSetList:
+			want = 2 * n
+		case *appsv1.DeploymentList:
+			want = 0
+		}
 		got := len(apiItems(list))
 		if cms, ok := list.(*corev1.ConfigMapList); ok {
 			got = len(cms.Items)

@@ -107,7 +107,7 @@ func TestJobManagerPodDeletedWithoutHA(t *testing.T) {
 		return nil
 	})
 	// Delete the JobManager pod, as a node failure or an eviction would:
-	// its Deployment starts a new pod, a new Flink process.
+	// its StatefulSet starts a new pod, a new Flink process.
 	pods := &corev1.PodList{}
 	if err := k8s.List(context.Background(), pods, client.InNamespace(ns),
 		client.MatchingLabels(resources.SelectorLabels("jmcrash", resources.ComponentJobManager))); err != nil || len(pods.Items) != 1 {
@@ -322,14 +322,13 @@ func TestJobCleanedUpByANewLeader(t *testing.T) {
 	restoreNewestNamed(t, ns, name, key, jobID, v)
 }
 
-// TestJobManagerDeploymentDeletedWithoutHA: a JobManager Deployment deleted
-// under a running job (by hand, by a tool pruning what it does not know)
-// takes its pods and, without high availability, the job with them. The
-// operator creates the Deployment again (a create: the child does not
-// exist), and the new JobManager process starts empty, as Flink's would: the
+// TestJobManagerDeletedWithoutHA: a JobManager StatefulSet deleted under a
+// running job (by hand, by a tool pruning what it does not know) takes its
+// pods and, without high availability, the job with them. The operator
+// creates the StatefulSet again (a create: the child does not exist), and the new JobManager process starts empty, as Flink's would: the
 // operator must not submit the job again from a restore point it cannot
 // confirm as the newest, but hold and say why.
-func TestJobManagerDeploymentDeletedWithoutHA(t *testing.T) {
+func TestJobManagerDeletedWithoutHA(t *testing.T) {
 	parallel(t)
 	ns, key := startJobCluster(t, "jmgone")
 	eventually(t, time.Minute, "a checkpoint recorded in the status", func() error {
@@ -340,15 +339,15 @@ func TestJobManagerDeploymentDeletedWithoutHA(t *testing.T) {
 	})
 	ctx := context.Background()
 	name := types.NamespacedName{Namespace: ns, Name: "jmgone-jobmanager"}
-	var old appsv1.Deployment
+	var old appsv1.StatefulSet
 	if err := k8s.Get(ctx, name, &old); err != nil {
 		t.Fatal(err)
 	}
 	if err := k8s.Delete(ctx, &old, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the JobManager Deployment created again", func() error {
-		var d appsv1.Deployment
+	eventually(t, time.Minute, "the JobManager StatefulSet created again", func() error {
+		var d appsv1.StatefulSet
 		if err := k8s.Get(ctx, name, &d); err != nil {
 			return err
 		}

@@ -113,7 +113,7 @@ func findSimJob(key flinksim.ClusterKey, id string) (flinksim.JobView, bool) {
 
 func jobManagerImage(t *testing.T, ns, name string) string {
 	t.Helper()
-	d := &appsv1.Deployment{}
+	d := &appsv1.StatefulSet{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-jobmanager"}, d); err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func sqlJobLifecycle(t *testing.T, version string) {
 	if j.Name != "revenue-per-shop" || vertexNames(j) != "Source: orders[1]@2 | GroupAggregate[2] -> Sink: revenue[3]@2" {
 		t.Fatalf("SQL job %s %q: %s", j.ID, j.Name, vertexNames(j))
 	}
-	jm := &appsv1.Deployment{}
+	jm := &appsv1.StatefulSet{}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-jobmanager"}, jm); err != nil {
 		t.Fatal(err)
 	}

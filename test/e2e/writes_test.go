@@ -60,7 +60,7 @@ func TestJobClusterWrites(t *testing.T) {
 		resource string
 		min, max int
 	}{
-		{"configmaps", 1, 1}, {"deployments", 1, 1}, {"statefulsets", 1, 1}, {"services", 1, 1}, {"poddisruptionbudgets", 1, 1},
+		{"configmaps", 1, 1}, {"deployments", 0, 0}, {"statefulsets", 2, 2}, {"services", 1, 1}, {"poddisruptionbudgets", 1, 1},
 		{"flinkclusters", 0, 0}, {"flinkclusters/status", 2, 4},
 		{"events", 0, 0},
 	} {
@@ -166,7 +166,7 @@ func TestSessionClusterWrites(t *testing.T) {
 		resource string
 		min, max int
 	}{
-		{"configmaps", 1, 1}, {"deployments", 1, 1}, {"statefulsets", 1, 1}, {"services", 1, 1}, {"poddisruptionbudgets", 1, 1},
+		{"configmaps", 1, 1}, {"deployments", 0, 0}, {"statefulsets", 2, 2}, {"services", 1, 1}, {"poddisruptionbudgets", 1, 1},
 		{"flinkclusters", 0, 0}, {"flinkclusters/status", 1, 2},
 		{"events", 0, 0},
 	} {
