@@ -80,17 +80,18 @@ func keepEncoding(recorded *runtime.RawExtension, s *v1.FlinkClusterSpec) *runti
 
 // rolledOutTo reports whether the observed children run want and are all
 // ready: the JobManager's workload and the TaskManagers' StatefulSet
-// carrying its spec hash, observed by their controllers, with no rollout
-// between revisions, with every pod updated and ready (counted by readiness:
-// the workloads' status, or the current pods where they show it first;
-// observed likewise).
+// carrying its spec hash, observed by their controllers, with every pod
+// updated and ready (counted by readiness: the workloads' status, or the
+// current pods where they show it first; observed likewise), one
+// JobManager ready. With HA the StatefulSet replaces its JobManagers one at
+// a time, each once the one before is ready, so every one updated means
+// the rolling update got through.
 func rolledOutTo(want *resources.Desired, obs observed) bool {
 	jm, tm := obs.jobManager, obs.taskManager
 	if !jm.Exists() || jm.Terminating() || tm == nil {
 		return false
 	}
 	return jm.Annotations()[resources.AnnotationSpecHash] == specHash(wantedJobManager(want, jm)) &&
-		jm.RevisionsAgree() &&
 		tm.Annotations[resources.AnnotationSpecHash] == specHash(want.TaskManager.Annotations) &&
 		obs.jmPods.Observed && obs.tmPods.Observed &&
 		obs.jobManagerReady() && obs.jmPods.Updated == obs.jmPods.Replicas &&
@@ -106,7 +107,8 @@ func rolledOutTo(want *resources.Desired, obs observed) bool {
 // the replica counts agree, which errs on the side of saving state.
 func renderingDrift(want *resources.Desired, obs observed) bool {
 	jm, tm := obs.jobManager, obs.taskManager
-	if !jm.Exists() || tm == nil {
+	// A JobManager being replaced runs no rendering the next one keeps.
+	if !jm.Exists() || jm.Terminating() || tm == nil {
 		return false
 	}
 	differs := func(have map[string]string, wantMeta map[string]string, sameReplicas bool) bool {

@@ -175,7 +175,8 @@ type scope struct {
 	// nothing was decided, done or written.
 	held bool
 	// creationWait: a child created earlier is not in the cache yet
-	// (creations); the reconcile looks again by then at the latest.
+	// (creations), or a creation was deferred (deferRetry); the reconcile
+	// looks again by then at the latest.
 	creationWait time.Duration
 	// budgetMissing: the TaskManagers' budget is not there and was not
 	// due (budgetDue).
@@ -585,7 +586,15 @@ type child struct {
 	// a change is made by deleting it (actionReplace), and its successor
 	// is created once it is gone.
 	replace bool
+	// deferCreate: not to be created now (jobManagerChild); looked at
+	// again after deferRetry.
+	deferCreate bool
 }
+
+// deferRetry is how soon a reconcile that deferred a child's creation
+// looks again: what it waits for (an earlier JobManager's pods going)
+// wakes nothing.
+const deferRetry = time.Second
 
 // jobManagerChild is the JobManager's child: its StatefulSet, or an older
 // cluster's Deployment while one exists (internal/workload). Such a
@@ -595,6 +604,11 @@ type child struct {
 // the ConfigMap, it is deleted instead, in the foreground: it stays, and
 // no StatefulSet is created, until its pods are gone. One being deleted
 // is waited for.
+//
+// The StatefulSet is created only while no JobManager pod is left (a
+// Deployment gone is not proof: deleted in the background or orphaning,
+// its pods outlive it) and the JobManager could be read: never two
+// JobManagers behind one Service.
 func jobManagerChild(s *scope) child {
 	want := s.desired.JobManager
 	if dep := s.obs.jobManager.Deployment; dep != nil {
@@ -617,7 +631,8 @@ func jobManagerChild(s *scope) child {
 		drifted: func(o client.Object) bool {
 			return replicasDiffer(o.(*appsv1.StatefulSet).Spec.Replicas, *want.Spec.Replicas) ||
 				templateHash(o.GetAnnotations()) != templateHash(want.Annotations)
-		}}
+		},
+		deferCreate: s.obs.jmErr != nil || s.obs.jmPodsLeft}
 }
 
 // budgetDue says whether the TaskManagers' PodDisruptionBudget may be
@@ -698,6 +713,10 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 		if c.replace && actions[i] != actionNone {
 			actions[i] = actionReplace
 		}
+		if c.deferCreate && actions[i] == actionCreate {
+			actions[i] = actionNone
+			s.creationWait = soonest(s.creationWait, deferRetry)
+		}
 		if i == 0 && configErr != nil {
 			errs[0] = configErr
 		}
@@ -769,6 +788,9 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	if !isZero(tm) {
 		s.obs.taskManager = tm
 	}
+	if err := s.obs.jmErr; err != nil {
+		errs = append(errs, fmt.Errorf("read the JobManager %s: %w", jm.name, err))
+	}
 	return errors.Join(append(errs, r.pruneHAAccess(ctx, s))...)
 }
 
@@ -825,9 +847,7 @@ func observedBefore(fc *v1.FlinkCluster) bool { return fc.Status.ObservedGenerat
 // once per reconcile.
 func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster, now time.Time) observed {
 	var obs observed
-	// A workload that cannot be read from the cache is taken as absent,
-	// as before: the cache does not fail a read of a kind it holds.
-	obs.jobManager, _ = workload.Read(ctx, r.Client, fc)
+	obs.jobManager, obs.jmErr = workload.Read(ctx, r.Client, fc)
 	tm := &appsv1.StatefulSet{}
 	if r.Client.Get(ctx, types.NamespacedName{Namespace: fc.Namespace, Name: resources.TaskManagerName(fc)}, tm) == nil {
 		obs.taskManager = tm
@@ -835,6 +855,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster, 
 	// The pods say a cluster is ready before the workloads' status does.
 	pods := r.Pods.Pods(fc.Namespace, fc.Name)
 	obs.countReady(pods)
+	obs.jmPodsLeft = !obs.jobManager.Exists() && readiness.Any(pods, resources.ComponentJobManager)
 	obs.jmStuck, obs.jmStuckIn = readiness.JobManagerStuck(obs.jobManager, pods, now, r.progressDeadline())
 	obs.configHash = fc.Status.ConfigHash
 	return obs

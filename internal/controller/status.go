@@ -23,6 +23,10 @@ import (
 type observed struct {
 	jobManager  workload.JobManager
 	taskManager *appsv1.StatefulSet
+	// jmErr: the JobManager could not be read; jmPodsLeft: there is no
+	// JobManager workload, but JobManager pods (an earlier one's).
+	jmErr      error
+	jmPodsLeft bool
 	// jmStuck says why the JobManager's rollout is stuck (empty when it is
 	// not); jmStuckIn is how soon it would be (readiness.JobManagerStuck).
 	jmStuck   string
@@ -151,7 +155,9 @@ func progress(tmDesired int32, obs observed) verdict {
 		return verdict{metav1.ConditionTrue, reasonCreating, "Creating the JobManager and TaskManagers"}
 	case s.Status.UpdateRevision != "" && s.Status.CurrentRevision != s.Status.UpdateRevision:
 		return verdict{metav1.ConditionTrue, "RollingUpdate", fmt.Sprintf("%d of %d TaskManagers run the new revision", s.Status.UpdatedReplicas, tmDesired)}
-	case obs.jmPods.Updated < obs.jmPods.Replicas:
+	case obs.jmPods.Updated < obs.jmPods.Replicas || obs.jobManager.Terminating():
+		// Terminating: an older cluster's Deployment being replaced by a
+		// StatefulSet (jobManagerChild).
 		return verdict{metav1.ConditionTrue, "RollingUpdate", "Replacing the JobManager"}
 	case obs.tmPods.Replicas != tmDesired:
 		return verdict{metav1.ConditionTrue, "Scaling", fmt.Sprintf("Scaling TaskManagers from %d to %d", obs.tmPods.Replicas, tmDesired)}

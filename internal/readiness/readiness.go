@@ -81,8 +81,8 @@ func TaskManagers(s *appsv1.StatefulSet, pods []Pod) Counts {
 	return statefulSetPods(s, pods, resources.ComponentTaskManager)
 }
 
-// statefulSetPods counts a StatefulSet's pods of the component: its status, or
-// more where the pods of its update revision already show more. The
+// statefulSetPods counts a StatefulSet's pods of the component: its status,
+// or more where the pods of its update revision already show more. The
 // StatefulSet controller labels each pod with the revision it was created
 // from (controller-revision-hash), and status.updateRevision names the
 // current template's.
@@ -98,8 +98,11 @@ func statefulSetPods(s *appsv1.StatefulSet, pods []Pod, component string) Counts
 	if rev == "" {
 		return status
 	}
+	// A pod older than the StatefulSet is an earlier one's of the same
+	// name (and template, so of the same revision name) that the garbage
+	// collector has yet to delete.
 	return status.max(count(pods, component, func(p *Pod) bool {
-		return p.Revision == rev
+		return p.Revision == rev && !p.CreationTimestamp.Before(&s.CreationTimestamp)
 	}))
 }
 
@@ -114,13 +117,18 @@ const DefaultProgressDeadline = 10 * time.Minute
 // template is unready (zero when none is).
 //
 // A Deployment says it itself: its Progressing condition's
-// ProgressDeadlineExceeded. A StatefulSet has no progress deadline, so
-// the operator keeps one of its own, from the pods: one of the update
-// revision, not being deleted, unready since deadline ago (its Ready
-// condition's last transition; its creation while it has none), as a
-// pod that never starts, is never scheduled or never passes its readiness
-// probe is. Unlike the Deployment's, this also counts a JobManager that
-// ran and has been down that long: it is degraded as well.
+// ProgressDeadlineExceeded; or it has been being deleted (replaced by a
+// StatefulSet) for the deadline, which that condition never says. A
+// StatefulSet has no progress deadline, so the operator keeps one of its
+// own, from the pods: one not being deleted, unready since deadline ago
+// (its Ready condition's last transition; its creation while it has
+// none), as a pod that never starts, is never scheduled or never passes
+// its readiness probe is. Of any revision: some Kubernetes versions'
+// StatefulSet controller leaves an unready pod of an older revision in
+// place, a rollback's included (kubernetes#137409, 1.35 with the
+// MaxUnavailableStatefulSet gate on), and that must be said too. Unlike
+// the Deployment's, this also counts a JobManager that ran and has been
+// down that long: it is degraded as well.
 func JobManagerStuck(jm workload.JobManager, pods []Pod, now time.Time, deadline time.Duration) (why string, wait time.Duration) {
 	if d := jm.Deployment; d != nil {
 		for _, c := range d.Status.Conditions {
@@ -128,15 +136,21 @@ func JobManagerStuck(jm workload.JobManager, pods []Pod, now time.Time, deadline
 				return "The JobManager rollout exceeded its progress deadline: " + c.Message, 0
 			}
 		}
+		if d.DeletionTimestamp != nil {
+			if left := d.DeletionTimestamp.Add(deadline).Sub(now); left > 0 {
+				return "", left
+			}
+			return fmt.Sprintf("The JobManager Deployment %s has been being deleted for %s, its pods not gone; the StatefulSet that replaces it waits for them.", d.Name, deadline), 0
+		}
 		return "", 0
 	}
 	s := jm.StatefulSet
-	if s == nil || s.DeletionTimestamp != nil || s.Status.UpdateRevision == "" {
+	if s == nil || s.DeletionTimestamp != nil {
 		return "", 0
 	}
 	for i := range pods {
 		p := &pods[i]
-		if p.Component != resources.ComponentJobManager || p.DeletionTimestamp != nil || p.Ready || p.Revision != s.Status.UpdateRevision {
+		if p.Component != resources.ComponentJobManager || p.DeletionTimestamp != nil || p.Ready {
 			continue
 		}
 		since := p.UnreadySince.Time
@@ -177,6 +191,16 @@ func count(pods []Pod, component string, current func(*Pod) bool) Counts {
 		}
 	}
 	return c
+}
+
+// Any: a pod of the component exists, being deleted or not.
+func Any(pods []Pod, component string) bool {
+	for i := range pods {
+		if pods[i].Component == component {
+			return true
+		}
+	}
+	return false
 }
 
 // YoungestReady is when the most recently ready of the component's pods

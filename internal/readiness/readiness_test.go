@@ -120,6 +120,9 @@ func TestJobManagerStatefulSet(t *testing.T) {
 		{"a pod not ready", sts(0), []Pod{pod(jm, false)}, 0},
 		{"a TaskManager pod is no JobManager", sts(0), []Pod{pod(resources.ComponentTaskManager, true)}, 0},
 		{"being deleted", sts(1, gone), []Pod{pod(jm, true)}, 0},
+		// An earlier StatefulSet's pod of the same name and template, not
+		// yet deleted by the garbage collector.
+		{"a pod from before the StatefulSet", sts(0, func(s *appsv1.StatefulSet) { s.CreationTimestamp = created }), []Pod{pod(jm, true, earlier)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := JobManagers(tc.jm, tc.pods).Ready; got != tc.want {
@@ -140,6 +143,11 @@ func TestJobManagerStuck(t *testing.T) {
 		return func(p *corev1.Pod) { p.Status.Conditions[1].LastTransitionTime = metav1.NewTime(created.Add(d)) }
 	}
 	noReadyCondition := func(p *corev1.Pod) { p.Status.Conditions = p.Status.Conditions[:1] }
+	deleted := func(d time.Duration) workload.JobManager {
+		j := deployment(1, 0)
+		j.Deployment.DeletionTimestamp = &metav1.Time{Time: created.Add(d)}
+		return j
+	}
 	exceeded := deployment(2, 0)
 	exceeded.Deployment.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet x has timed out progressing."}}
 	for _, tc := range []struct {
@@ -156,7 +164,11 @@ func TestJobManagerStuck(t *testing.T) {
 		{"unready for less", sts, []Pod{pod(jm, false, unready(time.Minute))}, deadline, false, time.Minute},
 		{"never had a Ready condition: from its creation", sts, []Pod{pod(jm, false, noReadyCondition)}, deadline + time.Second, true, 0},
 		{"ready", sts, []Pod{pod(jm, true)}, time.Hour, false, 0},
-		{"of the old revision", sts, []Pod{pod(jm, false, unready(0), oldRevision)}, time.Hour, false, 0},
+		// Left by the StatefulSet controller of some Kubernetes versions
+		// (kubernetes#137409).
+		{"of the old revision", sts, []Pod{pod(jm, false, unready(0), oldRevision)}, time.Hour, true, 0},
+		{"Deployment being deleted for the deadline", deleted(0), nil, deadline, true, 0},
+		{"Deployment being deleted for less", deleted(time.Minute), nil, deadline, false, time.Minute},
 		{"being deleted", sts, []Pod{pod(jm, false, unready(0), deleting)}, time.Hour, false, 0},
 		{"a TaskManager", sts, []Pod{pod(resources.ComponentTaskManager, false, unready(0))}, time.Hour, false, 0},
 		{"no workload", workload.JobManager{}, []Pod{pod(jm, false, unready(0))}, time.Hour, false, 0},

@@ -121,13 +121,3 @@ func (j JobManager) ReadyReplicas() int32 {
 func (j JobManager) Ready() bool {
 	return j.Exists() && !j.Terminating() && j.ReadyReplicas() >= 1
 }
-
-// RevisionsAgree: the workload's controller reports no rollout between two
-// pod templates. A StatefulSet says it by its current and update
-// revisions; a Deployment's pods are counted instead (readiness).
-func (j JobManager) RevisionsAgree() bool {
-	if s := j.StatefulSet; s != nil {
-		return s.Status.UpdateRevision == s.Status.CurrentRevision
-	}
-	return true
-}
