@@ -34,7 +34,12 @@ func (r *Reconciler) write(ctx context.Context, c child, a action) (created stri
 		// only the object the decision read.
 		uid := c.cached.GetUID()
 		err := r.Client.Delete(ctx, c.cached, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &uid})
-		return "", client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			// Gone, or another object of the name now (a conflict on
+			// the UID): the next reconcile reads which.
+			return "", nil
+		}
+		return "", err
 	}
 	if !createdByPost[c.kind] {
 		return "", r.Client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership)

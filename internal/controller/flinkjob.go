@@ -83,15 +83,19 @@ func keepEncoding(recorded *runtime.RawExtension, s *v1.FlinkClusterSpec) *runti
 // carrying its spec hash, observed by their controllers, with every pod
 // updated and ready (counted by readiness: the workloads' status, or the
 // current pods where they show it first; observed likewise), one
-// JobManager ready. With HA the StatefulSet replaces its JobManagers one at
-// a time, each once the one before is ready, so every one updated means
-// the rolling update got through.
+// JobManager ready, and each StatefulSet's revisions agreeing. The last is
+// what keeps the two sources consistent: the pods (their own cache) may be
+// ahead of the workload's status, and a status still counting the old
+// pod ready beside a new pod the pods show created but not ready would
+// otherwise read as rolled out. With HA a standby that never turns ready
+// holds the rollout, and JobManagerStuck says so.
 func rolledOutTo(want *resources.Desired, obs observed) bool {
 	jm, tm := obs.jobManager, obs.taskManager
 	if !jm.Exists() || jm.Terminating() || tm == nil {
 		return false
 	}
 	return jm.Annotations()[resources.AnnotationSpecHash] == specHash(wantedJobManager(want, jm)) &&
+		jm.RevisionsAgree() &&
 		tm.Annotations[resources.AnnotationSpecHash] == specHash(want.TaskManager.Annotations) &&
 		obs.jmPods.Observed && obs.tmPods.Observed &&
 		obs.jobManagerReady() && obs.jmPods.Updated == obs.jmPods.Replicas &&

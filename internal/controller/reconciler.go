@@ -171,8 +171,9 @@ type scope struct {
 	// JobManager pod's progress deadline falls due (jmStuckIn); the
 	// reconcile is looked at again this soon.
 	statusWait time.Duration
-	// held: the JobManager's REST API is still starting (restStarting);
-	// nothing was decided, done or written.
+	// held: the JobManager's REST API is still starting (restStarting),
+	// or a submission found no JobManager pod ready to take it; nothing
+	// was decided, done or written.
 	held bool
 	// creationWait: a child created earlier is not in the cache yet
 	// (creations), or a creation was deferred (deferRetry); the reconcile
@@ -284,6 +285,20 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "InvalidSpec", "Build", "Cannot build the cluster: %v", err)
 		s.obs.applyErr = err
 		return ctrl.Result{}, nil
+	}
+	if s.step.Action.Kind == lifecycle.ActSubmit {
+		// A submission is recorded only while the API server shows a
+		// JobManager pod ready to take it (the cache may still show one
+		// that is not, or no longer). A submission recorded and never
+		// sent would read, once a JobManager is ready after it, as one a
+		// restarted JobManager lost (lifecycle's neverGot), and not be
+		// sent again. Nothing is decided, done or written; the reconcile
+		// looks again shortly. act reads the pod again to send it.
+		if _, err := r.jobManagerPod(ctx, fc); err != nil {
+			log.FromContext(ctx).V(1).Info("Submission waits for a ready JobManager pod", "flinkcluster", klog.KObj(fc), "reason", err.Error())
+			s.held = true
+			return ctrl.Result{RequeueAfter: deferRetry}, nil
+		}
 	}
 	if err := r.record(ctx, s); err != nil {
 		s.unrecorded = true

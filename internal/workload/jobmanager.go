@@ -115,6 +115,17 @@ func (j JobManager) ReadyReplicas() int32 {
 	return 0
 }
 
+// RevisionsAgree: the workload's controller reports no rollout between two
+// pod templates. A StatefulSet says it by its current and update
+// revisions, which agree only once every pod runs the update revision and
+// is ready; a Deployment's pods are counted instead (readiness).
+func (j JobManager) RevisionsAgree() bool {
+	if s := j.StatefulSet; s != nil {
+		return s.Status.UpdateRevision == s.Status.CurrentRevision
+	}
+	return true
+}
+
 // Ready is the one definition of "a JobManager is ready" from the
 // workload's own status: it exists, is not being deleted, and counts a
 // ready pod.
