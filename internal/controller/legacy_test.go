@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -14,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
-	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/testenv"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -29,26 +28,8 @@ func TestLegacyJobManagerDeploymentIsKeptUntilItsTemplateChanges(t *testing.T) {
 	ns := namespace(t)
 	fc := &v1.FlinkCluster{ObjectMeta: metav1.ObjectMeta{Name: "older", Namespace: ns}}
 	fc.Spec = v1.FlinkClusterSpec{Version: "1.18.1", JobManager: v1.JobManagerSpec{Replicas: 1}, TaskManager: v1.TaskManagerSpec{Replicas: 1, Slots: 1}}
-	// The spec as admission leaves it, which the operator renders from.
-	dry := fc.DeepCopy()
-	if err := k8s.Create(ctx, dry, client.DryRunAll); err != nil {
-		t.Fatal(err)
-	}
-	d, err := resources.Build(dry, resources.Platform{Storage: &v1.StorageSpec{URI: itStateStorage}})
+	dep, err := testenv.CreateLegacyJobManager(ctx, k8s, fc, itStateStorage)
 	if err != nil {
-		t.Fatal(err)
-	}
-	legacy := d.LegacyJobManager()
-	legacy.OwnerReferences = nil
-	raw, err := json.Marshal(legacy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep := &appsv1.Deployment{}
-	if err := json.Unmarshal(raw, dep); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Create(ctx, dep); err != nil {
 		t.Fatal(err)
 	}
 	if err := k8s.Create(ctx, fc); err != nil {

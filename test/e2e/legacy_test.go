@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ import (
 	v1 "github.com/datapilot/datapilot/api/v1"
 	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/platform"
-	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
 
 // TestLegacyJobManagerDeployment: a job cluster created before the
@@ -34,30 +33,10 @@ func TestLegacyJobManagerDeployment(t *testing.T) {
 	ns := newNamespace(t)
 	const name = "legacy"
 	fc := jobClusterAt(ns, name, "1.17.2")
-	// The spec as admission leaves it (the mutating webhook's defaults),
-	// which is what the operator renders from.
-	dry := fc.DeepCopy()
-	if err := k8s.Create(ctx, dry, client.DryRunAll); err != nil {
-		t.Fatal(err)
-	}
-	// The Deployment an operator before 2026-12-07 created, as it built it,
-	// in place before the cluster exists; the operator's first apply makes
-	// it the cluster's (its owner reference).
-	d, err := resources.Build(dry, resources.Platform{Storage: &v1.StorageSpec{URI: platform.StateStorageURI}})
+	// The Deployment an operator before 2026-12-07 created, in place
+	// before the cluster exists.
+	dep, err := testenv.CreateLegacyJobManager(ctx, k8s, fc, platform.StateStorageURI)
 	if err != nil {
-		t.Fatal(err)
-	}
-	legacy := d.LegacyJobManager()
-	legacy.OwnerReferences = nil
-	raw, err := json.Marshal(legacy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep := &appsv1.Deployment{}
-	if err := json.Unmarshal(raw, dep); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Create(ctx, dep); err != nil {
 		t.Fatal(err)
 	}
 	if err := k8s.Create(ctx, fc); err != nil {
