@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
-	"github.com/datapilot/datapilot/internal/flink"
 	"github.com/datapilot/datapilot/internal/platform"
 	"github.com/datapilot/datapilot/internal/testenv"
 )
@@ -42,14 +40,7 @@ func TestLegacyJobManagerDeployment(t *testing.T) {
 	if err := k8s.Create(ctx, fc); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, ns, name, v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
-	eventually(t, time.Minute, "job running and stable", func() error {
-		got := getFC(t, ns, name)
-		if got.Status.Job == nil || got.Status.Job.State != string(flink.JobRunning) || got.Status.LastStableSpec == nil {
-			return fmt.Errorf("job %+v, stable spec recorded %v", got.Status.Job, got.Status.LastStableSpec != nil)
-		}
-		return nil
-	})
+	waitJobStable(t, ns, name)
 	key := client.ObjectKey{Namespace: ns, Name: name + "-jobmanager"}
 	kept := &appsv1.Deployment{}
 	if err := k8s.Get(ctx, key, kept); err != nil {
@@ -70,19 +61,7 @@ func TestLegacyJobManagerDeployment(t *testing.T) {
 	// Deployment replaced by a StatefulSet, then the job restored.
 	patchSpec(t, ns, name, func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
 	done := waitUpgradeResult(t, ns, name, "UpgradeSucceeded", 3*time.Minute)
-	sim := simKey(ns, name)
-	old := simJob(t, sim, oldJob)
-	if old.StopsTriggered != 1 || savepointsTaken(old) != 1 || old.State != flink.JobFinished {
-		t.Errorf("old job: %d stop-with-savepoint, %d savepoints in all, state %s; want 1, 1, FINISHED", old.StopsTriggered, savepointsTaken(old), old.State)
-	}
-	sp := done.Status.Job.LastSavepoint
-	if sp == nil || sp.Path != old.LatestSavepoint {
-		t.Fatalf("last savepoint %+v, the simulator's %q", sp, old.LatestSavepoint)
-	}
-	nw := simJob(t, sim, done.Status.Job.ID)
-	if nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != sp.Path {
-		t.Errorf("new job %s: state %s restored from %+v, want RUNNING from %s", nw.ID, nw.State, nw.RestoredFrom, sp.Path)
-	}
+	checkRestoredFromUpgrade(t, simKey(ns, name), oldJob, done)
 	if err := k8s.Get(ctx, key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the JobManager Deployment after the upgrade: %v, want gone", err)
 	}

@@ -74,6 +74,14 @@ func startJobClusterAt(t *testing.T, name, version string) (string, flinksim.Clu
 	if err := k8s.Create(context.Background(), jobClusterAt(ns, name, version)); err != nil {
 		t.Fatal(err)
 	}
+	waitJobStable(t, ns, name)
+	return ns, simKey(ns, name)
+}
+
+// waitJobStable waits until the cluster is Available, its job runs and its
+// spec is recorded as stable.
+func waitJobStable(t *testing.T, ns, name string) {
+	t.Helper()
 	waitCondition(t, ns, name, v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
 	eventually(t, time.Minute, "job running and stable", func() error {
 		fc := getFC(t, ns, name)
@@ -82,7 +90,25 @@ func startJobClusterAt(t *testing.T, name, version string) (string, flinksim.Clu
 		}
 		return nil
 	})
-	return ns, simKey(ns, name)
+}
+
+// checkRestoredFromUpgrade: the old job was stopped by exactly one
+// stop-with-savepoint, and the new one (the status's) runs restored from
+// exactly that savepoint.
+func checkRestoredFromUpgrade(t *testing.T, key flinksim.ClusterKey, oldJob string, fc *v1.FlinkCluster) {
+	t.Helper()
+	old := simJob(t, key, oldJob)
+	if old.StopsTriggered != 1 || savepointsTaken(old) != 1 || old.State != flink.JobFinished {
+		t.Errorf("old job: %d stop-with-savepoint, %d savepoints in all, state %s; want 1, 1, FINISHED", old.StopsTriggered, savepointsTaken(old), old.State)
+	}
+	sp := fc.Status.Job.LastSavepoint
+	if sp == nil || sp.Path == "" || sp.Path != old.LatestSavepoint || sp.Reason != v1.SavepointForUpgrade {
+		t.Fatalf("last savepoint %+v, simulator's %q", sp, old.LatestSavepoint)
+	}
+	nw := simJob(t, key, fc.Status.Job.ID)
+	if nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != sp.Path {
+		t.Errorf("new job %s: state %s restored from %+v, want RUNNING from %s", nw.ID, nw.State, nw.RestoredFrom, sp.Path)
+	}
 }
 
 func simJob(t *testing.T, key flinksim.ClusterKey, id string) flinksim.JobView {
@@ -148,19 +174,7 @@ func upgradeTakesSavepointAndRestores(t *testing.T, path upgradePath) {
 
 	patchSpec(t, ns, "upgrade", func(fc *v1.FlinkCluster) { fc.Spec.Version = path.to })
 	fc := waitUpgradeResult(t, ns, "upgrade", "UpgradeSucceeded", 2*time.Minute)
-
-	old := simJob(t, key, oldJob)
-	if old.StopsTriggered != 1 || savepointsTaken(old) != 1 || old.State != flink.JobFinished {
-		t.Errorf("old job: %d stop-with-savepoint, %d savepoints in all, state %s; want 1, 1, FINISHED", old.StopsTriggered, savepointsTaken(old), old.State)
-	}
-	sp := fc.Status.Job.LastSavepoint
-	if sp == nil || sp.Path == "" || sp.Path != old.LatestSavepoint || sp.Reason != v1.SavepointForUpgrade {
-		t.Fatalf("last savepoint %+v, simulator's %q", sp, old.LatestSavepoint)
-	}
-	nw := simJob(t, key, fc.Status.Job.ID)
-	if nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.ExternalPath != sp.Path {
-		t.Errorf("new job %s: state %s restored from %+v, want RUNNING from %s", nw.ID, nw.State, nw.RestoredFrom, sp.Path)
-	}
+	checkRestoredFromUpgrade(t, key, oldJob, fc)
 	if img := jobManagerImage(t, ns, "upgrade"); img != "flink:"+path.to {
 		t.Errorf("JobManager image %s", img)
 	}
