@@ -444,7 +444,7 @@ func deploying(s *Step) bool {
 				// A cancel always ends in Flink; giving up here would leave
 				// a job stopped with nothing to restore it.
 				s.hold(Verdict{Do: Hold, Reason: "StopInProgress", Message: fmt.Sprintf(
-					"Job %s has not stopped within %s (state %s); the operator waits for Flink to report it ended before it rolls the pods", job.ID, limit, orUnknown(string(in.Flink.JobState)))})
+					"Job %s has not stopped within %s (state %s); the operator waits for Flink to report it ended before it rolls the pods", job.ID, limit, jobState(in.Flink))})
 			}
 			s.requeue(Poll)
 		case Refuse:
@@ -534,9 +534,9 @@ func verifying(s *Step) bool {
 		return false
 	}
 	why := fmt.Sprintf("the job did not run with %d checkpoints within %s (state %s, %d checkpoints)",
-		need, limit, orUnknown(string(in.Flink.JobState)), in.Flink.CheckpointsCompleted-up.CheckpointsAtRestore)
+		need, limit, jobState(in.Flink), in.Flink.CheckpointsCompleted-up.CheckpointsAtRestore)
 	if jobFailed {
-		why = "the job failed: " + orUnknown(in.Flink.FailureCause)
+		why = "the job failed: " + orNone(in.Flink.FailureCause, "no cause reported")
 	}
 	s.transition(Transition{Kind: UpgradeFailed})
 	if !in.Policy.Upgrade.AutoRollback || in.LastStable == nil {
@@ -565,7 +565,7 @@ func verifying(s *Step) bool {
 func rollingBack(s *Step) bool {
 	in, up, job := s.in, s.upgrade(), s.job()
 	if limit := in.Policy.Upgrade.StabilityTimeout; timedOut(up.PhaseStartedAt, limit, in.Now) {
-		state := orUnknown(string(in.Flink.JobState))
+		state := jobState(in.Flink)
 		if in.Flink.JobState == flink.JobRunning && !in.Flink.TasksRunning() {
 			state += ", its tasks not all running yet: waiting for slots or restoring its state, which goes on"
 		}

@@ -224,9 +224,19 @@ func hexID(seed string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-func orUnknown(s string) string {
+// orUnknown names a state path, none when empty.
+func orUnknown(s string) string { return orNone(s, "no saved state") }
+
+// jobState names the job's state as Flink reported it; a job Flink did
+// not show (unreachable, or not known) is in no state it reported, which
+// the messages said as "no saved state" until 2026-12-07.
+func jobState(f Flink) string {
+	return orNone(string(f.JobState), "unknown: Flink did not report the job")
+}
+
+func orNone(s, none string) string {
 	if s == "" {
-		return "no saved state"
+		return none
 	}
 	return s
 }

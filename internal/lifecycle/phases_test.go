@@ -596,3 +596,23 @@ func (w *world) nameState(path string) Step {
 	}
 	return sent
 }
+
+// TestGateNamesAJobFlinkDidNotReport: a gate that times out while Flink
+// does not report the job says so, not "no saved state" (a state path's
+// word, which its message said until 2026-12-07).
+func TestGateNamesAJobFlinkDidNotReport(t *testing.T) {
+	w := savingWorld(t)
+	w.flink = Flink{Reachable: true, JobFound: true, JobState: flink.JobFinished, Pending: &Operation{Done: true, Path: "s3://sp/pre"}}
+	w.commit(w.decide()) // savepoint done, old job finished: deploy
+	w.commit(w.decide()) // rolled out: submit
+	if w.status.Upgrade == nil || w.status.Upgrade.Phase != v1.UpgradeVerifying {
+		t.Fatalf("setup: upgrade %+v", w.status.Upgrade)
+	}
+	w.flink = Flink{}
+	w.now = w.now.Add(time.Hour)
+	p := w.decide()
+	c := cond(p, v1.ConditionUpgrading)
+	if c == nil || c.Reason != "UpgradeFailed" || !strings.Contains(c.Message, "(state unknown: Flink did not report the job, 0 checkpoints)") {
+		t.Errorf("Upgrading = %+v", c)
+	}
+}
