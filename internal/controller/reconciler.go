@@ -102,10 +102,6 @@ type Reconciler struct {
 	// ProgressDelay is how long mere progress of the children may wait
 	// for a reconcile; DefaultProgressDelay when zero.
 	ProgressDelay time.Duration
-	// ProgressDeadline is how long a JobManager pod of the current
-	// template may stay unready before the cluster says JobManagerStuck;
-	// readiness.DefaultProgressDeadline when zero.
-	ProgressDeadline time.Duration
 	// Pacer, when set, is told each reconcile's duration: the Flink
 	// polling interval follows their p95.
 	Pacer interface{ Observe(time.Duration) }
@@ -871,18 +867,9 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, fc *v1.FlinkCluster, 
 	pods := r.Pods.Pods(fc.Namespace, fc.Name)
 	obs.countReady(pods)
 	obs.jmPodsLeft = !obs.jobManager.Exists() && readiness.Any(pods, resources.ComponentJobManager)
-	obs.jmStuck, obs.jmStuckIn = readiness.JobManagerStuck(obs.jobManager, pods, now, r.progressDeadline())
+	obs.jmStuck, obs.jmStuckIn = readiness.JobManagerStuck(obs.jobManager, pods, now, readiness.DefaultProgressDeadline)
 	obs.configHash = fc.Status.ConfigHash
 	return obs
-}
-
-// progressDeadline is how long a JobManager pod of the current template
-// may stay unready before its rollout counts as stuck.
-func (r *Reconciler) progressDeadline() time.Duration {
-	if r.ProgressDeadline > 0 {
-		return r.ProgressDeadline
-	}
-	return readiness.DefaultProgressDeadline
 }
 
 // countReady counts the workloads' ready pods (readiness), once: every
