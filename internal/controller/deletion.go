@@ -229,7 +229,7 @@ func (r *Reconciler) finalSavepoint(ctx context.Context, fc *v1.FlinkCluster) (d
 		return true, 0, nil
 	}
 	if v.trigger != nil || v.resend {
-		if err := r.request(ctx, fc, fc.Status.Job, nil, lifecycle.Action{Kind: lifecycle.ActTrigger}); err != nil {
+		if err := r.request(ctx, fc, fc.Status.Job, nil, lifecycle.Action{Kind: lifecycle.ActTrigger}, nil); err != nil {
 			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "FlinkRequestFailed", "Delete", "%v", err)
 			logger.Error(err, "Final savepoint request failed", "flinkcluster", klog.KObj(fc))
 		}

@@ -287,8 +287,9 @@ func (r *Reconciler) observeOperation(ctx context.Context, c *flink.Client, sp *
 }
 
 // request sends the step's Flink request. The step's status, which names
-// the trigger or job ID in job, is already written.
-func (r *Reconciler) request(ctx context.Context, fc *v1.FlinkCluster, job *v1.JobStatus, deploy *v1.FlinkClusterSpec, a lifecycle.Action) error {
+// the trigger or job ID in job, is already written. submitTo is the
+// JobManager pod a submission's jar goes to.
+func (r *Reconciler) request(ctx context.Context, fc *v1.FlinkCluster, job *v1.JobStatus, deploy *v1.FlinkClusterSpec, a lifecycle.Action, submitTo *corev1.Pod) error {
 	c := r.flinkClient(fc)
 	if job == nil {
 		return nil
@@ -332,9 +333,11 @@ func (r *Reconciler) request(ctx context.Context, fc *v1.FlinkCluster, job *v1.J
 			// spec changes (JobSubmitted says why).
 			return nil
 		}
-		pod, err := r.jobManagerPod(ctx, fc)
-		if err != nil {
-			return err
+		pod := submitTo
+		if pod == nil {
+			// Not read before the record (reconcile reads it for every
+			// submission); nothing is sent without it.
+			return fmt.Errorf("no JobManager pod of %s was read to take the job's jar", klog.KObj(fc))
 		}
 		jm := flink.NewClient(r.Resolver.JobManagerURL(fc.Namespace, fc.Name, pod.Name, pod.Status.PodIP), r.HTTPClient)
 		jm.RequestTimeout = c.RequestTimeout

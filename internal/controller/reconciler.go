@@ -167,6 +167,9 @@ type scope struct {
 	// JobManager pod's progress deadline falls due (jmStuckIn); the
 	// reconcile is looked at again this soon.
 	statusWait time.Duration
+	// submitTo is the JobManager pod a submission goes to, read around the
+	// cache before the submission is recorded.
+	submitTo *corev1.Pod
 	// held: the JobManager's REST API is still starting (restStarting),
 	// or a submission found no JobManager pod ready to take it; nothing
 	// was decided, done or written.
@@ -289,8 +292,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// sent would read, once a JobManager is ready after it, as one a
 		// restarted JobManager lost (lifecycle's neverGot), and not be
 		// sent again. Nothing is decided, done or written; the reconcile
-		// looks again shortly. act reads the pod again to send it.
-		if _, err := r.jobManagerPod(ctx, fc); err != nil {
+		// looks again shortly. act sends it to this pod.
+		var err error
+		if s.submitTo, err = r.jobManagerPod(ctx, fc); err != nil {
 			log.FromContext(ctx).V(1).Info("Submission waits for a ready JobManager pod", "flinkcluster", klog.KObj(fc), "reason", err.Error())
 			s.held = true
 			return ctrl.Result{RequeueAfter: deferRetry}, nil
@@ -486,7 +490,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope) {
 	if s.next == nil {
 		return
 	}
-	err := r.request(ctx, fc, s.next.Job, s.step.Deploy, s.step.Action)
+	err := r.request(ctx, fc, s.next.Job, s.step.Deploy, s.step.Action, s.submitTo)
 	if refused := (*JarRefusedError)(nil); errors.As(err, &refused) {
 		// Said once, in the deferred status write (JobSubmitted=False,
 		// JarRefused) and an event; the jar is not fetched again for this
@@ -811,7 +815,7 @@ func (r *Reconciler) recordChange(s *scope, c child, a action) {
 	case a == actionReplace:
 		r.Recorder.Eventf(s.fc, nil, corev1.EventTypeNormal, "RollingUpdate", "Replace",
 			"Replacing the JobManager Deployment %s: its pod template changes, and the JobManager is now a StatefulSet, created once the Deployment's pods are gone", c.name)
-	case c.kind == "StatefulSet" && c.name == *s.desired.TaskManager.Name:
+	case c.desired == runtime.ApplyConfiguration(s.desired.TaskManager):
 		old := c.cached.(*appsv1.StatefulSet)
 		want := s.desired.TaskManager
 		if old.Spec.Template.Annotations[resources.AnnotationConfigHash] != s.desired.Config.Hash ||

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/flink"
+	"github.com/datapilot/datapilot/internal/flinksim"
 	"github.com/datapilot/datapilot/internal/platform"
 	"github.com/datapilot/datapilot/internal/testenv"
 )
@@ -24,7 +26,10 @@ import (
 // Recreate would have replaced the JobManager anyway: in an upgrade, after
 // the savepoint that stops the job. The garbage collector (foreground
 // deletion) removes its pods before the StatefulSet exists, and the job is
-// restored from that savepoint on the StatefulSet's JobManager.
+// restored from that savepoint on the StatefulSet's JobManager. While
+// Flink's REST API does not answer, or its stop-with-savepoint runs past
+// savepointTimeout, the Deployment is neither deleted nor replaced and the
+// job keeps running.
 func TestLegacyJobManagerDeployment(t *testing.T) {
 	parallel(t)
 	ctx := context.Background()
@@ -56,12 +61,40 @@ func TestLegacyJobManagerDeployment(t *testing.T) {
 		t.Fatalf("a JobManager StatefulSet beside the Deployment: %v", err)
 	}
 	oldJob := getFC(t, ns, name).Status.Job.ID
+	fk := simKey(ns, name)
+	// untouched: the Deployment the cluster started on, not being
+	// deleted, no StatefulSet beside it, the old job running unstopped.
+	untouched := func(when string) {
+		t.Helper()
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, key, d); err != nil || d.UID != dep.UID || d.DeletionTimestamp != nil {
+			t.Fatalf("%s: the JobManager Deployment %v (UID %s, deleting %v), want the original", when, err, d.UID, d.DeletionTimestamp)
+		}
+		if err := k8s.Get(ctx, key, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("%s: a JobManager StatefulSet: %v", when, err)
+		}
+		if j := simJob(t, fk, oldJob); j.State != flink.JobRunning || j.StopsTriggered > 1 {
+			t.Fatalf("%s: old job %s after %d stops", when, j.State, j.StopsTriggered)
+		}
+	}
 
-	// An upgrade changes the pod template: the savepoint, then the
-	// Deployment replaced by a StatefulSet, then the job restored.
+	// An upgrade changes the pod template. Flink does not answer: the
+	// upgrade waits, holding, with nothing deleted.
+	sim.Engine.InjectUnavailable(fk, -1)
 	patchSpec(t, ns, name, func(fc *v1.FlinkCluster) { fc.Spec.Version = "1.18.1" })
+	waitStateHold(t, ns, name, "FlinkUnreachable", time.Minute)
+	untouched("Flink unreachable")
+	// Flink answers, but its stop-with-savepoint stalls past the timeout:
+	// followed, not abandoned, and still nothing deleted.
+	sim.Engine.SetSavepointFault(fk, flinksim.FaultStall)
+	sim.Engine.InjectUnavailable(fk, 0)
+	waitStateHold(t, ns, name, "StopInProgress", time.Minute)
+	untouched("stop-with-savepoint past its timeout")
+	// The savepoint completes: the Deployment is replaced by a
+	// StatefulSet, and the job restored from exactly that savepoint.
+	sim.Engine.ClearFaults(fk)
 	done := waitUpgradeResult(t, ns, name, "UpgradeSucceeded", 3*time.Minute)
-	checkRestoredFromUpgrade(t, simKey(ns, name), oldJob, done)
+	checkRestoredFromUpgrade(t, fk, oldJob, done)
 	if err := k8s.Get(ctx, key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the JobManager Deployment after the upgrade: %v, want gone", err)
 	}
