@@ -77,6 +77,10 @@ type config struct {
 	// profiles; apiserver reaches its /debug/pprof.
 	apiserverProfile string
 	apiserver        rest.Interface
+	// operatorProfile, when set, names the files of the operator's CPU
+	// profiles; operatorPprof is where it serves pprof.
+	operatorProfile string
+	operatorPprof   string
 	simLog           string
 	rounds           int
 	shapes           bool
@@ -104,6 +108,7 @@ func main() {
 	flag.StringVar(&c.simLog, "sim-log", "", "when set, the Flink simulator's logs, its refused connections among them, are written to this file")
 	flag.StringVar(&c.heapProfile, "heap-profile", "", "when set, the operator serves pprof and its heap profile is written to <this>-start.pb.gz once the operator is idle and to <this>-converged.pb.gz after the last round's operator phases")
 	flag.StringVar(&c.apiserverProfile, "apiserver-profile", "", "when set, kube-apiserver serves pprof and its CPU profile over each baseline and operator phase of the last round is written to <this>-<phase>-<k>.pb.gz, in consecutive 10 s parts (go tool pprof takes them all at once)")
+	flag.StringVar(&c.operatorProfile, "operator-profile", "", "when set, the operator serves pprof and its CPU profile over each operator phase of the last round is written to <this>-<phase>-<k>.pb.gz, in consecutive 10 s parts")
 	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "when set, the CPU profile of the bench process itself (its client, the Flink simulator, the watches that measure) over each baseline and operator phase of the last round is written to <this>-<phase>.pb.gz")
 	flag.Parse()
 	if c.jobs < 0 {
@@ -343,10 +348,11 @@ func run(ctx context.Context, c config) error {
 	// leave a temporary dir behind at every run.
 	leaderArgs := append(slices.Clone(opArgs), "--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1",
 		"--webhook-cert-dir="+filepath.Join(stateDir, "webhook-certs"), fmt.Sprintf("--webhook-port=%d", whPort), fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", whPort))
-	op, err := startOperator(bin, c.heapProfile != "", nil, leaderArgs...)
+	op, err := startOperator(bin, c.heapProfile != "" || c.operatorProfile != "", nil, leaderArgs...)
 	if err != nil {
 		return err
 	}
+	c.operatorPprof = op.pprofAddr
 	defer op.stop()
 	if err := op.waitMetrics(time.Minute); err != nil {
 		return err

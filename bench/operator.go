@@ -216,15 +216,7 @@ func saveHeapProfile(pprofAddr, prefix, phase string) error {
 	if prefix == "" {
 		return nil
 	}
-	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/heap")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("heap profile: %s", resp.Status)
-	}
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := httpGet(context.Background(), "http://"+pprofAddr+"/debug/pprof/heap")
 	if err != nil {
 		return err
 	}
@@ -257,15 +249,27 @@ func (m memBreakdown) String() string {
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
-// profileCPU profiles the bench process, and the API server, over one
-// phase of the last round, when asked to; the returned func ends the
-// profiles and writes them.
+// profileCPU profiles the bench process, the API server and the
+// operator over one phase of the last round, when asked to; the returned
+// func ends the profiles and writes them.
 func (c config) profileCPU(round int, phase string) (stop func()) {
-	stopAPI := c.profileAPIServer(round, phase)
-	stopBench := c.profileBench(round, phase)
+	last := round == c.rounds-1
+	var stops []func()
+	if c.apiserver != nil && last {
+		stops = append(stops, profileParts(c.apiserverProfile, phase, func(ctx context.Context) ([]byte, error) {
+			return c.apiserver.Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").DoRaw(ctx)
+		}))
+	}
+	if c.operatorProfile != "" && c.operatorPprof != "" && last {
+		stops = append(stops, profileParts(c.operatorProfile, phase, func(ctx context.Context) ([]byte, error) {
+			return httpGet(ctx, "http://"+c.operatorPprof+"/debug/pprof/profile?seconds=10")
+		}))
+	}
+	stops = append(stops, c.profileBench(round, phase))
 	return func() {
-		stopBench()
-		stopAPI()
+		for _, s := range stops {
+			s()
+		}
 	}
 }
 
@@ -273,25 +277,21 @@ func profileName(prefix, phase string) string {
 	return prefix + "-" + strings.NewReplacer(" ", "-", "'", "", "(", "", ")", "").Replace(phase)
 }
 
-// profileAPIServer takes the API server's CPU profile in 10 s parts until
-// stopped: its pprof handler profiles for a duration fixed up front, and a
-// phase's is not known.
-func (c config) profileAPIServer(round int, phase string) (stop func()) {
-	if c.apiserver == nil || round != c.rounds-1 {
-		return func() {}
-	}
+// profileParts takes a process's CPU profile in 10 s parts until stopped:
+// a pprof handler profiles for a duration fixed up front, and a phase's is
+// not known.
+func profileParts(prefix, phase string, get func(context.Context) ([]byte, error)) (stop func()) {
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
 		for k := 0; ; k++ {
-			raw, err := c.apiserver.Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").DoRaw(context.Background())
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "bench: API server profile:", err)
-				return
+			raw, err := get(context.Background())
+			if err == nil {
+				err = os.WriteFile(fmt.Sprintf("%s-%d.pb.gz", profileName(prefix, phase), k), raw, 0o644)
 			}
-			if err := os.WriteFile(fmt.Sprintf("%s-%d.pb.gz", profileName(c.apiserverProfile, phase), k), raw, 0o644); err != nil {
-				fmt.Fprintln(os.Stderr, "bench: API server profile:", err)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench: CPU profile:", prefix, err)
 				return
 			}
 			select {
@@ -305,6 +305,23 @@ func (c config) profileAPIServer(round int, phase string) (stop func()) {
 		close(done)
 		<-ended
 	}
+}
+
+// httpGet is the body of a GET that answered 200.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }
 
 // profileBench profiles the bench process itself.

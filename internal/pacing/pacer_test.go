@@ -1,6 +1,7 @@
 package pacing
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -29,6 +30,23 @@ func TestP95(t *testing.T) {
 	} {
 		if got := P95(tc.in); got != tc.want {
 			t.Errorf("%s: P95 = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestOverIsDegradeOfP95: the decision without a sort is the decision on
+// the sorted p95, at the threshold's edges too (samples equal to it).
+func TestOverIsDegradeOfP95(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 260 {
+		ds := make([]time.Duration, n)
+		for i := range ds {
+			ds[i] = time.Duration(rng.IntN(20)) * time.Second
+		}
+		for _, th := range []time.Duration{0, 5 * time.Second, 15 * time.Second, 19 * time.Second, 20 * time.Second} {
+			if got, want := over(ds, th), Degrade(P95(ds), th); got != want {
+				t.Fatalf("n=%d threshold %s: over = %v, Degrade(P95) = %v", n, th, got, want)
+			}
 		}
 	}
 }
