@@ -195,7 +195,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		// Per-request timeouts are set by the Flink client, and the jar
 		// upload's by the jar policy. Every request is counted by endpoint
 		// and status (datapilot_flink_rest_requests_total).
-		HTTPClient: &http.Client{Transport: flinkRESTMetrics().Transport(nil)},
+		HTTPClient: &http.Client{Transport: flinkRESTMetrics().Transport(flinkTransport())},
 	}
 	if r.Jars, err = o.JarPolicy(); err != nil {
 		return nil, err
@@ -369,3 +369,20 @@ func newManagerWhenReachable(cfg *rest.Config, opts ctrl.Options) (ctrl.Manager,
 		time.Sleep(time.Second)
 	}
 }
+
+// flinkTransport is the Flink REST requests' transport: Go's default, but
+// keeping as many idle connections to one host as the operator sends it
+// requests at once. Where every cluster's REST API is reached through one
+// host (a proxy, or the simulator through flink.Resolver's override), the
+// default two made nearly every probe dial anew: 4.7 % of the operator's
+// CPU at N = 1000 (its profile: Transport.dialConn). The total idle
+// connections stay bounded by the default's MaxIdleConns.
+func flinkTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = flinkIdlePerHost
+	return t
+}
+
+// flinkIdlePerHost covers the reconcile workers and the health poller's
+// probes in flight at once.
+const flinkIdlePerHost = 64
