@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,10 +18,10 @@ import (
 // session cluster, with its own decisions costing nothing: the user's
 // create of the FlinkCluster (through the operator's admission webhooks,
 // stored as v1 and converted for v1alpha1's watch cache, as every write
-// of it is), the baseline's five children owned by it (so the garbage
+// of it is), the baseline's four children owned by it (so the garbage
 // collector tracks them), and one status write once the pods are ready,
-// with the conditions that say so, then the TaskManagers' budget, as the
-// operator creates it. The bench's client does all of it in a
+// with the conditions that say so (no budget: a session cluster gets one
+// once Flink runs a job on it). The bench's client does all of it in a
 // namespace the operator ignores (--ignore-namespace), so the operator
 // neither caches nor reconciles those clusters, and no Flink REST API is
 // probed. Its ratio to the baseline is the lowest an operator of this API
@@ -40,15 +39,9 @@ func floorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter
 	}
 	// One status write per cluster as soon as its pods are ready, while
 	// the rest are still being created, by as many writers as the
-	// operator has workers; then its budget, which the operator creates
-	// once a status says a TaskManager is ready.
-	var budgets sync.Map
+	// operator has workers.
 	late := whenReady(watch, ns, n, c.workers, func(name string) error {
-		if err := writeFloorStatus(ctx, k8s, ns, name); err != nil {
-			return err
-		}
-		b, _ := budgets.Load(name)
-		return shapes[0].send(ctx, k8s, ns, b)
+		return writeFloorStatus(ctx, k8s, ns, name)
 	})
 	defer late.finish()
 
@@ -64,7 +57,6 @@ func floorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter
 		if err != nil {
 			return err
 		}
-		budgets.Store(fc.Name, d.TaskManagerBudget)
 		for _, obj := range []any{d.ConfigMap, d.JobManagerService, d.JobManager, d.TaskManager} {
 			if err := shapes[0].send(ctx, k8s, ns, obj); err != nil {
 				return err

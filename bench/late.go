@@ -7,8 +7,8 @@ import (
 )
 
 // lateWork does, by workers goroutines, what comes after a cluster's pods
-// turned ready (the floor's status write, the TaskManagers' budget that
-// the operator creates once a TaskManager is ready), for each of n
+// turned ready (the floor's status write, the TaskManagers' budget of the
+// baseline's shape that has one), for each of n
 // clusters of ns as soon as the bench's watch has seen its three pods
 // Ready, while the rest are still being created.
 type lateWork struct {

@@ -770,9 +770,14 @@ func operatorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMe
 	if err != nil {
 		return p, err
 	}
-	// The budgets follow the pods' readiness, at the latest Available:
-	// the writes are counted once they are all there.
+	// A job cluster's budget follows its pods' readiness, at the latest
+	// Available: the writes are counted once they are all there. A
+	// session cluster running nothing gets none.
 	converged := time.Now()
+	if !job {
+		p.allChildren = p.took
+		return p, nil
+	}
 	err = waitFor(ctx, c.timeout, func() (int, error) {
 		budgets := &metav1.PartialObjectMetadataList{}
 		budgets.SetGroupVersionKind(policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudgetList"))
@@ -899,8 +904,10 @@ func report(c config, r results) error {
 			}).format(ratio)
 		}
 		fmt.Fprintf(&b, "| %s: ratio to the baseline of the operator's shape, same round | %s | ≤ 1.1× at N = 1000 |\n", kind, rel)
-		all := collect(r.rounds, func(rd round) (float64, bool) { return pick(rd).allChildren.Seconds(), true })
-		fmt.Fprintf(&b, "| %s: every cluster's last child created (the TaskManagers' budget, once a TaskManager is ready; a list of them every 250 ms) | %s | |\n", kind, all.format(seconds))
+		if p.job {
+			all := collect(r.rounds, func(rd round) (float64, bool) { return pick(rd).allChildren.Seconds(), true })
+			fmt.Fprintf(&b, "| %s: every cluster's last child created (the TaskManagers' budget, once a TaskManager is ready; a list of them every 250 ms) | %s | |\n", kind, all.format(seconds))
+		}
 		q := func(f func(phase) []time.Duration, at float64) series {
 			return collect(r.rounds, func(rd round) (float64, bool) { return quantile(f(pick(rd)), at).Seconds(), len(f(pick(rd))) > 0 })
 		}
@@ -920,7 +927,8 @@ func report(c config, r results) error {
 		cpuRows(&b, kind, p.n, r.rounds, func(rd round) cpuSample { return pick(rd).cpu })
 	}
 	// The minimum is what keeps every guarantee (docs/performance-shape.md):
-	// a session cluster's five children and one status write; a job
+	// a session cluster's four children (no budget while it runs
+	// nothing) and one status write; a job
 	// cluster's five and three status writes (the job's ID before its
 	// submission, RUNNING, its first checkpoint with the spec stable), its
 	// finalizer riding on its create (the leader's mutating webhook).
@@ -940,7 +948,7 @@ func report(c config, r results) error {
 		})
 		fmt.Fprintf(&b, "| Session clusters: time relative to the floor, same round (the operator's own work) | %s | |\n", over.format(ratio))
 	}
-	row("Session clusters", func(rd round) phase { return rd.session }, 6)
+	row("Session clusters", func(rd round) phase { return rd.session }, 5)
 	if r.rounds[len(r.rounds)-1].peer.n > 0 {
 		peerRows(&b, c, r.rounds)
 	}

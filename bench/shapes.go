@@ -25,8 +25,12 @@ type shape struct {
 	// jmDeployment runs the JobManager as the Deployment it was until
 	// 2026-12-07 (resources.LegacyJobManager) instead of a StatefulSet.
 	jmDeployment bool
-	// noBudget leaves out the TaskManagers' PodDisruptionBudget.
-	noBudget bool
+	// budget adds the TaskManagers' PodDisruptionBudget, once the pods
+	// are ready: what the operator creates for a job cluster, or a
+	// session cluster once Flink runs a job on it (and, until
+	// 2026-12-07, for every session cluster once a TaskManager was
+	// ready).
+	budget bool
 	// tmService adds the TaskManagers' headless Service the operator
 	// created before 2026-12 (the StatefulSet's governing Service, which
 	// gave each pod a DNS name that nothing dials).
@@ -41,7 +45,7 @@ var shapes = []shape{
 	{name: "operator's shape (create)"},
 	{name: "operator's shape, server-side apply", apply: true},
 	{name: "JobManager as Deployment (the shape before)", jmDeployment: true},
-	{name: "without the PodDisruptionBudget", noBudget: true},
+	{name: "with the PodDisruptionBudget (the shape before)", budget: true},
 	{name: "with a TaskManager Service (the shape before)", tmService: true},
 }
 
@@ -58,8 +62,7 @@ type baselineResult struct {
 
 // children are the objects of one cluster in shape s, owned by nothing;
 // the last, the TaskManagers' budget where the shape has one, is created
-// once the pods are ready, as the operator creates it once a TaskManager
-// is ready (lateChild).
+// once the pods are ready (lateChild).
 func (s shape) children(i int) ([]any, error) {
 	fc := benchCluster("", i)
 	d, err := resources.Build(fc, benchPlatform)
@@ -83,7 +86,7 @@ func (s shape) children(i int) ([]any, error) {
 		out = append(out, taskManagerService(*d.TaskManager.Name, d.TaskManager.Spec.Selector.MatchLabels))
 	}
 	out = append(out, d.TaskManager)
-	if !s.noBudget {
+	if s.budget {
 		out = append(out, d.TaskManagerBudget)
 	}
 	return out, nil
@@ -125,7 +128,7 @@ func (s shape) send(ctx context.Context, k8s client.Client, ns string, obj any) 
 }
 
 // lateChild: the shape's last child is created once the pods are ready.
-func (s shape) lateChild() bool { return !s.noBudget }
+func (s shape) lateChild() bool { return s.budget }
 
 // baseline creates n clusters' children in ns in shape s, and waits until
 // every JobManager and TaskManager is ready and every child created.

@@ -39,7 +39,7 @@ func TestShapesChangeOneChild(t *testing.T) {
 		return out, serviceNames
 	}
 	ref, _ := kinds(shapes[0])
-	want := "ConfigMap fc-0000-config,Service fc-0000-jobmanager,StatefulSet fc-0000-jobmanager,StatefulSet fc-0000-taskmanager,PodDisruptionBudget fc-0000-taskmanager"
+	want := "ConfigMap fc-0000-config,Service fc-0000-jobmanager,StatefulSet fc-0000-jobmanager,StatefulSet fc-0000-taskmanager"
 	if got := strings.Join(ref, ","); got != want {
 		t.Fatalf("operator's shape:\n got %s\nwant %s", got, want)
 	}
@@ -49,7 +49,7 @@ func TestShapesChangeOneChild(t *testing.T) {
 		statefulSetServes []string
 	}{
 		{shape{jmDeployment: true}, "StatefulSet fc-0000-jobmanager", "Deployment fc-0000-jobmanager", []string{"fc-0000-taskmanager"}},
-		{shape{noBudget: true}, "PodDisruptionBudget fc-0000-taskmanager", "", []string{"fc-0000-jobmanager", "fc-0000-taskmanager"}},
+		{shape{budget: true}, "", "PodDisruptionBudget fc-0000-taskmanager", []string{"fc-0000-jobmanager", "fc-0000-taskmanager"}},
 		{shape{tmService: true}, "", "Service fc-0000-taskmanager", []string{"fc-0000-jobmanager", "fc-0000-taskmanager"}},
 		{shape{apply: true}, "", "", []string{"fc-0000-jobmanager", "fc-0000-taskmanager"}},
 	} {

@@ -526,7 +526,7 @@ func (r *Reconciler) closeReconcile(ctx context.Context, s *scope) error {
 	if err := r.writeStatus(ctx, s, true); err != nil {
 		return err
 	}
-	if s.budgetMissing && budgetDue(&s.fc.Status) {
+	if s.budgetMissing && budgetDue(s.fc, s.obs.health) {
 		// The status just written makes it due, and wakes nothing itself.
 		s.statusWait = soonest(s.statusWait, budgetFollowUp)
 	}
@@ -651,17 +651,30 @@ func jobManagerChild(s *scope) child {
 }
 
 // budgetDue says whether the TaskManagers' PodDisruptionBudget may be
-// created: once the cluster's status (as read, or as this reconcile wrote
-// it) has said a TaskManager is ready, or the cluster Available. Before,
-// nothing runs on the TaskManagers for it to protect (a job cluster's job
-// is submitted after the status write that says Available), and the
-// disruption controller writes a budget's status as its pods turn ready:
-// created with them it was written 6.8 times a cluster
-// (docs/performance-shape.md), created over ready pods about once. A
-// session cluster one of whose TaskManagers never turns ready, which a
-// user may already run jobs on, gets it too. A budget that exists is kept
-// applied whatever the status says.
-func budgetDue(st *v1.FlinkClusterStatus) bool {
+// created: once something runs on the TaskManagers for it to protect.
+//
+// A job cluster runs its job: due once its status (as read, or as this
+// reconcile wrote it) has said a TaskManager is ready, or the cluster
+// Available. Its job is submitted after the status write that says
+// Available, and the disruption controller writes a budget's status as
+// its pods turn ready: created with them it was written 6.8 times a
+// cluster (docs/performance-shape.md), created over ready pods about once.
+//
+// A session cluster runs what users send it, which only Flink knows: due
+// once the health probe's GET /overview counted a job on it (v, the
+// health verdict: RunsJobs). One that runs nothing has nothing for a
+// budget to protect, and a budget costs the disruption controller at
+// every event of every pod in its namespace (it matches each pod against
+// every budget there: GetPodPodDisruptionBudgets), which at N = 1000
+// was the largest share the operator's phase cost kube-controller-manager
+// beyond the Spotify operator's.
+//
+// A budget that exists is kept applied whatever this says.
+func budgetDue(fc *v1.FlinkCluster, v *health.Verdict) bool {
+	if fc.Spec.Job == nil {
+		return v != nil && v.RunsJobs
+	}
+	st := &fc.Status
 	return st.TaskManager.ReadyReplicas > 0 || meta.IsStatusConditionTrue(st.Conditions, v1.ConditionAvailable)
 }
 
@@ -720,7 +733,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 			s.creationWait = soonest(s.creationWait, wait)
 			continue
 		}
-		if err != nil && c.late && !budgetDue(&s.fc.Status) {
+		if err != nil && c.late && !budgetDue(s.fc, s.obs.health) {
 			s.budgetMissing = true
 			continue
 		}

@@ -110,23 +110,33 @@ func TestComputeStatusCountsReadyPods(t *testing.T) {
 	}
 }
 
-// The budget is due once a status said a TaskManager is ready or the
-// cluster Available (a cluster of no TaskManagers can be).
+// A job cluster's budget is due once a status said a TaskManager is ready
+// or the cluster Available (a cluster of no TaskManagers can be); a
+// session cluster's once Flink counted a job on it, whatever its status.
 func TestBudgetDue(t *testing.T) {
 	available := []metav1.Condition{{Type: v1.ConditionAvailable, Status: metav1.ConditionTrue}}
 	notAvailable := []metav1.Condition{{Type: v1.ConditionAvailable, Status: metav1.ConditionFalse}}
+	job := &v1.JobSpec{JarURI: "https://jars.example.com/job.jar"}
+	runs, idle := &health.Verdict{RunsJobs: true}, &health.Verdict{}
 	for _, tc := range []struct {
 		name string
+		job  *v1.JobSpec
 		st   v1.FlinkClusterStatus
+		v    *health.Verdict
 		due  bool
 	}{
-		{"not observed yet", v1.FlinkClusterStatus{}, false},
-		{"pods starting", v1.FlinkClusterStatus{Conditions: notAvailable, TaskManager: v1.ComponentStatus{Replicas: 2}}, false},
-		{"one TaskManager of two ready", v1.FlinkClusterStatus{Conditions: notAvailable, TaskManager: v1.ComponentStatus{Replicas: 2, ReadyReplicas: 1}}, true},
-		{"Available", v1.FlinkClusterStatus{Conditions: available, TaskManager: v1.ComponentStatus{Replicas: 2, ReadyReplicas: 2}}, true},
-		{"Available without TaskManagers", v1.FlinkClusterStatus{Conditions: available}, true},
+		{"job cluster not observed yet", job, v1.FlinkClusterStatus{}, nil, false},
+		{"job cluster's pods starting", job, v1.FlinkClusterStatus{Conditions: notAvailable, TaskManager: v1.ComponentStatus{Replicas: 2}}, nil, false},
+		{"job cluster, one TaskManager of two ready", job, v1.FlinkClusterStatus{Conditions: notAvailable, TaskManager: v1.ComponentStatus{Replicas: 2, ReadyReplicas: 1}}, nil, true},
+		{"job cluster Available", job, v1.FlinkClusterStatus{Conditions: available, TaskManager: v1.ComponentStatus{Replicas: 2, ReadyReplicas: 2}}, nil, true},
+		{"job cluster Available without TaskManagers", job, v1.FlinkClusterStatus{Conditions: available}, nil, true},
+		{"session cluster Available, no verdict yet", nil, v1.FlinkClusterStatus{Conditions: available, TaskManager: v1.ComponentStatus{Replicas: 2, ReadyReplicas: 2}}, nil, false},
+		{"session cluster Available, running nothing", nil, v1.FlinkClusterStatus{Conditions: available, TaskManager: v1.ComponentStatus{Replicas: 2, ReadyReplicas: 2}}, idle, false},
+		{"session cluster running a job", nil, v1.FlinkClusterStatus{Conditions: available, TaskManager: v1.ComponentStatus{Replicas: 2, ReadyReplicas: 2}}, runs, true},
+		{"session cluster not Available, running a job", nil, v1.FlinkClusterStatus{Conditions: notAvailable, TaskManager: v1.ComponentStatus{Replicas: 2, ReadyReplicas: 1}}, runs, true},
 	} {
-		if got := budgetDue(&tc.st); got != tc.due {
+		fc := &v1.FlinkCluster{Spec: v1.FlinkClusterSpec{Job: tc.job}, Status: tc.st}
+		if got := budgetDue(fc, tc.v); got != tc.due {
 			t.Errorf("%s: due %v, want %v", tc.name, got, tc.due)
 		}
 	}

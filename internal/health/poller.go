@@ -313,6 +313,13 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 		if jobsSeen {
 			next.Jobs, next.JobsObservedAt = jobs, now
 		}
+		if a.overview != nil {
+			next.RunsJobs = a.overview.JobsRunning > 0
+			// A job that starts changes no condition of a session
+			// cluster, but makes its TaskManagers' budget due (the
+			// controller's budgetDue).
+			changed = changed || next.RunsJobs && !e.verdict.RunsJobs
+		}
 		for _, pr := range probes {
 			if pr.Level == LevelJobManager && pr.OK && e.readyAt.IsZero() {
 				e.readyAt = now
@@ -443,6 +450,8 @@ type answers struct {
 	restErr  error
 	required bool
 	jobs     *flink.MultipleJobsDetails
+	// overview is GET /overview's answer; nil when it did not answer.
+	overview *flink.ClusterOverview
 }
 
 // ask reads the JobManager and, when it passes, asks the REST API.
@@ -458,7 +467,11 @@ func (p *Poller) ask(ctx context.Context, fc *v1.FlinkCluster, seenReady bool) a
 	if fl.RequestTimeout <= 0 {
 		fl.RequestTimeout = DefaultProbeTimeout
 	}
-	_, a.restErr = fl.Overview(ctx)
+	if ov, err := fl.Overview(ctx); err != nil {
+		a.restErr = err
+	} else {
+		a.overview = ov
+	}
 	if _, a.required = jobsRequired(fc); a.restErr == nil && a.required {
 		// A REST API that answers /overview but not /jobs/overview does not
 		// answer: that is level 2's failure.

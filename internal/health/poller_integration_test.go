@@ -440,6 +440,39 @@ func TestPollerAgainstAPIServer(t *testing.T) {
 		}
 	})
 
+	// A session cluster's TaskManagers' budget waits for something to run
+	// on them (the controller's budgetDue): the verdict says so from GET
+	// /overview, wakes a reconcile when a job starts (no condition
+	// changes), and keeps it while the REST API does not answer.
+	t.Run("a session cluster runs jobs once Flink counts one", func(t *testing.T) {
+		h.t = t
+		fc := h.cluster("runs-jobs", "demo", true, nil)
+		h.probe(fc)
+		v, notified := h.probe(fc)
+		if v.RunsJobs || notified {
+			t.Fatalf("no job yet: RunsJobs %v, notified %v; want neither", v.RunsJobs, notified)
+		}
+		h.submit(fc)
+		v, notified = h.probe(fc)
+		if !v.RunsJobs || !notified {
+			t.Fatalf("a job submitted: RunsJobs %v, notified %v; want both", v.RunsJobs, notified)
+		}
+		if v, notified = h.probe(fc); !v.RunsJobs || notified {
+			t.Errorf("the job still running: RunsJobs %v, notified %v; want RunsJobs alone", v.RunsJobs, notified)
+		}
+		h.sim.InjectUnavailable(h.key(fc), 1)
+		if v, _ = h.probe(fc); !v.RunsJobs {
+			t.Errorf("REST answered 503: RunsJobs false, want it kept")
+		}
+		if err := h.sim.CancelJob(h.key(fc), fc.Status.Job.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(time.Minute)
+		if v, notified = h.probe(fc); v.RunsJobs || notified {
+			t.Errorf("the job cancelled: RunsJobs %v, notified %v; want neither", v.RunsJobs, notified)
+		}
+	})
+
 	// A reconcile's probe and the round's overlap while a JobManager turns
 	// ready. One that began while the REST API was starting and is answered
 	// after the other saw the API answer takes a failure for a failure.

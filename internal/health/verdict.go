@@ -79,6 +79,12 @@ type Verdict struct {
 	// JobsObservedAt; empty when the level never needed to ask.
 	Jobs           []JobSummary
 	JobsObservedAt time.Time
+	// RunsJobs: the latest GET /overview that answered counted a job on
+	// the cluster (jobs-running, Flink's JobsOverview
+	// numJobsRunningOrPending: every job not globally terminal, from
+	// INITIALIZING to RESTARTING): something runs, or is about to, on the
+	// TaskManagers. Kept while the REST API does not answer.
+	RunsJobs bool
 	// ObservedAt is when the probes that produced this verdict ran.
 	ObservedAt time.Time
 }
@@ -111,6 +117,7 @@ func Evaluate(prev Verdict, probes []Probe, threshold int, now time.Time) (next 
 		Levels:         make(map[Level]LevelVerdict, len(Levels)),
 		Jobs:           prev.Jobs,
 		JobsObservedAt: prev.JobsObservedAt,
+		RunsJobs:       prev.RunsJobs,
 		ObservedAt:     now,
 	}
 	// held is true once a lower level failed below the threshold and kept

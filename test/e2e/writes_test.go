@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -139,15 +141,17 @@ func finalizerWebhookAnswers(t *testing.T, fc *v1.FlinkCluster) {
 }
 
 // TestSessionClusterWrites pins what a session cluster costs until it is
-// converged: its five children (the last, the TaskManagers' budget, after
-// the status that says Available), no finalizer (it has nothing for one to
-// clean up), no event, and one status write when its workloads are ready
+// converged: its four children (no TaskManagers' budget while it runs
+// nothing), no finalizer (it has nothing for one to clean up), no event,
+// and one status write when its workloads are ready
 // within controller.CreatingWait: a first status that would say only Creating is not
 // written. Under a full run's load the workload controllers may say Ready
 // later; then a second status write is the truth (WaitingForPods, then
 // Available), and the audit log must show why: the first status write came
 // no sooner than CreatingWait after the children were created, and a
-// workload's status changed between the two writes.
+// workload's status changed between the two writes. Then a user runs a job
+// on it through Flink's REST API: the budget follows (the health probe's
+// GET /overview counts the job), and is the one write more.
 func TestSessionClusterWrites(t *testing.T) {
 	alone(t)
 	start := time.Now()
@@ -158,7 +162,23 @@ func TestSessionClusterWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, ns, "session", v1.ConditionAvailable, metav1.ConditionTrue, 2*time.Minute)
-	waitBudget(t, ns, "session")
+	// The health rounds (every second here) that see the cluster
+	// running nothing, and the reconciles they would wake, come and go.
+	key := simKey(ns, "session")
+	overviews := func() int {
+		v, err := sim.Engine.View(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Requests["GET /overview"]
+	}
+	seen := overviews()
+	eventually(t, time.Minute, "two health rounds after Available", func() error {
+		if n := overviews(); n < seen+2 {
+			return fmt.Errorf("%d GET /overview since Available", n-seen)
+		}
+		return nil
+	})
 	fence := auditFence(t, ns)
 	got := operatorWrites(t, ns, start, fence)
 	t.Logf("writes until converged: %v", got)
@@ -166,7 +186,7 @@ func TestSessionClusterWrites(t *testing.T) {
 		resource string
 		min, max int
 	}{
-		{"configmaps", 1, 1}, {"deployments", 0, 0}, {"statefulsets", 2, 2}, {"services", 1, 1}, {"poddisruptionbudgets", 1, 1},
+		{"configmaps", 1, 1}, {"deployments", 0, 0}, {"statefulsets", 2, 2}, {"services", 1, 1}, {"poddisruptionbudgets", 0, 0},
 		{"flinkclusters", 0, 0}, {"flinkclusters/status", 1, 2},
 		{"events", 0, 0},
 	} {
@@ -176,6 +196,30 @@ func TestSessionClusterWrites(t *testing.T) {
 	}
 	if err := secondStatusWriteJustified(auditWrites(t, ns), start, fence, controller.CreatingWait); err != nil {
 		t.Error(err)
+	}
+
+	// A job, sent as a user sends one (the operator knows nothing of it).
+	up, err := sim.Engine.UploadJar(key, "job.jar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Engine.RunJar(key, path.Base(up.Filename), flink.JarRunRequest{Parallelism: 1}); err != nil {
+		t.Fatal(err)
+	}
+	waitBudget(t, ns, "session")
+	budget := &policyv1.PodDisruptionBudget{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "session-taskmanager"}, budget); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(budget); ref == nil || ref.Name != "session" {
+		t.Errorf("budget has controller %v, want the FlinkCluster", ref)
+	}
+	if mu := budget.Spec.MaxUnavailable; mu == nil || mu.IntValue() != 1 {
+		t.Errorf("budget spec %+v, want one TaskManager unavailable at most", budget.Spec)
+	}
+	after := operatorWrites(t, ns, fence, auditFence(t, ns))
+	if want := map[string]int{"create poddisruptionbudgets": 1}; !maps.Equal(after, want) {
+		t.Errorf("writes for the job's budget: %v, want %v", after, want)
 	}
 }
 
@@ -264,8 +308,9 @@ func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int 
 }
 
 // waitBudget waits for the cluster's last child, the TaskManagers'
-// PodDisruptionBudget, which the operator creates once the cluster's
-// status has said a TaskManager is ready (controller's budgetDue).
+// PodDisruptionBudget, which the operator creates once something runs on
+// them (controller's budgetDue): a job cluster's once its status has said
+// a TaskManager is ready, a session cluster's once Flink counts a job.
 func waitBudget(t *testing.T, ns, name string) {
 	t.Helper()
 	eventually(t, time.Minute, "the TaskManagers' budget", func() error {
