@@ -81,11 +81,11 @@ type config struct {
 	// profiles; operatorPprof is where it serves pprof.
 	operatorProfile string
 	operatorPprof   string
-	simLog           string
-	rounds           int
-	shapes           bool
-	floor            bool
-	shardedN         int
+	simLog          string
+	rounds          int
+	shapes          bool
+	floor           bool
+	shardedN        int
 	// spotify is a checkout of the Spotify operator's source (peer.go).
 	spotify string
 }

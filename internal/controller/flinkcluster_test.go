@@ -726,4 +726,3 @@ func reconcileCount(t *testing.T) float64 {
 	}
 	return n
 }
-

@@ -40,7 +40,10 @@
 // (status, reason or message) would change; a moving failure counter or new
 // job details alone are no change. The Poller then sends the FlinkCluster on
 // Notify, which the controller watches through source.Channel; the
-// reconciler reads the Verdict from the Tracker.
+// reconciler reads the Verdict from the Tracker. It sends it too when GET
+// /overview first counts a job on the cluster (Verdict.RunsJobs), which
+// changes no condition of a session cluster but makes its TaskManagers'
+// budget due.
 //
 // Wiring, for the manager (a sketch; the controller package owns it):
 //
