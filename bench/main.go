@@ -102,7 +102,7 @@ func main() {
 	flag.StringVar(&c.stateDir, "state-dir", ".datapilot-bench", "state directory of the benchmark's local platform")
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds of the interleaved phases (baselines, session clusters, job clusters); every figure is reported as the median and spread over them")
 	flag.BoolVar(&c.floor, "floor", true, "run each round's floor before the operator's phases: the FlinkClusters created, owned children and one status write each by the bench's client, in a namespace the operator ignores (what any operator of this API costs at least)")
-	flag.BoolVar(&c.shapes, "shapes", true, "run each round's baseline in every child shape (JobManager as Deployment, no PodDisruptionBudget, server-side apply), not only the operator's")
+	flag.BoolVar(&c.shapes, "shapes", true, "run each round's baseline in every child shape (JobManager as Deployment, with the PodDisruptionBudget, server-side apply), not only the operator's")
 	flag.IntVar(&c.shardedN, "sharded", -1, "session clusters created under two sharded replicas at the end, before one is killed; -1 means n, 0 skips the sharded mode")
 	flag.StringVar(&c.spotify, "spotify", "", "a checkout of github.com/spotify/flink-on-k8s-operator: when set, the bench builds it and runs each round's session clusters under it too, on the same platform (the Go module proxy does not serve it; see docs/performance.md)")
 	flag.StringVar(&c.simLog, "sim-log", "", "when set, the Flink simulator's logs, its refused connections among them, are written to this file")
@@ -186,8 +186,9 @@ type phase struct {
 	job  bool
 	took time.Duration
 	// allChildren is when every cluster had all its children: the
-	// operator creates the TaskManagers' budget once a TaskManager is
-	// ready, which may be after Available.
+	// operator creates a job cluster's budget once a TaskManager is
+	// ready, which may be after Available (a session cluster running
+	// nothing has none: its took).
 	allChildren  time.Duration
 	writes       int
 	writesByVerb map[string]int

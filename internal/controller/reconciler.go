@@ -88,7 +88,9 @@ type Reconciler struct {
 	HTTPClient *http.Client
 	// Jars says what job jars may be fetched from, how big and how long.
 	Jars JarPolicy
-	// Health holds the health poller's verdicts; nil disables them.
+	// Health holds the health poller's verdicts; nil disables them (and
+	// with them a session cluster's budget, which waits for the verdict
+	// to count a job: budgetDue). The operator always sets it.
 	Health *health.Tracker
 	// Prober probes one cluster at once, so a JobManager that just became
 	// ready gets its health conditions in the same status write as
@@ -565,7 +567,7 @@ func (r *Reconciler) healthVerdict(ctx context.Context, fc *v1.FlinkCluster, st 
 	if r.Health == nil {
 		return nil
 	}
-	v, ok := r.Health.Get(client.ObjectKeyFromObject(fc))
+	v, ok := r.Health.GetFor(client.ObjectKeyFromObject(fc), fc.UID)
 	jmReady := obs.jobManagerReady()
 	jobRunning := st.Job != nil && st.Job.State == "RUNNING" && st.Upgrade == nil
 	// A verdict from before this reconcile recorded the job's submission

@@ -317,8 +317,9 @@ func (p *Poller) ProbeOnce(ctx context.Context, fc *v1.FlinkCluster) Verdict {
 			next.RunsJobs = a.overview.JobsRunning > 0
 			// A job that starts changes no condition of a session
 			// cluster, but makes its TaskManagers' budget due (the
-			// controller's budgetDue).
-			changed = changed || next.RunsJobs && !e.verdict.RunsJobs
+			// controller's budgetDue); a job cluster's budget does
+			// not wait for it.
+			changed = changed || fc.Spec.Job == nil && next.RunsJobs && !e.verdict.RunsJobs
 		}
 		for _, pr := range probes {
 			if pr.Level == LevelJobManager && pr.OK && e.readyAt.IsZero() {

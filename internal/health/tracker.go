@@ -44,6 +44,19 @@ func (t *Tracker) Get(key types.NamespacedName) (Verdict, bool) {
 	return e.verdict.clone(), true
 }
 
+// GetFor is Get for one incarnation of the cluster: false when the verdict
+// is another's of the same name (deleted and created again, and not probed
+// since), whose facts, its running jobs among them, are not this one's.
+func (t *Tracker) GetFor(key types.NamespacedName, uid types.UID) (Verdict, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.entries[key]
+	if !ok || e.uid != uid {
+		return Verdict{}, false
+	}
+	return e.verdict.clone(), true
+}
+
 // Forget drops a cluster, such as one being deleted.
 func (t *Tracker) Forget(key types.NamespacedName) {
 	t.mu.Lock()

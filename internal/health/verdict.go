@@ -81,9 +81,11 @@ type Verdict struct {
 	JobsObservedAt time.Time
 	// RunsJobs: the latest GET /overview that answered counted a job on
 	// the cluster (jobs-running, Flink's JobsOverview
-	// numJobsRunningOrPending: every job not globally terminal, from
-	// INITIALIZING to RESTARTING): something runs, or is about to, on the
-	// TaskManagers. Kept while the REST API does not answer.
+	// numJobsRunningOrPending: every job in a state other than FINISHED,
+	// FAILED and CANCELED, SUSPENDED and RECONCILING included): something
+	// runs, or is about to, on the TaskManagers. Kept while the REST API
+	// does not answer. A job that runs and ends between two probes is
+	// never counted.
 	RunsJobs bool
 	// ObservedAt is when the probes that produced this verdict ran.
 	ObservedAt time.Time

@@ -106,7 +106,9 @@ type Pacer struct {
 	took     []time.Duration
 	degraded bool
 	// gaugedAt is when the p95 gauge was last set: it is sorted out at
-	// most every gaugeEvery, and when the decision changes.
+	// most every gaugeEvery, and when the decision changes. The last
+	// reconciles of a burst reach the gauge at the next evaluation (a
+	// reconcile, or the poller's next Interval), never the decision late.
 	gaugedAt time.Time
 }
 

@@ -12,8 +12,9 @@ import (
 	"github.com/datapilot/datapilot/internal/flink"
 )
 
-// TestBudgetWhileFlinkIsUnreachable: the TaskManagers' budget waits for a
-// ready TaskManager, not for Flink. A job cluster whose REST API answers
+// TestBudgetWhileFlinkIsUnreachable: a job cluster's TaskManagers' budget
+// waits for a ready TaskManager, not for Flink (a session cluster's waits
+// for Flink to count a job: TestSessionClusterWrites). A job cluster whose REST API answers
 // 503 from the start gets its budget once its pods are ready, while no job
 // reaches Flink (a decision that needs Flink's answer waits for it); once
 // Flink answers, the job is submitted once and runs, under the budget.

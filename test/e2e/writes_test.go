@@ -198,14 +198,7 @@ func TestSessionClusterWrites(t *testing.T) {
 		t.Error(err)
 	}
 
-	// A job, sent as a user sends one (the operator knows nothing of it).
-	up, err := sim.Engine.UploadJar(key, "job.jar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.Engine.RunJar(key, path.Base(up.Filename), flink.JarRunRequest{Parallelism: 1}); err != nil {
-		t.Fatal(err)
-	}
+	runUserJob(t, ns, "session")
 	waitBudget(t, ns, "session")
 	budget := &policyv1.PodDisruptionBudget{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "session-taskmanager"}, budget); err != nil {
@@ -305,6 +298,20 @@ func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int 
 		out[k]++
 	}
 	return out
+}
+
+// runUserJob runs a job on a session cluster as a user would, through
+// Flink's REST API (the operator knows nothing of it).
+func runUserJob(t *testing.T, ns, name string) {
+	t.Helper()
+	key := simKey(ns, name)
+	up, err := sim.Engine.UploadJar(key, "job.jar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Engine.RunJar(key, path.Base(up.Filename), flink.JarRunRequest{Parallelism: 1}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitBudget waits for the cluster's last child, the TaskManagers'
