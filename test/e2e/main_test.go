@@ -227,8 +227,12 @@ func run(m *testing.M) int {
 	code := m.Run()
 	if code != 0 {
 		if raw, err := os.ReadFile(op.logPath); err == nil {
+			// Its first lines too: an operator that failed from its start
+			// (every test after failing alike) says why there.
 			lines := strings.Split(string(raw), "\n")
-			fmt.Fprintf(os.Stderr, "--- last operator log lines ---\n%s\n", strings.Join(lines[max(0, len(lines)-60):], "\n"))
+			first := min(len(lines), 60)
+			fmt.Fprintf(os.Stderr, "--- first operator log lines ---\n%s\n", strings.Join(lines[:first], "\n"))
+			fmt.Fprintf(os.Stderr, "--- last operator log lines ---\n%s\n", strings.Join(lines[max(first, len(lines)-60):], "\n"))
 		}
 	}
 	return code
