@@ -339,7 +339,7 @@ func (r *Reconciler) request(ctx context.Context, fc *v1.FlinkCluster, job *v1.J
 			// submission); nothing is sent without it.
 			return fmt.Errorf("no JobManager pod of %s was read to take the job's jar", klog.KObj(fc))
 		}
-		jm := flink.NewClient(r.Resolver.JobManagerURL(fc.Namespace, fc.Name, pod.Name, pod.Status.PodIP), r.HTTPClient)
+		jm := flink.NewClient(r.Resolver.JobManagerURL(fc.Namespace, fc.Name, pod.Name, string(pod.UID), pod.Status.PodIP), r.HTTPClient)
 		jm.RequestTimeout = c.RequestTimeout
 		v, err := flink.ParseVersion(version)
 		if err != nil {

@@ -210,7 +210,7 @@ func (r *Reconciler) gatewayClient(ctx context.Context, fc *v1.FlinkCluster) (*s
 	if err != nil {
 		return nil, err
 	}
-	return sqlgateway.New(r.Resolver.SQLGatewayURL(fc.Namespace, fc.Name, pod.Name, pod.Status.PodIP, resources.PortSQLGateway), r.HTTPClient), nil
+	return sqlgateway.New(r.Resolver.SQLGatewayURL(fc.Namespace, fc.Name, pod.Name, string(pod.UID), pod.Status.PodIP, resources.PortSQLGateway), r.HTTPClient), nil
 }
 
 // submitSQL runs a SQL job's script through the gateway under the

@@ -56,11 +56,11 @@ func TestJobManagerURL(t *testing.T) {
 		want string
 	}{
 		{"a real cluster: the pod's own address", Resolver{}, "http://10.1.2.3:8081"},
-		{"a per-pod template", Resolver{Override: "http://sim/clusters/{namespace}/{name}", PodOverride: "http://sim/clusters/{namespace}/{name}/jobmanagers/{pod}"},
-			"http://sim/clusters/ns/fc/jobmanagers/fc-jobmanager-0"},
+		{"a per-pod template", Resolver{Override: "http://sim/clusters/{namespace}/{name}", PodOverride: "http://sim/clusters/{namespace}/{name}/jobmanagers/{pod}@{uid}"},
+			"http://sim/clusters/ns/fc/jobmanagers/fc-jobmanager-0@u1"},
 		{"only a cluster template: the cluster's address", Resolver{Override: "http://sim/clusters/{namespace}/{name}"}, "http://sim/clusters/ns/fc"},
 	} {
-		if got := tc.r.JobManagerURL("ns", "fc", "fc-jobmanager-0", "10.1.2.3"); got != tc.want {
+		if got := tc.r.JobManagerURL("ns", "fc", "fc-jobmanager-0", "u1", "10.1.2.3"); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}

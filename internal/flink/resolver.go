@@ -18,7 +18,9 @@ type Resolver struct {
 	// REST simulator of the local platform.
 	Override string
 	// PodOverride, when set, is the template of one JobManager pod's REST
-	// API, with {namespace}, {name}, {service} and {pod}.
+	// API, with {namespace}, {name}, {service}, {pod} and {uid} (the pod's
+	// UID: the pod's own address, its IP, reaches only that incarnation of
+	// a name a StatefulSet gives its successor too).
 	PodOverride string
 }
 
@@ -34,9 +36,9 @@ func placeholders(namespace, name string, more ...string) *strings.Replacer {
 // lives in the JobManager process that received it (web.upload.dir), so
 // the upload and the run must reach the same pod, which the Service does
 // not promise when several JobManagers stand behind it.
-func (r Resolver) JobManagerURL(namespace, name, pod, podIP string) string {
+func (r Resolver) JobManagerURL(namespace, name, pod, uid, podIP string) string {
 	if r.PodOverride != "" {
-		return placeholders(namespace, name, "{pod}", pod).Replace(r.PodOverride)
+		return placeholders(namespace, name, "{pod}", pod, "{uid}", uid).Replace(r.PodOverride)
 	}
 	if r.Override != "" {
 		return r.BaseURL(namespace, name)
@@ -46,9 +48,9 @@ func (r Resolver) JobManagerURL(namespace, name, pod, podIP string) string {
 
 // SQLGatewayURL is the REST base URL of the SQL Gateway in one JobManager
 // pod, at its pod IP and port: no Service publishes it.
-func (r Resolver) SQLGatewayURL(namespace, name, pod, podIP string, port int32) string {
+func (r Resolver) SQLGatewayURL(namespace, name, pod, uid, podIP string, port int32) string {
 	if r.PodOverride != "" {
-		return placeholders(namespace, name, "{pod}", fmt.Sprintf("%s:%d", pod, port)).Replace(r.PodOverride)
+		return placeholders(namespace, name, "{pod}", fmt.Sprintf("%s:%d", pod, port), "{uid}", uid).Replace(r.PodOverride)
 	}
 	return fmt.Sprintf("http://%s:%d", podIP, port)
 }

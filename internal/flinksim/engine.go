@@ -1008,7 +1008,7 @@ func (e *Engine) dial(k ClusterKey, port int32, conn string) (target, flink.Vers
 // dialPod is a connection to one JobManager pod at RESTPort, not through
 // the Service: it reaches the pod's process whether or not the pod is
 // Ready, if that process listens there.
-func (e *Engine) dialPod(k ClusterKey, pod string) (target, flink.Version, error) {
+func (e *Engine) dialPod(k ClusterKey, pod, uid string) (target, flink.Version, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	has := func(c *cluster) bool {
@@ -1031,7 +1031,7 @@ func (e *Engine) dialPod(k ClusterKey, pod string) (target, flink.Version, error
 	if c != nil {
 		e.advance(c, e.now())
 		for _, p := range c.jms {
-			if p.pod.Name == pod && p.serving() && p.restPort == RESTPort {
+			if p.pod.Name == pod && (uid == "" || p.pod.UID == uid) && p.serving() && p.restPort == RESTPort {
 				return target{k: c.key, jm: p.id(), direct: true}, p.version, nil
 			}
 		}

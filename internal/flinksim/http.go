@@ -78,11 +78,27 @@ func refuse(w http.ResponseWriter) {
 	panic(http.ErrAbortHandler)
 }
 
+// podAddress splits a pod's address, {pod}[@{uid}], into the pod's name
+// (with :{port} for a SQL Gateway) and UID. No Flink class: this is how a
+// request reaches a process. The operator dials a pod at its IP, which
+// Kubernetes gives one incarnation of a pod: a StatefulSet's successor of
+// the same name, created once its predecessor is gone, has an address of
+// its own, and a request to it never reaches the process the predecessor
+// ran. The simulator learns pods a moment late (its namespace reads); the
+// UID keeps it from answering for a pod with a process of the name's
+// earlier incarnation that it has not yet seen go (a job submitted there
+// would be lost with it, where Flink would never have received it).
+func podAddress(seg string) (pod, uid string) {
+	pod, uid, _ = strings.Cut(seg, "@")
+	return pod, uid
+}
+
 // flink serves one cluster's REST request.
 func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p []string) {
-	pod := ""
+	pod, uid := "", ""
 	if len(p) >= 2 && p[0] == "pods" {
-		pod, p = p[1], p[2:]
+		pod, uid = podAddress(p[1])
+		p = p[2:]
 		if name, port, ok := strings.Cut(pod, ":"); ok {
 			// {pod}:{port}: a SQL Gateway in the pod, at its pod IP.
 			n, _ := strconv.Atoi(port)
@@ -118,7 +134,7 @@ func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p 
 		err     error
 	)
 	if pod != "" {
-		t, version, err = h.e.dialPod(k, pod)
+		t, version, err = h.e.dialPod(k, pod, uid)
 	} else {
 		svc, port := servicePort(k)
 		t, version, err = h.e.dial(svc, port, r.RemoteAddr)

@@ -602,11 +602,20 @@ func TestPodURLs(t *testing.T) {
 	})
 	o := withStandby(sc.Observation())
 	e.Observe(key, o)
-	pod := func(name string) *flink.Client {
-		c := flink.NewClient(flink.Resolver{PodOverride: srv.URL + "/clusters/{namespace}/{name}/pods/{pod}"}.JobManagerURL(key.Namespace, key.Name, name, ""),
+	// Each pod at its own UID; a pod that does not exist at none.
+	podAt := func(name, uid string) *flink.Client {
+		c := flink.NewClient(flink.Resolver{PodOverride: srv.URL + "/clusters/{namespace}/{name}/pods/{pod}@{uid}"}.JobManagerURL(key.Namespace, key.Name, name, uid, ""),
 			&http.Client{Transport: &http.Transport{}})
 		c.MaxRetries = 0
 		return c
+	}
+	pod := func(name string) *flink.Client {
+		for _, jm := range o.JobManagers {
+			if jm.Name == name {
+				return podAt(name, jm.UID)
+			}
+		}
+		return podAt(name, "")
 	}
 	ctx := context.Background()
 	_, jar, err := pod("jm-2").UploadJar(ctx, "job.jar", strings.NewReader("PK"))
@@ -622,5 +631,13 @@ func TestPodURLs(t *testing.T) {
 	var fe *flink.Error
 	if _, err := pod("jm-9").Overview(ctx); !errors.As(err, &fe) || fe.StatusCode != 0 {
 		t.Errorf("a pod that does not exist: %v", err)
+	}
+	// A later incarnation of jm-2's name, which the simulator has not
+	// seen yet, is not the process it runs for the earlier one.
+	if _, err := podAt("jm-2", "jm-2-successor").Overview(ctx); !errors.As(err, &fe) || fe.StatusCode != 0 {
+		t.Errorf("a pod's successor of the same name, not yet observed: %v, want the connection refused", err)
+	}
+	if _, err := podAt("jm-2", "").Overview(ctx); err != nil {
+		t.Errorf("a pod addressed by its name alone: %v", err)
 	}
 }

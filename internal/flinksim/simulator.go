@@ -105,9 +105,10 @@ func (s *Simulator) BaseURLTemplate() string {
 }
 
 // PodURLTemplate is the REST base URL template of one JobManager pod, for
-// the operator's flink.Resolver PodOverride.
+// the operator's flink.Resolver PodOverride: its name and UID, as a pod's
+// IP names one incarnation of it (the handler's podAddress).
 func (s *Simulator) PodURLTemplate() string {
-	return s.BaseURLTemplate() + "/pods/{pod}"
+	return s.BaseURLTemplate() + "/pods/{pod}@{uid}"
 }
 
 // Handler serves the simulated REST and admin APIs.
