@@ -16,6 +16,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -184,13 +185,11 @@ func run(m *testing.M) int {
 
 	// One webhook port for every start of the operator, so the CRD's
 	// conversion URL stays right across restarts.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	webhookPort, err := freePort()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	webhookPort := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	// And one metrics address, which Prometheus scrapes across restarts.
 	metricsAddr, err := freeAddr()
 	if err != nil {
@@ -251,12 +250,59 @@ type operatorProcess struct {
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
+	// exited is closed once cmd has exited.
+	exited chan struct{}
 }
 
+// start starts the operator and returns once it is ready (its /readyz:
+// the webhook server listens and the API server trusts its CA), or the
+// reason it is not. An operator that exits at its start, or never turns
+// ready, fails the start: unnoticed, every test after it waited for
+// reconciles that never came (make test on f73909f, its alone group). A
+// port another process took between the pick and the bind (several
+// platforms pick ports at once in make test) is picked again.
 func (o *operatorProcess) start() error {
+	var err error
+	for range 3 {
+		if err = o.startOnce(); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		port, perr := freePort()
+		if perr != nil {
+			return perr
+		}
+		o.webhookPort = port
+	}
+	return err
+}
+
+// freePort is a loopback port free at the moment.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// operatorReadyTimeout bounds an operator's start: under a full make
+// test a start takes seconds.
+const operatorReadyTimeout = 2 * time.Minute
+
+func (o *operatorProcess) startOnce() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	logf, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	from, err := logf.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
+	probeAddr, err := freeAddr()
 	if err != nil {
 		return err
 	}
@@ -264,7 +310,7 @@ func (o *operatorProcess) start() error {
 		// One instance at a time is the test's own guarantee; a killed
 		// leader would otherwise hold its lease for 15 seconds.
 		"--leader-elect=false",
-		"--metrics-bind-address="+o.metricsAddr, "--health-probe-bind-address=0",
+		"--metrics-bind-address="+o.metricsAddr, "--health-probe-bind-address="+probeAddr,
 		"--flink-rest-override", o.rest, "--flink-rest-pod-override", o.podREST, "--reconcile-interval=1s", "--log-level=info",
 		// The local platform's shared storage, as `datapilot-local up` sets it.
 		"--state-storage-uri="+platform.StateStorageURI,
@@ -283,8 +329,41 @@ func (o *operatorProcess) start() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	o.cmd = cmd
-	return nil
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	deadline := time.Now().Add(operatorReadyTimeout)
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("the operator exited at its start: %s", o.logSince(from))
+		default:
+		}
+		if resp, err := http.Get("http://" + probeAddr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				o.cmd, o.exited = cmd, exited
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			platform.TerminateWaited(cmd.Process, exited, 10*time.Second)
+			return fmt.Errorf("the operator was not ready within %s: %s", operatorReadyTimeout, o.logSince(from))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// logSince is the operator log from offset from on, its last 2000 bytes.
+func (o *operatorProcess) logSince(from int64) string {
+	raw, err := os.ReadFile(o.logPath)
+	if err != nil || int64(len(raw)) < from {
+		return fmt.Sprintf("(log unreadable: %v)", err)
+	}
+	raw = raw[from:]
+	return string(raw[max(0, len(raw)-2000):])
 }
 
 // kill ends the operator without any chance to clean up, as a node failure
@@ -295,7 +374,7 @@ func (o *operatorProcess) kill() {
 	defer o.mu.Unlock()
 	if o.cmd != nil {
 		_ = o.cmd.Process.Kill()
-		_ = o.cmd.Wait()
+		<-o.exited
 		o.cmd = nil
 	}
 }
@@ -318,7 +397,7 @@ func (o *operatorProcess) shutdown() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cmd != nil {
-		platform.Terminate(o.cmd, 10*time.Second)
+		platform.TerminateWaited(o.cmd.Process, o.exited, 10*time.Second)
 		o.cmd = nil
 	}
 }
