@@ -54,6 +54,7 @@ import (
 	"github.com/datapilot/datapilot/internal/operator"
 	"github.com/datapilot/datapilot/internal/platform"
 	"github.com/datapilot/datapilot/internal/resources"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
 
 const (
@@ -341,7 +342,7 @@ func run(ctx context.Context, c config) error {
 	// standby and the sharded replicas run without (each would point the
 	// configurations at its own port), and once the leader is gone the
 	// webhooks fail open.
-	whPort, err := freePort()
+	whPort, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}

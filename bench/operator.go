@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/datapilot/datapilot/internal/platform"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
 
 // operatorProc is bin/datapilot operator as a child process, with its
@@ -132,7 +132,7 @@ func (o *operatorProc) supervise(cmd *exec.Cmd, exited chan struct{}) {
 }
 
 func loopbackAddr() (string, error) {
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return "", err
 	}
@@ -199,15 +199,6 @@ func (o *operatorProc) waitMetrics(timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("metrics of the operator (pid %d) did not answer within %s", o.pid(), timeout)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // saveHeapProfile writes the operator's heap profile to <prefix>-<phase>.pb.gz;

@@ -133,7 +133,7 @@ func run(m *testing.M) int {
 	defer jars.Close()
 	jarURL = jars.URL + "/chaos.jar"
 
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

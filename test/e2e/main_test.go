@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -185,7 +184,7 @@ func run(m *testing.M) int {
 
 	// One webhook port for every start of the operator, so the CRD's
 	// conversion URL stays right across restarts.
-	webhookPort, err := freePort()
+	webhookPort, err := testenv.FreePort()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -267,23 +266,13 @@ func (o *operatorProcess) start() error {
 		if err = o.startOnce(); err == nil || !strings.Contains(err.Error(), "address already in use") {
 			return err
 		}
-		port, perr := freePort()
+		port, perr := testenv.FreePort()
 		if perr != nil {
 			return perr
 		}
 		o.webhookPort = port
 	}
 	return err
-}
-
-// freePort is a loopback port free at the moment.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // operatorReadyTimeout bounds an operator's start: under a full make
