@@ -55,11 +55,17 @@ var (
 // auditPolicy is the platform's default (every write) plus the lists and
 // watches of the admin user, which the operator and the test share (the
 // user agent tells them apart): the resource versions the operator's
-// informers resume from.
+// informers resume from. A FlinkCluster's status writes are logged with
+// their bodies, so a failure the kept state dir holds says what each one
+// recorded (TestWatchesExpireDuringUpgrades once failed after thirteen
+// status writes no log could read).
 var auditPolicy = []byte(`apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
+- level: Request
+  verbs: [patch, update]
+  resources: [{group: data.example.com, resources: [flinkclusters/status]}]
 - level: Metadata
   verbs: [create, update, patch, delete, deletecollection]
 - level: Metadata
