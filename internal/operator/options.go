@@ -247,7 +247,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StateStorageURI, "state-storage-uri", o.StateStorageURI, "Shared storage for every cluster's checkpoints, savepoints and HA metadata, such as s3://bucket/flink; a spec's storage overrides it (env STATE_STORAGE_URI).")
 	fs.StringVar(&o.StateStorageClaim, "state-storage-claim", o.StateStorageClaim, "Instead of --state-storage-uri: a ReadWriteMany PersistentVolumeClaim of this name in each cluster's namespace, mounted into every Flink pod (env STATE_STORAGE_CLAIM).")
 	fs.StringVar(&o.FlinkRESTOverride, "flink-rest-override", o.FlinkRESTOverride, "Base URL template for Flink REST with {namespace} and {name}; for the local platform's simulator (env FLINK_REST_OVERRIDE).")
-	fs.StringVar(&o.FlinkRESTPodOverride, "flink-rest-pod-override", o.FlinkRESTPodOverride, "URL template of one JobManager pod's Flink REST with {namespace}, {name} and {pod}; for the local platform's simulator (env FLINK_REST_POD_OVERRIDE).")
+	fs.StringVar(&o.FlinkRESTPodOverride, "flink-rest-pod-override", o.FlinkRESTPodOverride, "URL template of one JobManager pod's Flink REST with {namespace}, {name}, {pod} and {uid} (the pod's UID: one incarnation of the name, as its IP is); for the local platform's simulator (env FLINK_REST_POD_OVERRIDE).")
 }
 
 // Validate reports settings that cannot work.
