@@ -1031,7 +1031,7 @@ func (e *Engine) dialPod(k ClusterKey, pod, uid string) (target, flink.Version, 
 	if c != nil {
 		e.advance(c, e.now())
 		for _, p := range c.jms {
-			if p.pod.Name == pod && (uid == "" || p.pod.UID == uid) && p.serving() && p.restPort == RESTPort {
+			if p.pod.Name == pod && p.pod.UID == uid && p.serving() && p.restPort == RESTPort {
 				return target{k: c.key, jm: p.id(), direct: true}, p.version, nil
 			}
 		}

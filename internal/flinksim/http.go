@@ -88,21 +88,29 @@ func refuse(w http.ResponseWriter) {
 // UID keeps it from answering for a pod with a process of the name's
 // earlier incarnation that it has not yet seen go (a job submitted there
 // would be lost with it, where Flink would never have received it).
-func podAddress(seg string) (pod, uid string) {
+//
+// An address without a UID names no incarnation; no network has one, so
+// the handler answers it with an error that names the template to use
+// instead of guessing which process the client meant.
+func podAddress(seg string) (pod, uid string, ok bool) {
 	pod, uid, _ = strings.Cut(seg, "@")
-	return pod, uid
+	return pod, uid, pod != "" && uid != ""
 }
 
 // flink serves one cluster's REST request.
 func (h *handler) flink(w http.ResponseWriter, r *http.Request, k ClusterKey, p []string) {
 	pod, uid := "", ""
 	if len(p) >= 2 && p[0] == "pods" {
-		pod, uid = podAddress(p[1])
+		var ok bool
+		if pod, uid, ok = podAddress(p[1]); !ok {
+			writeError(w, http.StatusBadRequest, "a pod's address is {pod}@{uid} (Simulator.PodURLTemplate): a pod's IP names one incarnation of it, not "+p[1])
+			return
+		}
 		p = p[2:]
 		if name, port, ok := strings.Cut(pod, ":"); ok {
 			// {pod}:{port}: a SQL Gateway in the pod, at its pod IP.
 			n, _ := strconv.Atoi(port)
-			g, serving := h.e.dialGatewayPod(k.Namespace, name, int32(n))
+			g, serving := h.e.dialGatewayPod(k.Namespace, name, uid, int32(n))
 			if !serving {
 				refuse(w)
 				return

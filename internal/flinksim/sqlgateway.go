@@ -217,12 +217,13 @@ func (e *Engine) dialGateway(k ClusterKey, port int32) (*sqlGateway, bool) {
 }
 
 // dialGatewayPod is the gateway a connection to a pod's IP and port
-// reaches, whether or not the pod is Ready.
-func (e *Engine) dialGatewayPod(namespace, pod string, port int32) (*sqlGateway, bool) {
+// reaches, whether or not the pod is Ready: the pod incarnation uid (see
+// podAddress).
+func (e *Engine) dialGatewayPod(namespace, pod, uid string, port int32) (*sqlGateway, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, g := range e.gateways {
-		if g.namespace == namespace && g.pod.Name == pod && g.port == port {
+		if g.namespace == namespace && g.pod.Name == pod && g.pod.UID == uid && g.port == port {
 			return g, g.down == ""
 		}
 	}

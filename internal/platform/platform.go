@@ -3,7 +3,9 @@
 // kube-apiserver, kube-controller-manager and kube-scheduler run as child
 // processes from a bin dir, and kwok stands in for the kubelets of a few large
 // fake nodes, so the real scheduler places pods and kwok makes them Running
-// and Ready. Datapilot's CRDs are installed before Start returns.
+// and Ready; the platform itself ends pods' graceful deletions, as kubelets
+// do (deletionFinisher). Datapilot's CRDs are installed before Start
+// returns.
 package platform
 
 import (
@@ -117,6 +119,8 @@ type Platform struct {
 	// failed receives the first unexpected exit of a child.
 	failed   chan error
 	stopOnce sync.Once
+	// stopFinisher ends the pod deletion finisher (finishDeletions).
+	stopFinisher func()
 }
 
 // MissingBinaries returns the component binaries absent from binDir (default
@@ -343,6 +347,7 @@ func (p *Platform) start(ctx context.Context) error {
 		{Kwok, "kwok", "system:masters"},
 	}
 	kubeconfigs := map[string]string{}
+	var kwokConfig *rest.Config
 	for _, id := range identities {
 		var groups []string
 		if id.group != "" {
@@ -357,6 +362,9 @@ func (p *Platform) start(ctx context.Context) error {
 			path = filepath.Join(o.StateDir, "kubeconfig")
 			p.config = restConfigFor(server, pk.caPEM, cert)
 			p.kubeconfig = path
+		}
+		if id.name == Kwok {
+			kwokConfig = restConfigFor(server, pk.caPEM, cert)
 		}
 		if err := writeKubeconfig(path, server, pk.caPEM, cert); err != nil {
 			return err
@@ -482,6 +490,16 @@ func (p *Platform) start(ctx context.Context) error {
 	); err != nil {
 		return err
 	}
+	// The kubelets' last step of a pod's deletion, which kwok gets wrong.
+	fctx, stopFinisher := context.WithCancel(context.Background())
+	finished := make(chan struct{})
+	p.stopFinisher = func() { stopFinisher(); <-finished }
+	go func() {
+		defer close(finished)
+		if err := finishDeletions(fctx, kwokConfig); err != nil {
+			log.Error(err, "Finishing pod deletions")
+		}
+	}()
 
 	t = time.Now()
 	g, gctx := errgroup.WithContext(ctx)
@@ -578,6 +596,9 @@ func (p *Platform) poll(ctx context.Context, what string, cond func(context.Cont
 // timeout. It waits until they have exited and is safe to call more than once.
 func (p *Platform) Stop() error {
 	p.stopOnce.Do(func() {
+		if p.stopFinisher != nil {
+			p.stopFinisher()
+		}
 		p.mu.Lock()
 		procs := slices.Clone(p.procs)
 		p.mu.Unlock()

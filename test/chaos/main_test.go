@@ -145,13 +145,15 @@ func run(m *testing.M) int {
 		return 1
 	}
 	base := strings.Replace(sim.BaseURLTemplate(), sim.Addr(), proxy.addr(), 1)
+	// A pod's address names its incarnation ({uid}), as its IP does.
+	pods := strings.Replace(sim.PodURLTemplate(), sim.Addr(), proxy.addr(), 1)
 	op = &operatorProcess{bin: filepath.Join(bin, "datapilot"), logPath: filepath.Join(state, "operator.log"),
 		metricsAddr: "127.0.0.1:" + strconv.Itoa(port),
 		args: []string{"--kubeconfig", plat.KubeconfigPath(),
 			// The test runs one instance at a time; a killed leader
 			// would hold its lease.
 			"--leader-elect=false", "--health-probe-bind-address=0",
-			"--flink-rest-override", base, "--flink-rest-pod-override", base + "/pods/{pod}",
+			"--flink-rest-override", base, "--flink-rest-pod-override", pods,
 			// Scaled timers: a poll a second stands for RECONCILE_INTERVAL.
 			"--reconcile-interval=1s", "--log-level=info",
 			"--state-storage-uri=" + platform.StateStorageURI,
