@@ -34,7 +34,7 @@ func TestDeletionsEndOnlyTheirIncarnation(t *testing.T) {
 		t.Helper()
 		pod, err := pods.Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "jobmanager-0"},
-			Spec: corev1.PodSpec{NodeName: "kwok-node-0", Containers: []corev1.Container{{Name: "main", Image: "example.invalid/flink:1"}}},
+			Spec:       corev1.PodSpec{NodeName: "kwok-node-0", Containers: []corev1.Container{{Name: "main", Image: "example.invalid/flink:1"}}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
