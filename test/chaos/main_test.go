@@ -15,12 +15,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -139,20 +137,14 @@ func run(m *testing.M) int {
 	defer jars.Close()
 	jarURL = jars.URL + "/chaos.jar"
 
-	port, err := testenv.FreePort()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	base := strings.Replace(sim.BaseURLTemplate(), sim.Addr(), proxy.addr(), 1)
 	// A pod's address names its incarnation ({uid}), as its IP does.
 	pods := strings.Replace(sim.PodURLTemplate(), sim.Addr(), proxy.addr(), 1)
 	op = &operatorProcess{bin: filepath.Join(bin, "datapilot"), logPath: filepath.Join(state, "operator.log"),
-		metricsAddr: "127.0.0.1:" + strconv.Itoa(port),
 		args: []string{"--kubeconfig", plat.KubeconfigPath(),
 			// The test runs one instance at a time; a killed leader
 			// would hold its lease.
-			"--leader-elect=false", "--health-probe-bind-address=0",
+			"--leader-elect=false",
 			"--flink-rest-override", base, "--flink-rest-pod-override", pods,
 			// Scaled timers: a poll a second stands for RECONCILE_INTERVAL.
 			"--reconcile-interval=1s", "--log-level=info",
@@ -182,39 +174,44 @@ func run(m *testing.M) int {
 
 // operatorProcess is bin/datapilot operator as a child process.
 type operatorProcess struct {
-	bin, logPath, metricsAddr string
-	args                      []string
+	bin, logPath string
+	args         []string
 
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	kills int
+	mu sync.Mutex
+	// metricsAddr serves /metrics; picked at the first start, and again
+	// when another process took it.
+	metricsAddr string
+	proc        *testenv.Operator
+	kills       int
 }
 
+// start starts the operator and returns once it is ready.
 func (o *operatorProcess) start() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	logf, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(o.bin, append([]string{"operator", "--metrics-bind-address=" + o.metricsAddr}, o.args...)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	o.cmd = cmd
-	return nil
+	retry := false
+	proc, err := testenv.StartOperator(testenv.OperatorStart{Bin: o.bin, Log: o.logPath, Args: func() ([]string, error) {
+		if o.metricsAddr == "" || retry {
+			port, err := testenv.FreePort()
+			if err != nil {
+				return nil, err
+			}
+			o.metricsAddr = "127.0.0.1:" + strconv.Itoa(port)
+		}
+		retry = true
+		return append([]string{"--metrics-bind-address=" + o.metricsAddr}, o.args...), nil
+	}})
+	o.proc = proc
+	return err
 }
 
 // restart kills the operator as a node failure would (SIGKILL, nothing
 // cleaned up) and starts a new one.
 func (o *operatorProcess) restart() error {
 	o.mu.Lock()
-	if o.cmd != nil {
-		_ = o.cmd.Process.Kill()
-		_ = o.cmd.Wait()
-		o.cmd = nil
+	if o.proc != nil {
+		o.proc.Kill()
+		o.proc = nil
 		o.kills++
 	}
 	o.mu.Unlock()
@@ -224,9 +221,8 @@ func (o *operatorProcess) restart() error {
 func (o *operatorProcess) stop() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.cmd == nil {
-		return
+	if o.proc != nil {
+		o.proc.Stop()
+		o.proc = nil
 	}
-	platform.Terminate(o.cmd, 10*time.Second)
-	o.cmd = nil
 }

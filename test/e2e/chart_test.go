@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -122,95 +121,41 @@ func TestChartInstallRunsOperator(t *testing.T) {
 	// impersonates it, and the API server's audit log records every answer.
 	user := fmt.Sprintf("system:serviceaccount:%s:%s", ns, sa)
 	kubeconfig := impersonatingKubeconfig(t, p.KubeconfigPath(), user)
-	port, err := testenv.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	metricsPort, err := testenv.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", metricsPort)
+	var port int
+	var metricsAddr string
 	// The conversion webhook as the chart runs it, but reached by URL: the
 	// operator patches the CRD's caBundle with the chart's permissions.
-	opLog, err := os.Create(filepath.Join(t.TempDir(), "operator.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	type operatorRun struct {
-		cmd    *exec.Cmd
-		exited chan struct{}
-	}
-	stopOperator := func(op operatorRun) {
-		_ = op.cmd.Process.Signal(os.Interrupt)
-		<-op.exited
-	}
+	opLog := filepath.Join(t.TempDir(), "operator.log")
 	// startOperator starts it, with env added to its environment, and
-	// waits for its /readyz. Ports are picked free, and picked again when
-	// another process took one before the operator bound it (the platforms
-	// of a full make test pick theirs at the same moments: this test's
-	// operator once died of "address already in use" on its metrics port).
-	startOperator := func(env ...string) operatorRun {
-		for attempt := 0; ; attempt++ {
-			probePort, err := testenv.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
-			probe := fmt.Sprintf("127.0.0.1:%d", probePort)
-			from, _ := opLog.Seek(0, io.SeekCurrent)
-			cmd := exec.Command(filepath.Join(bin, "datapilot"), "operator", "--kubeconfig", kubeconfig,
-				"--leader-elect=true", "--leader-election-namespace", ns,
-				"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probe, "--state-storage-uri="+storage,
-				"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", port),
-				fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", port))
-			cmd.Env = append(os.Environ(), env...)
-			cmd.Stdout, cmd.Stderr = opLog, opLog
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			run := operatorRun{cmd: cmd, exited: make(chan struct{})}
-			go func() {
-				_ = cmd.Wait()
-				close(run.exited)
-			}()
-			err = func() error {
-				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-					select {
-					case <-run.exited:
-						raw, _ := os.ReadFile(opLog.Name())
-						return fmt.Errorf("the operator exited at its start: %s", raw[min(int(from), len(raw)):])
-					default:
-					}
-					if resp, err := http.Get("http://" + probe + "/readyz"); err == nil {
-						resp.Body.Close()
-						if resp.StatusCode == http.StatusOK {
-							return nil
-						}
-					}
+	// waits until it is ready; its ports are picked at each attempt.
+	startOperator := func(env ...string) *testenv.Operator {
+		op, err := testenv.StartOperator(testenv.OperatorStart{Bin: filepath.Join(bin, "datapilot"), Log: opLog, Env: env,
+			Timeout: time.Minute, Args: func() ([]string, error) {
+				var err error
+				if port, err = testenv.FreePort(); err != nil {
+					return nil, err
 				}
-				stopOperator(run)
-				return fmt.Errorf("the operator was not ready within a minute")
-			}()
-			if err == nil {
-				return run
-			}
-			if attempt == 2 || !strings.Contains(err.Error(), "address already in use") {
-				t.Fatal(err)
-			}
-			if port, err = testenv.FreePort(); err != nil {
-				t.Fatal(err)
-			}
-			if metricsPort, err = testenv.FreePort(); err != nil {
-				t.Fatal(err)
-			}
-			metricsAddr = fmt.Sprintf("127.0.0.1:%d", metricsPort)
+				metricsPort, err := testenv.FreePort()
+				if err != nil {
+					return nil, err
+				}
+				metricsAddr = fmt.Sprintf("127.0.0.1:%d", metricsPort)
+				return []string{"--kubeconfig", kubeconfig,
+					"--leader-elect=true", "--leader-election-namespace", ns,
+					"--metrics-bind-address=" + metricsAddr, "--state-storage-uri=" + storage,
+					"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", port),
+					fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", port)}, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
 		}
+		return op
 	}
 	op := startOperator()
 	t.Cleanup(func() {
-		stopOperator(op)
+		op.Stop()
 		if t.Failed() {
-			if raw, err := os.ReadFile(opLog.Name()); err == nil {
+			if raw, err := os.ReadFile(opLog); err == nil {
 				t.Logf("Operator log:\n%s", raw)
 			}
 		}
@@ -325,7 +270,7 @@ func TestChartInstallRunsOperator(t *testing.T) {
 		}
 		return nil
 	})
-	stopOperator(op)
+	op.Stop()
 	op = startOperator("KUBE_FEATURE_WatchListClient=false")
 	testwait.Until(t, time.Minute, func() error {
 		v, m, err := bundles()

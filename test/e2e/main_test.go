@@ -16,17 +16,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -247,112 +244,52 @@ type operatorProcess struct {
 	// extraArgs are added to the flags by start (an alone test's own).
 	extraArgs []string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	// exited is closed once cmd has exited.
-	exited chan struct{}
+	mu   sync.Mutex
+	proc *testenv.Operator
 }
 
-// start starts the operator and returns once it is ready (its /readyz:
-// the webhook server listens and the API server trusts its CA), or the
-// reason it is not. An operator that exits at its start, or never turns
-// ready, fails the start: unnoticed, every test after it waited for
-// reconciles that never came (make test on f73909f, its alone group). A
-// port another process took between the pick and the bind (several
-// platforms pick ports at once in make test) is picked again.
+// start starts the operator and returns once it is ready, or the reason it
+// is not (testenv.StartOperator). A webhook port another process took
+// meanwhile is picked again; the metrics address stays, as Prometheus
+// scrapes it.
 func (o *operatorProcess) start() error {
-	var err error
-	for range 3 {
-		if err = o.startOnce(); err == nil || !strings.Contains(err.Error(), "address already in use") {
-			return err
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	first := true
+	proc, err := testenv.StartOperator(testenv.OperatorStart{Bin: o.bin, Log: o.logPath, Args: func() ([]string, error) {
+		if !first {
+			port, err := testenv.FreePort()
+			if err != nil {
+				return nil, err
+			}
+			o.webhookPort = port
 		}
-		port, perr := testenv.FreePort()
-		if perr != nil {
-			return perr
-		}
-		o.webhookPort = port
-	}
+		first = false
+		return o.args(), nil
+	}})
+	o.proc = proc
 	return err
 }
 
-// operatorReadyTimeout bounds an operator's start: under a full make
-// test a start takes seconds.
-const operatorReadyTimeout = 2 * time.Minute
-
-func (o *operatorProcess) startOnce() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	logf, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	from, err := logf.Seek(0, io.SeekEnd)
-	if err != nil {
-		return err
-	}
-	probeAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(o.bin, "operator", "--kubeconfig", o.kubeconfig,
+func (o *operatorProcess) args() []string {
+	args := []string{"--kubeconfig", o.kubeconfig,
 		// One instance at a time is the test's own guarantee; a killed
 		// leader would otherwise hold its lease for 15 seconds.
 		"--leader-elect=false",
-		"--metrics-bind-address="+o.metricsAddr, "--health-probe-bind-address="+probeAddr,
+		"--metrics-bind-address=" + o.metricsAddr,
 		"--flink-rest-override", o.rest, "--flink-rest-pod-override", o.podREST, "--reconcile-interval=1s", "--log-level=info",
 		// The local platform's shared storage, as `datapilot-local up` sets it.
-		"--state-storage-uri="+platform.StateStorageURI,
+		"--state-storage-uri=" + platform.StateStorageURI,
 		// The jars are served on loopback, which the operator refuses
 		// unless allowed.
-		"--jar-allowed-hosts="+platform.JarHost,
+		"--jar-allowed-hosts=" + platform.JarHost,
 		// The conversion webhook for data.example.com/v1alpha1, as
 		// `datapilot-local up` runs it.
 		"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", o.webhookPort),
 		// In the state dir, not a temporary dir that every kill leaves.
-		"--webhook-cert-dir="+filepath.Join(filepath.Dir(o.logPath), "webhook-certs"),
-		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", o.webhookPort))
-	cmd.Args = append(cmd.Args, o.extraArgs...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	deadline := time.Now().Add(operatorReadyTimeout)
-	for {
-		select {
-		case <-exited:
-			return fmt.Errorf("the operator exited at its start: %s", o.logSince(from))
-		default:
-		}
-		if resp, err := http.Get("http://" + probeAddr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				o.cmd, o.exited = cmd, exited
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			platform.TerminateWaited(cmd.Process, exited, 10*time.Second)
-			return fmt.Errorf("the operator was not ready within %s: %s", operatorReadyTimeout, o.logSince(from))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// logSince is the operator log from offset from on, its last 2000 bytes.
-func (o *operatorProcess) logSince(from int64) string {
-	raw, err := os.ReadFile(o.logPath)
-	if err != nil || int64(len(raw)) < from {
-		return fmt.Sprintf("(log unreadable: %v)", err)
-	}
-	raw = raw[from:]
-	return string(raw[max(0, len(raw)-2000):])
+		"--webhook-cert-dir=" + filepath.Join(filepath.Dir(o.logPath), "webhook-certs"),
+		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", o.webhookPort)}
+	return append(args, o.extraArgs...)
 }
 
 // kill ends the operator without any chance to clean up, as a node failure
@@ -361,10 +298,9 @@ func (o *operatorProcess) kill() {
 	mustBeAlone()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.cmd != nil {
-		_ = o.cmd.Process.Kill()
-		<-o.exited
-		o.cmd = nil
+	if o.proc != nil {
+		o.proc.Kill()
+		o.proc = nil
 	}
 }
 
@@ -385,9 +321,9 @@ func mustBeAlone() {
 func (o *operatorProcess) shutdown() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.cmd != nil {
-		platform.TerminateWaited(o.cmd.Process, o.exited, 10*time.Second)
-		o.cmd = nil
+	if o.proc != nil {
+		o.proc.Stop()
+		o.proc = nil
 	}
 }
 

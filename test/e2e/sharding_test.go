@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,42 +20,39 @@ import (
 	"github.com/datapilot/datapilot/internal/platform"
 	"github.com/datapilot/datapilot/internal/resources"
 	"github.com/datapilot/datapilot/internal/sharding"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
 
 const shardTestShards = 4
 
 // startReplica starts one sharded replica of the operator for ns and
-// returns the process; the test's cleanup kills it.
-func startReplica(t *testing.T, ns, name string) *exec.Cmd {
+// returns it once ready; the test's cleanup kills it.
+func startReplica(t *testing.T, ns, name string) *testenv.Operator {
 	t.Helper()
-	logf, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	log := filepath.Join(t.TempDir(), name+".log")
+	op, err := testenv.StartOperator(testenv.OperatorStart{Bin: filepath.Join(root, "bin", "datapilot"), Log: log,
+		// The identity in the leases and the user agent starts with POD_NAME.
+		Env: []string{"POD_NAME=" + name},
+		Args: func() ([]string, error) {
+			return []string{"--kubeconfig", plat.KubeconfigPath(),
+				"--leader-elect=true", "--leader-election-namespace=" + ns, "--watch-namespace=" + ns,
+				fmt.Sprintf("--shards=%d", shardTestShards), "--shard-replicas=2", "--metrics-bind-address=0",
+				"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(), "--reconcile-interval=1s",
+				"--state-storage-uri=" + platform.StateStorageURI, "--jar-allowed-hosts=" + platform.JarHost}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(root, "bin", "datapilot"), "operator", "--kubeconfig", plat.KubeconfigPath(),
-		"--leader-elect=true", "--leader-election-namespace="+ns, "--watch-namespace="+ns,
-		fmt.Sprintf("--shards=%d", shardTestShards), "--shard-replicas=2",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(), "--reconcile-interval=1s",
-		"--state-storage-uri="+platform.StateStorageURI, "--jar-allowed-hosts="+platform.JarHost)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// The identity in the leases and the user agent starts with POD_NAME.
-	cmd.Env = append(os.Environ(), "POD_NAME="+name)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		op.Kill()
 		if t.Failed() {
-			if raw, err := os.ReadFile(logf.Name()); err == nil {
+			if raw, err := os.ReadFile(log); err == nil {
 				lines := strings.Split(string(raw), "\n")
 				t.Logf("--- last lines of %s ---\n%s", name, strings.Join(lines[max(0, len(lines)-30):], "\n"))
 			}
 		}
 	})
-	return cmd
+	return op
 }
 
 // TestShardedReplicas runs two sharded replicas on their own (the shared
@@ -138,10 +133,9 @@ func TestShardedReplicas(t *testing.T) {
 	// Kill the holder of shard 0 without a chance to release its leases;
 	// a spec change to each of its clusters must be applied by the other.
 	victim := holder[0]
-	proc := map[bool]*exec.Cmd{true: a, false: b}[strings.HasPrefix(victim, "replica-a_")]
+	proc := map[bool]*testenv.Operator{true: a, false: b}[strings.HasPrefix(victim, "replica-a_")]
 	killed := time.Now()
-	_ = proc.Process.Kill()
-	_ = proc.Wait()
+	proc.Kill()
 	for _, c := range clustersOf[victim] {
 		patchSpec(t, ns, c, func(fc *v1.FlinkCluster) { fc.Spec.TaskManager.Replicas = 3 })
 	}

@@ -19,11 +19,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -125,7 +123,7 @@ func run(m *testing.M) int {
 		args: []string{"--kubeconfig", plat.KubeconfigPath(),
 			// One instance at a time is the test's own guarantee; a killed
 			// leader would otherwise hold its lease.
-			"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0",
+			"--leader-elect=false", "--metrics-bind-address=0",
 			"--flink-rest-override", sim.BaseURLTemplate(), "--flink-rest-pod-override", sim.PodURLTemplate(),
 			// Scaled timers: a poll a second stands for RECONCILE_INTERVAL.
 			"--reconcile-interval=1s", "--log-level=info",
@@ -149,35 +147,27 @@ type operatorProcess struct {
 	bin, logPath string
 	args         []string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu   sync.Mutex
+	proc *testenv.Operator
 }
 
+// start starts the operator and returns once it is ready.
 func (o *operatorProcess) start() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	logf, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(o.bin, append([]string{"operator"}, o.args...)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	o.cmd = cmd
-	return nil
+	proc, err := testenv.StartOperator(testenv.OperatorStart{Bin: o.bin, Log: o.logPath,
+		Args: func() ([]string, error) { return o.args, nil }})
+	o.proc = proc
+	return err
 }
 
 // restart kills the operator as a node failure would (SIGKILL, nothing
 // cleaned up) and starts a new one.
 func (o *operatorProcess) restart() error {
 	o.mu.Lock()
-	if o.cmd != nil {
-		_ = o.cmd.Process.Kill()
-		_ = o.cmd.Wait()
-		o.cmd = nil
+	if o.proc != nil {
+		o.proc.Kill()
+		o.proc = nil
 	}
 	o.mu.Unlock()
 	return o.start()
@@ -186,11 +176,10 @@ func (o *operatorProcess) restart() error {
 func (o *operatorProcess) stop() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.cmd == nil {
-		return
+	if o.proc != nil {
+		o.proc.Stop()
+		o.proc = nil
 	}
-	platform.Terminate(o.cmd, 10*time.Second)
-	o.cmd = nil
 }
 
 // tail is the end of the operator's log, for a failed seed.
