@@ -21,9 +21,9 @@ import (
 // NewHandler serves the Engine over HTTP:
 //
 //	/clusters/{namespace}/{service}[:{port}]/[v1/]<Flink REST path>   the Flink REST API behind a Service's port (8081)
-//	/clusters/{namespace}/{service}/pods/{pod}/[v1/]<path>           the same, of one JobManager pod (its port 8081)
-//	/clusters/{namespace}/{service}[:{port}]/v<N>/<path>             a SQL Gateway behind a Service's port
-//	/clusters/{namespace}/{service}/pods/{pod}:{port}/v<N>/<path>    a SQL Gateway in a pod, at its port
+//	/clusters/{namespace}/{service}/pods/{pod}@{uid}/[v1/]<path>        the same, of one JobManager pod (its port 8081)
+//	/clusters/{namespace}/{service}[:{port}]/v<N>/<path>                a SQL Gateway behind a Service's port
+//	/clusters/{namespace}/{service}/pods/{pod}:{port}@{uid}/v<N>/<path> a SQL Gateway in a pod, at its port
 //	/admin/clusters[/{namespace}/{name}[/...]]             fault injection and inspection
 //	/artifacts/<name>.jar                                  a stand-in job jar
 //	/healthz

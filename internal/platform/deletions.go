@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,29 +38,43 @@ type podIncarnation struct {
 // of a namespace was deleted about 100 times in four minutes, and an
 // upgrade's JobManager never lived long enough to run its job.
 type deletionFinisher struct {
-	client metadata.Interface
-	queue  workqueue.TypedRateLimitingInterface[podIncarnation]
+	client   metadata.Interface
+	queue    workqueue.TypedRateLimitingInterface[podIncarnation]
+	informer cache.SharedIndexInformer
+	log      logr.Logger
 }
 
 // finisherWorkers bounds the deletes in flight, as kwok's stage parallelism
 // did: a benchmark's teardown ends thousands of pods.
 const finisherWorkers = 8
 
-// finishDeletions runs the finisher until ctx ends, with the given identity
-// (kwok's: the kubelets it stands in for).
-func finishDeletions(ctx context.Context, config *rest.Config) error {
-	f, err := newDeletionFinisher(config)
+var podsResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// newDeletionFinisher builds the finisher with the given identity (kwok's:
+// the kubelets it stands in for); run starts it.
+func newDeletionFinisher(config *rest.Config, log logr.Logger) (*deletionFinisher, error) {
+	config = rest.CopyConfig(config)
+	config.QPS, config.Burst = 500, 1000
+	client, err := metadata.NewForConfig(config)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	factory := metadatainformer.NewSharedInformerFactory(f.client, 0)
-	informer := factory.ForResource(podsResource).Informer()
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	f := &deletionFinisher{client: client, log: log, queue: workqueue.NewTypedRateLimitingQueue(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[podIncarnation](50*time.Millisecond, 5*time.Second))}
+	f.informer = metadatainformer.NewSharedInformerFactory(client, 0).ForResource(podsResource).Informer()
+	if _, err := f.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    f.observe,
 		UpdateFunc: func(_, obj any) { f.observe(obj) },
 	}); err != nil {
-		return err
+		return nil, err
 	}
+	return f, nil
+}
+
+// run finishes deletions until ctx ends. A relist (after the API server
+// restarts, or its watch expires) delivers every pod again, so a deletion
+// begun while the finisher could not watch is finished once it can.
+func (f *deletionFinisher) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range finisherWorkers {
 		wg.Add(1)
@@ -69,23 +84,9 @@ func finishDeletions(ctx context.Context, config *rest.Config) error {
 			}
 		}()
 	}
-	informer.Run(ctx.Done())
+	f.informer.Run(ctx.Done())
 	f.queue.ShutDown()
 	wg.Wait()
-	return nil
-}
-
-var podsResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-
-func newDeletionFinisher(config *rest.Config) (*deletionFinisher, error) {
-	config = rest.CopyConfig(config)
-	config.QPS, config.Burst = 500, 1000
-	client, err := metadata.NewForConfig(config)
-	if err != nil {
-		return nil, err
-	}
-	return &deletionFinisher{client: client, queue: workqueue.NewTypedRateLimitingQueue(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[podIncarnation](50*time.Millisecond, 5*time.Second))}, nil
 }
 
 // observe queues a pod whose deletion has begun.
@@ -104,15 +105,32 @@ func (f *deletionFinisher) next(ctx context.Context) bool {
 		return false
 	}
 	defer f.queue.Done(p)
-	grace := int64(0)
-	err := f.client.Resource(podsResource).Namespace(p.namespace).
-		Delete(ctx, p.name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &p.uid}})
-	// Gone already, or the name is another pod's now (the precondition's
-	// 409): this incarnation's deletion is over.
-	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) || ctx.Err() != nil {
+	if done, err := f.finish(ctx, p); done || ctx.Err() != nil {
 		f.queue.Forget(p)
-		return true
+	} else {
+		if n := f.queue.NumRequeues(p); n == 5 || (n > 0 && n%50 == 0) {
+			f.log.Error(err, "Pod deletion not finished", "pod", p.namespace+"/"+p.name, "attempts", n+1)
+		}
+		f.queue.AddRateLimited(p)
 	}
-	f.queue.AddRateLimited(p)
 	return true
+}
+
+// finish deletes incarnation p; done once it is gone.
+func (f *deletionFinisher) finish(ctx context.Context, p podIncarnation) (done bool, err error) {
+	pods := f.client.Resource(podsResource).Namespace(p.namespace)
+	grace := int64(0)
+	err = pods.Delete(ctx, p.name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &p.uid}})
+	if err == nil || apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if apierrors.IsConflict(err) {
+		// The precondition's 409 when the name is another pod's now; any
+		// other conflict leaves this incarnation to try again.
+		m, gerr := pods.Get(ctx, p.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(gerr) || (gerr == nil && m.UID != p.uid) {
+			return true, nil
+		}
+	}
+	return false, err
 }

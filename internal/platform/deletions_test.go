@@ -57,17 +57,31 @@ func TestDeletionsEndOnlyTheirIncarnation(t *testing.T) {
 	// The successor of the same name, and a deletion of the first that
 	// arrives late, as kwok's did.
 	second := create()
-	f, err := newDeletionFinisher(p.RESTConfig())
+	f, err := newDeletionFinisher(p.RESTConfig(), testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.queue.Add(podIncarnation{namespace: "default", name: first.Name, uid: first.UID})
-	f.next(ctx)
+	defer f.queue.ShutDown()
+	// finish is one pod's deletion to its end, through the API server's
+	// passing errors.
+	finish := func(pod *corev1.Pod) {
+		t.Helper()
+		inc := podIncarnation{namespace: pod.Namespace, name: pod.Name, uid: pod.UID}
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+			done, err := f.finish(ctx, inc)
+			if err != nil {
+				t.Logf("finishing %s: %v", pod.Name, err)
+			}
+			return done, nil
+		}); err != nil {
+			t.Fatalf("finishing %s (%s): %v", pod.Name, pod.UID, err)
+		}
+	}
+	finish(first)
 	if got, err := pods.Get(ctx, second.Name, metav1.GetOptions{}); err != nil || got.UID != second.UID {
 		t.Fatalf("the first incarnation's late deletion reached the second: %v", err)
 	}
-	f.queue.Add(podIncarnation{namespace: "default", name: second.Name, uid: second.UID})
-	f.next(ctx)
+	finish(second)
 	if _, err := pods.Get(ctx, second.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the second incarnation's own deletion: %v, want it gone", err)
 	}

@@ -119,7 +119,7 @@ type Platform struct {
 	// failed receives the first unexpected exit of a child.
 	failed   chan error
 	stopOnce sync.Once
-	// stopFinisher ends the pod deletion finisher (finishDeletions).
+	// stopFinisher ends the pod deletion finisher (deletionFinisher).
 	stopFinisher func()
 }
 
@@ -491,14 +491,16 @@ func (p *Platform) start(ctx context.Context) error {
 		return err
 	}
 	// The kubelets' last step of a pod's deletion, which kwok gets wrong.
+	finisher, err := newDeletionFinisher(kwokConfig, log.WithName("deletions"))
+	if err != nil {
+		return fmt.Errorf("pod deletion finisher: %w", err)
+	}
 	fctx, stopFinisher := context.WithCancel(context.Background())
 	finished := make(chan struct{})
 	p.stopFinisher = func() { stopFinisher(); <-finished }
 	go func() {
 		defer close(finished)
-		if err := finishDeletions(fctx, kwokConfig); err != nil {
-			log.Error(err, "Finishing pod deletions")
-		}
+		finisher.run(fctx)
 	}()
 
 	t = time.Now()

@@ -38,13 +38,17 @@ type OperatorStart struct {
 	Timeout time.Duration
 }
 
-// StartOperator starts the operator and returns once it is ready (its
-// /readyz: with webhooks, their server listening and its CA trusted), or
-// the reason it is not, with the log it wrote. An operator that exits at
-// its start or never turns ready fails the start: unnoticed, every test
-// after it waited for reconciles that never came (make test on f73909f).
-// A start that failed on a port taken meanwhile is tried again, up to
-// three times.
+// StartOperator starts the operator and returns once it is ready, or the
+// reason it is not, with the log it wrote. Ready is its /readyz answering
+// 200 (with webhooks: their server listening and its CA trusted) and the
+// process itself listening on every port its flags name in --flag=value
+// form (the probe's, --metrics-bind-address, --webhook-port): /readyz can
+// answer before the metrics server has bound its port, and a 200 on a port
+// another process took would be another operator's. An operator that
+// exits at its start or never turns ready fails the start: unnoticed,
+// every test after it waited for reconciles that never came (make test on
+// f73909f). A start that failed on a port taken meanwhile is tried again,
+// three attempts in all.
 func StartOperator(s OperatorStart) (*Operator, error) {
 	var err error
 	for range 3 {
@@ -76,7 +80,9 @@ func (s OperatorStart) once() (*Operator, error) {
 		return nil, err
 	}
 	from := st.Size()
-	cmd := exec.Command(s.Bin, append([]string{"operator", "--health-probe-bind-address=" + probeAddr}, args...)...)
+	args = append([]string{"--health-probe-bind-address=" + probeAddr}, args...)
+	ports := flagPorts(args)
+	cmd := exec.Command(s.Bin, append([]string{"operator"}, args...)...)
 	cmd.Env = append(os.Environ(), s.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// A test binary that dies takes its operator with it.
@@ -102,7 +108,7 @@ func (s OperatorStart) once() (*Operator, error) {
 		}
 		if resp, err := client.Get("http://" + probeAddr + "/readyz"); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && listensOn(cmd.Process.Pid, ports) {
 				return op, nil
 			}
 		}
@@ -111,6 +117,62 @@ func (s OperatorStart) once() (*Operator, error) {
 			return nil, fmt.Errorf("the operator was not ready within %s: %s", timeout, logFrom(s.Log, from))
 		}
 	}
+}
+
+// flagPorts are the ports the operator's flags make it listen on.
+func flagPorts(args []string) []int {
+	var ports []int
+	for _, a := range args {
+		name, value, ok := strings.Cut(a, "=")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "--health-probe-bind-address", "--metrics-bind-address":
+			_, value, _ = strings.Cut(value, ":")
+		case "--webhook-port":
+		default:
+			continue
+		}
+		if port, err := strconv.Atoi(value); err == nil && port > 0 {
+			ports = append(ports, port)
+		}
+	}
+	return ports
+}
+
+// listensOn reports whether process pid holds a listening TCP socket on
+// each of ports: the sockets /proc/<pid>/net/tcp{,6} lists in state LISTEN
+// (0A) whose inode is one of the process's file descriptors.
+func listensOn(pid int, ports []int) bool {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false
+	}
+	sockets := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+			sockets[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	missing := map[int]bool{}
+	for _, p := range ports {
+		missing[p] = true
+	}
+	for _, table := range []string{"tcp", "tcp6"} {
+		raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		for _, line := range strings.Split(string(raw), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" || !sockets[f[9]] {
+				continue
+			}
+			_, hex, _ := strings.Cut(f[1], ":")
+			if port, err := strconv.ParseInt(hex, 16, 32); err == nil {
+				delete(missing, int(port))
+			}
+		}
+	}
+	return len(missing) == 0
 }
 
 // logFrom is the log from offset from on, its last 2000 bytes.

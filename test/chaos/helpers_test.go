@@ -367,7 +367,7 @@ func operatorWrites(t *testing.T, ns string, from, to time.Time) map[string]int 
 // metric sums the operator's samples of name whose labels contain filter.
 func metric(t *testing.T, name, filter string) float64 {
 	t.Helper()
-	resp, err := metricsClient.Get("https://" + op.metricsAddr + "/metrics")
+	resp, err := metricsClient.Get("https://" + op.metrics() + "/metrics")
 	if err != nil {
 		return -1
 	}

@@ -205,6 +205,14 @@ func (o *operatorProcess) start() error {
 	return err
 }
 
+// metrics is the address the operator serves /metrics on; during a
+// restart, once the new operator is ready.
+func (o *operatorProcess) metrics() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.metricsAddr
+}
+
 // restart kills the operator as a node failure would (SIGKILL, nothing
 // cleaned up) and starts a new one.
 func (o *operatorProcess) restart() error {

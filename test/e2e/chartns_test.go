@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"github.com/datapilot/datapilot/internal/operator"
 	"github.com/datapilot/datapilot/internal/platform"
 	"github.com/datapilot/datapilot/internal/platform/platformtest"
+	"github.com/datapilot/datapilot/internal/testenv"
 	"github.com/datapilot/datapilot/internal/testwait"
 )
 
@@ -103,29 +103,24 @@ func TestChartWatchNamespaceIsNamespaced(t *testing.T) {
 	}
 
 	user := fmt.Sprintf("system:serviceaccount:%s:%s", ns, sa)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	opLog := filepath.Join(t.TempDir(), "operator.log")
-	logf, err := os.Create(opLog)
+	op, err := testenv.StartOperator(testenv.OperatorStart{Bin: filepath.Join(bin, "datapilot"), Log: opLog, Timeout: time.Minute,
+		Args: func() ([]string, error) {
+			port, err := testenv.FreePort()
+			if err != nil {
+				return nil, err
+			}
+			return []string{"--kubeconfig", impersonatingKubeconfig(t, p.KubeconfigPath(), user),
+				"--leader-elect=true", "--leader-election-namespace", ns, "--watch-namespace", watched,
+				"--metrics-bind-address=0", "--state-storage-uri=" + platform.StateStorageURI,
+				"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", port),
+				fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", port)}, nil
+		}})
 	if err != nil {
-		t.Fatal(err)
-	}
-	op := exec.Command(filepath.Join(bin, "datapilot"), "operator", "--kubeconfig", impersonatingKubeconfig(t, p.KubeconfigPath(), user),
-		"--leader-elect=true", "--leader-election-namespace", ns, "--watch-namespace", watched,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--state-storage-uri="+platform.StateStorageURI,
-		"--webhook-cert-mode=self-signed", "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", port),
-		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d/convert", port))
-	op.Stdout, op.Stderr = logf, logf
-	if err := op.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = op.Process.Signal(os.Interrupt)
-		_ = op.Wait()
+		op.Stop()
 		if t.Failed() {
 			if raw, err := os.ReadFile(opLog); err == nil {
 				t.Logf("Operator log:\n%s", raw)
