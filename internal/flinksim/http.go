@@ -78,9 +78,12 @@ func refuse(w http.ResponseWriter) {
 	panic(http.ErrAbortHandler)
 }
 
-// podAddress splits a pod's address, {pod}[@{uid}], into the pod's name
+// podAddress splits a pod's address, {pod}@{uid}, into the pod's name
 // (with :{port} for a SQL Gateway) and UID. No Flink class: this is how a
-// request reaches a process. The operator dials a pod at its IP, which
+// request reaches a process (Kubernetes gives each pod sandbox its own
+// IP); what the process then does with it, such as keep an uploaded jar
+// in its own web.upload.dir, is Flink's and modelled where the request is
+// served. The operator dials a pod at its IP, which
 // Kubernetes gives one incarnation of a pod: a StatefulSet's successor of
 // the same name, created once its predecessor is gone, has an address of
 // its own, and a request to it never reaches the process the predecessor

@@ -4,17 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/datapilot/datapilot/internal/platform"
+	"github.com/datapilot/datapilot/internal/testenv"
 )
 
 // prometheusServer is bin/prometheus scraping the operator's metrics
@@ -138,12 +139,12 @@ func (p *prometheusServer) query(ctx context.Context, q string) ([]sample, error
 	return body.Data.Result, nil
 }
 
-// freeAddr is a loopback address with a port free at the time of the call.
+// freeAddr is a loopback address with a port free at the time of the call
+// (testenv.FreePort).
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "127.0.0.1:" + strconv.Itoa(port), nil
 }
