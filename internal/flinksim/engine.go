@@ -124,6 +124,15 @@ type Engine struct {
 	// namespace.
 	gateways    map[string]*sqlGateway
 	gatewayNets map[string]Network
+	// connClusters are the clusters each client connection reached, and
+	// serviceClusters the observed clusters behind each Service: indexes,
+	// so that a closed connection and a request to a Service named after
+	// no cluster cost the clusters concerned, not every cluster the
+	// simulator ever saw (a bench run that creates thousands of clusters
+	// in turn slowed from round to round scanning them all, under mu).
+	// How the simulator finds its state, not a Flink behaviour.
+	connClusters    map[string]map[*cluster]struct{}
+	serviceClusters map[ClusterKey]map[*cluster]struct{}
 }
 
 // NewEngine returns an empty Engine.
@@ -144,7 +153,24 @@ func NewEngine(o EngineOptions) *Engine {
 		o.Clock = time.Now
 	}
 	return &Engine{opts: o, clusters: map[ClusterKey]*cluster{}, fs: newFilesystem(), snapshots: map[loc]*snapshot{},
-		gateways: map[string]*sqlGateway{}, gatewayNets: map[string]Network{}}
+		gateways: map[string]*sqlGateway{}, gatewayNets: map[string]Network{},
+		connClusters: map[string]map[*cluster]struct{}{}, serviceClusters: map[ClusterKey]map[*cluster]struct{}{}}
+}
+
+// index adds c to the set at key of an index.
+func index[K comparable](m map[K]map[*cluster]struct{}, key K, c *cluster) {
+	if m[key] == nil {
+		m[key] = map[*cluster]struct{}{}
+	}
+	m[key][c] = struct{}{}
+}
+
+// unindex removes c from the set at key of an index.
+func unindex[K comparable](m map[K]map[*cluster]struct{}, key K, c *cluster) {
+	delete(m[key], c)
+	if len(m[key]) == 0 {
+		delete(m, key)
+	}
 }
 
 func (e *Engine) now() time.Time { return e.opts.Clock() }
@@ -351,12 +377,16 @@ func (e *Engine) Observe(k ClusterKey, o Observation) {
 	e.advance(c, now)
 	c.observed = true
 	c.net = o.Network
+	for _, s := range c.services {
+		unindex(e.serviceClusters, ClusterKey{Namespace: k.Namespace, Name: s.Name}, c)
+	}
 	c.services = nil
 	for _, s := range o.Services {
 		if s.Name == "" {
 			s.Name = k.Name
 		}
 		c.services = append(c.services, s)
+		index(e.serviceClusters, ClusterKey{Namespace: k.Namespace, Name: s.Name}, c)
 	}
 	c.tms = e.reconcile(c, now, c.tms, o.TaskManagers, false)
 	c.jms = e.reconcile(c, now, c.jms, o.JobManagers, true)
@@ -936,19 +966,16 @@ func (t target) servicePort() int32 {
 }
 
 // serviceOwner is the cluster behind the Service k names, when its key is
-// another one's. Callers hold e.mu.
+// another one's: of several, the first by key, as the index keeps no
+// order. Callers hold e.mu.
 func (e *Engine) serviceOwner(k ClusterKey) *cluster {
-	for ck, c := range e.clusters {
-		if ck.Namespace != k.Namespace || !c.observed {
-			continue
-		}
-		for _, s := range c.services {
-			if s.Name == k.Name {
-				return c
-			}
+	var owner *cluster
+	for c := range e.serviceClusters[k] {
+		if owner == nil || c.key.String() < owner.key.String() {
+			owner = c
 		}
 	}
-	return nil
+	return owner
 }
 
 // pick is the Service's choice of endpoint (kube-proxy): the given process
@@ -992,6 +1019,7 @@ func (e *Engine) dial(k ClusterKey, port int32, conn string) (target, flink.Vers
 			return t, jm.version, nil
 		}
 		delete(c.conns, conn)
+		unindex(e.connClusters, conn, c)
 		return target{}, flink.Version{}, errorf(0, "the JobManager this connection reached is gone")
 	}
 	jm := e.pick(c, t, "")
@@ -1000,6 +1028,7 @@ func (e *Engine) dial(k ClusterKey, port int32, conn string) (target, flink.Vers
 	}
 	if conn != "" {
 		c.conns[conn] = jm.id()
+		index(e.connClusters, conn, c)
 	}
 	t.jm = jm.id()
 	return t, jm.version, nil
@@ -1043,9 +1072,10 @@ func (e *Engine) dialPod(k ClusterKey, pod, uid string) (target, flink.Version, 
 func (e *Engine) ConnClosed(conn string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, c := range e.clusters {
+	for c := range e.connClusters[conn] {
 		delete(c.conns, conn)
 	}
+	delete(e.connClusters, conn)
 }
 
 // dispatcherFor is the Dispatcher a request received by jm reaches through

@@ -155,6 +155,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	mgr, err := newManagerWhenReachable(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
+		MapperProvider:                newRESTMapper,
 		Metrics:                       metricsOptions(o),
 		PprofBindAddress:              o.PprofAddr,
 		HealthProbeBindAddress:        o.ProbeAddr,
