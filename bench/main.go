@@ -204,6 +204,9 @@ type phase struct {
 	// peakRSS is the peer operator's high-water resident set (peer
 	// phases; Datapilot's is measured over the whole run).
 	peakRSS int64
+	// ops is what Datapilot's metrics counted over the phase (its own
+	// phases).
+	ops opDelta
 }
 
 // The namespaces of each round's operator phases.
@@ -458,7 +461,9 @@ func run(ctx context.Context, c config) error {
 		}
 		fmt.Printf("Round %d, operator: creating %d session clusters\n", i+1, c.n)
 		stopProfile := c.profileCPU(i, "session")
+		ops := measureOperator(op, c.n)
 		rd.session, err = operatorPhase(ctx, k8s, c, meter, watch, rd.sessNS, c.n, false)
+		rd.session.ops = ops()
 		stopProfile()
 		if err != nil {
 			return fmt.Errorf("operator, session clusters: %w", err)
@@ -467,7 +472,9 @@ func run(ctx context.Context, c config) error {
 		if c.jobs > 0 {
 			fmt.Printf("Round %d, operator: creating %d job clusters\n", i+1, c.jobs)
 			stopProfile := c.profileCPU(i, "job")
+			ops := measureOperator(op, c.jobs)
 			rd.job, err = operatorPhase(ctx, k8s, c, meter, watch, rd.jobsNS, c.jobs, true)
+			rd.job.ops = ops()
 			stopProfile()
 			if err != nil {
 				return fmt.Errorf("operator, job clusters: %w", err)
@@ -762,6 +769,21 @@ func parallel(n, workers int, f func(i int) error) error {
 
 // operatorPhase creates n clusters in ns and waits until every one is
 // Available (and, for job clusters, its job RUNNING).
+// measureOperator scrapes the operator's metrics now; the function it
+// returns scrapes them again and gives what was counted in between, for
+// the n clusters of a phase.
+func measureOperator(op *operatorProc, n int) func() opDelta {
+	restarts := len(op.restarted())
+	before, err := scrape(op.metricsAddr)
+	return func() opDelta {
+		after, err2 := scrape(op.metricsAddr)
+		if err != nil || err2 != nil || len(op.restarted()) != restarts {
+			return opDelta{}
+		}
+		return deltaOf(before, after, n)
+	}
+}
+
 func operatorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter, watch *readiness, ns string, n int, job bool) (phase, error) {
 	p, err := convergePhase(ctx, k8s, c, meter, watch, ns, n, job, func(i int) client.Object {
 		if job {
@@ -927,6 +949,14 @@ func report(c config, r results) error {
 		writes := collect(r.rounds, func(rd round) (float64, bool) { return float64(pick(rd).writes) / float64(pick(rd).n), pick(rd).n > 0 })
 		fmt.Fprintf(&b, "| %s: operator writes per converged cluster, events included (audit log) | %s (minimum %d) | ≤ 8 |\n", kind, writes.format(perCluster), minimum)
 		cpuRows(&b, kind, p.n, r.rounds, func(rd round) cpuSample { return pick(rd).cpu })
+		ops := func(f func(opDelta) float64) series {
+			return collect(r.rounds, func(rd round) (float64, bool) { return f(pick(rd).ops), pick(rd).ops.ok })
+		}
+		fmt.Fprintf(&b, "| %s: the operator over the phase (its metrics): full reconciles / Flink REST requests per cluster; reconcile time / queue wait, means | %s / %s; %s / %s | |\n", kind,
+			ops(func(d opDelta) float64 { return d.reconciles }).format(perCluster),
+			ops(func(d opDelta) float64 { return d.flinkRequests }).format(perCluster),
+			ops(func(d opDelta) float64 { return d.reconcileMean.Seconds() }).format(seconds),
+			ops(func(d opDelta) float64 { return d.queueWaitMean.Seconds() }).format(seconds))
 	}
 	// The minimum is what keeps every guarantee (docs/performance-shape.md):
 	// a session cluster's four children (no budget while it runs

@@ -444,3 +444,34 @@ func countIn[V any](m map[string]V, ns string) int {
 	}
 	return n
 }
+
+// opDelta is what the operator's own metrics counted over one phase,
+// between a scrape before it and one after: the reconciles and Flink REST
+// requests per cluster, and the phase's mean reconcile time and queue
+// wait (the run's means, in the table's later rows, mix every phase,
+// the idle window and other rounds). ok is false when a scrape failed or
+// the operator restarted in between (its counters began again).
+type opDelta struct {
+	ok                           bool
+	reconciles, flinkRequests    float64
+	reconcileMean, queueWaitMean time.Duration
+}
+
+func deltaOf(before, after promText, clusters int) opDelta {
+	count := func(p promText, name, filter string) float64 { return p.sum(name, filter) }
+	reconciles := count(after, "controller_runtime_reconcile_total", `controller="flinkcluster"`) - count(before, "controller_runtime_reconcile_total", `controller="flinkcluster"`)
+	requests := count(after, "datapilot_flink_rest_requests_total", "") - count(before, "datapilot_flink_rest_requests_total", "")
+	if before == nil || after == nil || clusters == 0 || reconciles < 0 || requests < 0 {
+		return opDelta{}
+	}
+	mean := func(name, filter string) time.Duration {
+		n := count(after, name+"_count", filter) - count(before, name+"_count", filter)
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration((count(after, name+"_sum", filter) - count(before, name+"_sum", filter)) / n * float64(time.Second))
+	}
+	return opDelta{ok: true, reconciles: reconciles / float64(clusters), flinkRequests: requests / float64(clusters),
+		reconcileMean: mean("controller_runtime_reconcile_time_seconds", `controller="flinkcluster"`),
+		queueWaitMean: mean("workqueue_queue_duration_seconds", `name="flinkcluster"`)}
+}

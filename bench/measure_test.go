@@ -96,3 +96,37 @@ func TestPromTextSum(t *testing.T) {
 		t.Errorf("mean = %v, want %v", got, want)
 	}
 }
+
+// TestDeltaOf: a phase's counts per cluster and means are the differences
+// of two scrapes; counters that went back (the operator restarted) or a
+// missing scrape give nothing rather than a wrong figure.
+func TestDeltaOf(t *testing.T) {
+	scrapeOf := func(reconciles, requests, recSum, recCount, waitSum, waitCount float64) promText {
+		return promText{
+			fmt.Sprintf(`controller_runtime_reconcile_total{controller="flinkcluster",result="success"} %g`, reconciles),
+			`controller_runtime_reconcile_total{controller="other",result="success"} 1000`,
+			fmt.Sprintf(`datapilot_flink_rest_requests_total{endpoint="GET /overview",code="200"} %g`, requests),
+			fmt.Sprintf(`controller_runtime_reconcile_time_seconds_sum{controller="flinkcluster"} %g`, recSum),
+			fmt.Sprintf(`controller_runtime_reconcile_time_seconds_count{controller="flinkcluster"} %g`, recCount),
+			fmt.Sprintf(`workqueue_queue_duration_seconds_sum{name="flinkcluster"} %g`, waitSum),
+			fmt.Sprintf(`workqueue_queue_duration_seconds_count{name="flinkcluster"} %g`, waitCount),
+		}
+	}
+	before := scrapeOf(100, 50, 10, 100, 20, 100)
+	for _, tc := range []struct {
+		name          string
+		before, after promText
+		n             int
+		want          opDelta
+	}{
+		{"a phase", before, scrapeOf(500, 250, 30, 500, 420, 500), 100,
+			opDelta{ok: true, reconciles: 4, flinkRequests: 2, reconcileMean: 50 * time.Millisecond, queueWaitMean: time.Second}},
+		{"the operator restarted", before, scrapeOf(40, 10, 2, 40, 4, 40), 100, opDelta{}},
+		{"no scrape before", nil, scrapeOf(500, 250, 30, 500, 420, 500), 100, opDelta{}},
+		{"no clusters", before, scrapeOf(500, 250, 30, 500, 420, 500), 0, opDelta{}},
+	} {
+		if got := deltaOf(tc.before, tc.after, tc.n); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
