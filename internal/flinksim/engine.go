@@ -124,15 +124,19 @@ type Engine struct {
 	// namespace.
 	gateways    map[string]*sqlGateway
 	gatewayNets map[string]Network
-	// connClusters are the clusters each client connection reached, and
-	// serviceClusters the observed clusters behind each Service: indexes,
-	// so that a closed connection and a request to a Service named after
-	// no cluster cost the clusters concerned, not every cluster the
-	// simulator ever saw (a bench run that creates thousands of clusters
-	// in turn slowed from round to round scanning them all, under mu).
-	// How the simulator finds its state, not a Flink behaviour.
+	// connClusters are the clusters each client connection reached,
+	// serviceClusters the observed clusters behind each Service and
+	// jobManagerPods the clusters with a JobManager process in each pod
+	// (by namespace and pod name): indexes, so that a closed connection
+	// and a request to a Service or pod named after no cluster cost the
+	// clusters concerned, not a scan of every cluster the simulator ever
+	// saw under mu (a bench run creating thousands of clusters in turn
+	// spent a sixth of its process on those scans in its first round, and
+	// more with each). How the simulator finds its state, not a Flink
+	// behaviour.
 	connClusters    map[string]map[*cluster]struct{}
 	serviceClusters map[ClusterKey]map[*cluster]struct{}
+	jobManagerPods  map[ClusterKey]map[*cluster]struct{}
 }
 
 // NewEngine returns an empty Engine.
@@ -154,7 +158,8 @@ func NewEngine(o EngineOptions) *Engine {
 	}
 	return &Engine{opts: o, clusters: map[ClusterKey]*cluster{}, fs: newFilesystem(), snapshots: map[loc]*snapshot{},
 		gateways: map[string]*sqlGateway{}, gatewayNets: map[string]Network{},
-		connClusters: map[string]map[*cluster]struct{}{}, serviceClusters: map[ClusterKey]map[*cluster]struct{}{}}
+		connClusters: map[string]map[*cluster]struct{}{}, serviceClusters: map[ClusterKey]map[*cluster]struct{}{},
+		jobManagerPods: map[ClusterKey]map[*cluster]struct{}{}}
 }
 
 // index adds c to the set at key of an index.
@@ -171,6 +176,18 @@ func unindex[K comparable](m map[K]map[*cluster]struct{}, key K, c *cluster) {
 	if len(m[key]) == 0 {
 		delete(m, key)
 	}
+}
+
+// firstByKey is, of a set of clusters, the first by key: an index keeps no
+// order, and the answer should not change from one request to the next.
+func firstByKey(set map[*cluster]struct{}) *cluster {
+	var first *cluster
+	for c := range set {
+		if first == nil || c.key.String() < first.key.String() {
+			first = c
+		}
+	}
+	return first
 }
 
 func (e *Engine) now() time.Time { return e.opts.Clock() }
@@ -389,7 +406,13 @@ func (e *Engine) Observe(k ClusterKey, o Observation) {
 		index(e.serviceClusters, ClusterKey{Namespace: k.Namespace, Name: s.Name}, c)
 	}
 	c.tms = e.reconcile(c, now, c.tms, o.TaskManagers, false)
+	for _, p := range c.jms {
+		unindex(e.jobManagerPods, ClusterKey{Namespace: k.Namespace, Name: p.pod.Name}, c)
+	}
 	c.jms = e.reconcile(c, now, c.jms, o.JobManagers, true)
+	for _, p := range c.jms {
+		index(e.jobManagerPods, ClusterKey{Namespace: k.Namespace, Name: p.pod.Name}, c)
+	}
 	e.elect(c, now)
 	e.advance(c, now)
 }
@@ -966,16 +989,9 @@ func (t target) servicePort() int32 {
 }
 
 // serviceOwner is the cluster behind the Service k names, when its key is
-// another one's: of several, the first by key, as the index keeps no
-// order. Callers hold e.mu.
+// another one's (of several, the first by key). Callers hold e.mu.
 func (e *Engine) serviceOwner(k ClusterKey) *cluster {
-	var owner *cluster
-	for c := range e.serviceClusters[k] {
-		if owner == nil || c.key.String() < owner.key.String() {
-			owner = c
-		}
-	}
-	return owner
+	return firstByKey(e.serviceClusters[k])
 }
 
 // pick is the Service's choice of endpoint (kube-proxy): the given process
@@ -1050,12 +1066,7 @@ func (e *Engine) dialPod(k ClusterKey, pod, uid string) (target, flink.Version, 
 	}
 	c := e.clusters[k]
 	if c == nil || !has(c) {
-		c = nil
-		for ck, o := range e.clusters {
-			if ck.Namespace == k.Namespace && has(o) {
-				c = o
-			}
-		}
+		c = firstByKey(e.jobManagerPods[ClusterKey{Namespace: k.Namespace, Name: pod}])
 	}
 	if c != nil {
 		e.advance(c, e.now())

@@ -6,10 +6,10 @@ import (
 )
 
 // A closed connection is forgotten by every cluster it reached, and a
-// Service named after no cluster reaches the cluster behind it until a
-// later observation shows it gone: what the engine's indexes keep must be
-// what a scan of every cluster found.
-func TestConnectionAndServiceIndexes(t *testing.T) {
+// Service or JobManager pod named under no cluster's key reaches the
+// cluster behind it until a later observation shows it gone: what the
+// engine's indexes keep must be what a scan of every cluster found.
+func TestEngineIndexes(t *testing.T) {
 	e, _ := newTestEngine(t)
 	other := ClusterKey{Namespace: key.Namespace, Name: "other"}
 	behind := func(name string) Observation {
@@ -47,6 +47,16 @@ func TestConnectionAndServiceIndexes(t *testing.T) {
 		t.Errorf("conn-1 still held by %d clusters after it closed", n)
 	}
 
+	// A pod address under a key that is no cluster's reaches the cluster
+	// running a JobManager in that pod: of the two (both have a jm-1
+	// here), the first by key.
+	for range 5 {
+		tgt, _, err := e.dialPod(ClusterKey{Namespace: key.Namespace, Name: "unknown"}, "jm-1", "jm-1")
+		if err != nil || tgt.k != key {
+			t.Fatalf("dial pod jm-1: %+v, %v, want %s", tgt, err, key)
+		}
+	}
+
 	// Two clusters behind one Service name: the first by key, every time.
 	e.Observe(other, behind("demo-rest"))
 	for range 5 {
@@ -70,5 +80,12 @@ func TestConnectionAndServiceIndexes(t *testing.T) {
 	}
 	if len(e.serviceClusters[svc]) != 0 {
 		t.Errorf("index still holds %d clusters behind %s", len(e.serviceClusters[svc]), svc)
+	}
+	// other's JobManager is gone with its pod; key's answers for jm-1.
+	if tgt, _, err := e.dialPod(ClusterKey{Namespace: key.Namespace, Name: "unknown"}, "jm-1", "jm-1"); err != nil || tgt.k != key {
+		t.Errorf("dial pod jm-1 after other's went: %+v, %v", tgt, err)
+	}
+	if got := len(e.jobManagerPods[ClusterKey{Namespace: key.Namespace, Name: "jm-1"}]); got != 1 {
+		t.Errorf("jm-1 indexed under %d clusters, want 1", got)
 	}
 }

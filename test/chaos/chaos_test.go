@@ -111,18 +111,18 @@ func killer(t *testing.T) (stop func()) {
 func TestOperatorKilledDuringBurstAndUpgrades(t *testing.T) {
 	ns := newNamespace(t)
 	stopKilling := killer(t)
-	before := op.kills
+	before := op.killCount()
 	createAll(t, burst(ns, true), nil)
 	waitConverged(t, ns, *clusters, true, 4*time.Minute)
 	stopKilling()
-	t.Logf("operator killed %d times during the burst", op.kills-before)
+	t.Logf("operator killed %d times during the burst", op.killCount()-before)
 	checkNoDuplicates(t, ns, true)
 
 	upgradeAll(t, ns, func() (stopChaos func()) {
 		return killer(t)
 	})
-	if op.kills-before < 2 {
-		t.Errorf("the operator was killed %d times; the scenario needs repeated kills", op.kills-before)
+	if kills := op.killCount() - before; kills < 2 {
+		t.Errorf("the operator was killed %d times; the scenario needs repeated kills", kills)
 	}
 }
 

@@ -213,6 +213,14 @@ func (o *operatorProcess) metrics() string {
 	return o.metricsAddr
 }
 
+// killCount is how many times restart killed the operator; read while a
+// killer may be restarting it.
+func (o *operatorProcess) killCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.kills
+}
+
 // restart kills the operator as a node failure would (SIGKILL, nothing
 // cleaned up) and starts a new one.
 func (o *operatorProcess) restart() error {
