@@ -134,6 +134,8 @@ func main() {
 
 type results struct {
 	startup time.Duration
+	// builds says what the operator binary and the bench were built from.
+	builds string
 	// rounds holds each round's baselines (by shape) and operator phases.
 	rounds []round
 	shapes []shape
@@ -224,6 +226,9 @@ func run(ctx context.Context, c config) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("%s is missing: run 'make build' (make bench does)", bin)
 	}
+	var r results
+	r.builds = builds(ctx, bin, root)
+	fmt.Println(r.builds)
 	stateDir, _ := filepath.Abs(c.stateDir)
 	// The platform empties it once it owns the state dir: a second bench
 	// started on the same dir must not take a running one's log.
@@ -237,7 +242,6 @@ func run(ctx context.Context, c config) error {
 		clusters += c.n
 	}
 	nodes := max(4, (3*clusters+199)/200+1)
-	var r results
 	r.nodes = nodes
 	pl, err := platform.Start(ctx, platform.Options{
 		FlinkHARole: true,
@@ -893,6 +897,7 @@ func report(c config, r results) error {
 	fmt.Fprintf(&b, "\n## N = %d, %s\n\n", c.n, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s, load average %s at the end; %s. Command: `%s` (operator with %d concurrent reconciles, client with %d parallel creates). Local platform: %d kwok nodes, started in %s.\n\n",
 		hostInfo(), runtime.NumCPU(), memInfo(), loadAvg(), runtime.Version(), "go run ./bench "+strings.Join(os.Args[1:], " "), c.workers, c.concurrency, r.nodes, r.startup.Round(time.Millisecond))
+	fmt.Fprintf(&b, "%s\n\n", r.builds)
 	fmt.Fprintf(&b, "Every figure measured per round is the median over %d interleaved rounds (lowest–highest); each round runs every baseline shape (in turn first), then the floor (when run), then the operator's session and job clusters%s.\n\n", len(r.rounds), peerOrder(c))
 	b.WriteString("| Measure | Value | Goal |\n|---|---|---|\n")
 	ref := r.shapes[0].name

@@ -335,3 +335,38 @@ func (c config) profileBench(round int, phase string) (stop func()) {
 		f.Close()
 	}
 }
+
+// builds says what the measured operator binary and the bench's own
+// checkout were built from: `go run ./bench` compiles the bench (and its
+// Flink simulator) afresh but runs bin/datapilot as it is, which may be
+// older than the checkout (make bench builds it first).
+func builds(ctx context.Context, bin, root string) string {
+	out, err := exec.CommandContext(ctx, bin, "version").Output()
+	operator := strings.TrimSpace(string(out))
+	if err != nil {
+		operator = "unknown (" + err.Error() + ")"
+	}
+	head, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "HEAD").Output()
+	checkout := strings.TrimSpace(string(head))
+	if err != nil {
+		return fmt.Sprintf("Operator: %s; the bench's checkout: unknown (%v).", operator, err)
+	}
+	if status, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(status) > 0 {
+		checkout += " with uncommitted changes"
+	}
+	note := ""
+	if rev := revisionOf(operator); rev != "" && !strings.HasPrefix(checkout, rev) {
+		note = " The operator binary is not the checkout's: run `make build` first to measure the checkout."
+	}
+	return fmt.Sprintf("Operator: %s; the bench and its Flink simulator: the checkout at %s.%s", operator, checkout, note)
+}
+
+// revisionOf is the revision in `datapilot version`'s line.
+func revisionOf(version string) string {
+	_, rest, ok := strings.Cut(version, "(revision ")
+	if !ok {
+		return ""
+	}
+	rev, _, _ := strings.Cut(rest, ",")
+	return strings.TrimSpace(rev)
+}
