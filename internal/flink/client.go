@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -85,7 +86,7 @@ type Error struct {
 func (e *Error) Error() string {
 	op := e.Method + " " + e.Endpoint
 	if e.StatusCode == 0 {
-		return fmt.Sprintf("Flink REST %s: unreachable: %v", op, e.Err)
+		return fmt.Sprintf("Flink REST %s: unreachable: %s", op, withoutLocalAddress(e.Err))
 	}
 	msg := fmt.Sprintf("Flink REST %s: HTTP %d", op, e.StatusCode)
 	if len(e.Messages) > 0 {
@@ -99,6 +100,23 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// withoutLocalAddress is err's message without the address and port the
+// client's end of the connection had ("read tcp 10.0.0.7:41634->..."), a
+// new one for each connection: the same failure must read the same each
+// time. The health checks put this message in their verdict, whose change
+// wakes a reconcile and writes the conditions; a connection reset read as a
+// new message at every probe, and a starting JobManager whose REST port
+// reset connections was probed in a loop, hundreds of times a second.
+func withoutLocalAddress(err error) string {
+	var op *net.OpError
+	if err == nil || !errors.As(err, &op) || op.Source == nil {
+		return fmt.Sprint(err)
+	}
+	remote := *op
+	remote.Source = nil
+	return strings.Replace(err.Error(), op.Error(), remote.Error(), 1)
+}
 
 // Unavailable reports whether the API could not serve the request right
 // now: no connection, or 502/503/504. Such errors are worth retrying later
