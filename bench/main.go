@@ -771,8 +771,6 @@ func parallel(n, workers int, f func(i int) error) error {
 	return errors.Join(<-errs)
 }
 
-// operatorPhase creates n clusters in ns and waits until every one is
-// Available (and, for job clusters, its job RUNNING).
 // measureOperator scrapes the operator's metrics now; the function it
 // returns scrapes them again and gives what was counted in between, for
 // the n clusters of a phase.
@@ -788,6 +786,8 @@ func measureOperator(op *operatorProc, n int) func() opDelta {
 	}
 }
 
+// operatorPhase creates n clusters in ns and waits until every one is
+// Available (and, for job clusters, its job RUNNING).
 func operatorPhase(ctx context.Context, k8s client.Client, c config, meter cpuMeter, watch *readiness, ns string, n int, job bool) (phase, error) {
 	p, err := convergePhase(ctx, k8s, c, meter, watch, ns, n, job, func(i int) client.Object {
 		if job {

@@ -458,18 +458,20 @@ type opDelta struct {
 }
 
 func deltaOf(before, after promText, clusters int) opDelta {
-	count := func(p promText, name, filter string) float64 { return p.sum(name, filter) }
-	reconciles := count(after, "controller_runtime_reconcile_total", `controller="flinkcluster"`) - count(before, "controller_runtime_reconcile_total", `controller="flinkcluster"`)
-	requests := count(after, "datapilot_flink_rest_requests_total", "") - count(before, "datapilot_flink_rest_requests_total", "")
+	diff := func(name string, filters ...string) float64 {
+		return after.sum(name, filters...) - before.sum(name, filters...)
+	}
+	reconciles := diff("controller_runtime_reconcile_total", `controller="flinkcluster"`)
+	requests := diff("datapilot_flink_rest_requests_total")
 	if before == nil || after == nil || clusters == 0 || reconciles < 0 || requests < 0 {
 		return opDelta{}
 	}
 	mean := func(name, filter string) time.Duration {
-		n := count(after, name+"_count", filter) - count(before, name+"_count", filter)
+		n := diff(name+"_count", filter)
 		if n <= 0 {
 			return 0
 		}
-		return time.Duration((count(after, name+"_sum", filter) - count(before, name+"_sum", filter)) / n * float64(time.Second))
+		return time.Duration(diff(name+"_sum", filter) / n * float64(time.Second))
 	}
 	return opDelta{ok: true, reconciles: reconciles / float64(clusters), flinkRequests: requests / float64(clusters),
 		reconcileMean: mean("controller_runtime_reconcile_time_seconds", `controller="flinkcluster"`),
