@@ -137,6 +137,8 @@ type Engine struct {
 	connClusters    map[string]map[*cluster]struct{}
 	serviceClusters map[ClusterKey]map[*cluster]struct{}
 	jobManagerPods  map[ClusterKey]map[*cluster]struct{}
+	// serviceRR is each Service's round-robin cursor over its endpoints.
+	serviceRR map[ClusterKey]int
 }
 
 // NewEngine returns an empty Engine.
@@ -159,7 +161,7 @@ func NewEngine(o EngineOptions) *Engine {
 	return &Engine{opts: o, clusters: map[ClusterKey]*cluster{}, fs: newFilesystem(), snapshots: map[loc]*snapshot{},
 		gateways: map[string]*sqlGateway{}, gatewayNets: map[string]Network{},
 		connClusters: map[string]map[*cluster]struct{}{}, serviceClusters: map[ClusterKey]map[*cluster]struct{}{},
-		jobManagerPods: map[ClusterKey]map[*cluster]struct{}{}}
+		jobManagerPods: map[ClusterKey]map[*cluster]struct{}{}, serviceRR: map[ClusterKey]int{}}
 }
 
 // index adds c to the set at key of an index.
@@ -260,10 +262,8 @@ type cluster struct {
 	// network the TaskManagers dial, as last observed.
 	services []Service
 	net      Network
-	// rr is the Service's round-robin cursor over Ready JobManagers, and
-	// conns the JobManager each client connection reached: kube-proxy
+	// conns is the JobManager each client connection reached: kube-proxy
 	// balances connections, not requests.
-	rr    int
 	conns map[string]string
 
 	unavailable int // remaining 503 answers; <0 means until cleared
@@ -919,34 +919,24 @@ func (e *Engine) schedule(c *cluster, now time.Time) {
 	}
 }
 
-// request is the entry point of every REST call. It picks the JobManager
-// the Service would send the connection to, applies the injected
-// unavailability, counts the request and advances the cluster's clock.
-// fn runs under the Engine's lock with the receiving JobManager.
+// request is the entry point of every REST call. It finds the JobManager
+// the connection reached (a target without one is a new connection to the
+// Service), applies the injected unavailability, counts the request and
+// advances the cluster's clock. fn runs under the Engine's lock with the
+// receiving JobManager.
 func (e *Engine) request(t target, endpoint string, fn func(c *cluster, jm *process, now time.Time) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := e.clusters[t.k]
-	if c == nil || !c.observed {
-		c = e.serviceOwner(t.k)
-	}
-	if c == nil {
-		return errorf(0, "no Service %s in front of a Flink cluster is known to the simulator", t.k)
-	}
 	now := e.now()
-	e.advance(c, now)
+	var c *cluster
 	var jm *process
-	if t.direct {
-		for _, p := range c.jms {
-			if p.id() == t.jm && p.serving() {
-				jm = p
-			}
+	if t.jm == "" {
+		var err error
+		if c, jm, err = e.connect(t.k, t.servicePort(), now); err != nil {
+			return err
 		}
-	} else {
-		jm = e.pick(c, t, t.jm)
-	}
-	if jm == nil {
-		return errorf(0, "no JobManager behind %s listens on the Service's port", t.k)
+	} else if c, jm = e.reached(t, now); jm == nil {
+		return errorf(0, "the JobManager this connection reached is gone")
 	}
 	c.requests[endpoint]++
 	if c.unavailable != 0 {
@@ -967,12 +957,14 @@ func (e *Engine) request(t target, endpoint string, fn func(c *cluster, jm *proc
 }
 
 // target is where a request goes: a Service (its namespace and name, and
-// port; 0 is RESTPort) and, once the connection is made, the JobManager
-// process that received it.
+// port; 0 is RESTPort) and, once the connection is made, the cluster and
+// JobManager process that received it.
 type target struct {
 	k    ClusterKey
 	port int32
-	jm   string
+	// cluster and jm are the process the connection reached.
+	cluster ClusterKey
+	jm      string
 	// direct is a connection to the pod, not through the Service.
 	direct bool
 }
@@ -988,29 +980,68 @@ func (t target) servicePort() int32 {
 	return t.port
 }
 
-// serviceOwner is the cluster behind the Service k names, when its key is
-// another one's (of several, the first by key). Callers hold e.mu.
-func (e *Engine) serviceOwner(k ClusterKey) *cluster {
-	return firstByKey(e.serviceClusters[k])
-}
-
-// pick is the Service's choice of endpoint (kube-proxy): the given process
-// while it is still an endpoint that listens, else round-robin over the
-// JobManagers listening on their REST port at the Service's endpoints. A
-// Service whose selector or targetPort reaches no such JobManager has
-// none: the connection is refused.
-func (e *Engine) pick(c *cluster, t target, id string) *process {
-	ready, _ := c.restEndpoints(t.k.Name, t.servicePort())
-	for _, p := range ready {
-		if p.id() == id {
-			return p
+// connect is kube-proxy's choice of endpoint for a new connection to
+// Service k on port: round-robin over the JobManagers listening on their
+// REST port at the Service's ready endpoints. kube-proxy knows nothing of
+// Flink clusters: a Service whose selector matches the JobManagers of
+// several clusters balances its connections over all of them. A Service
+// that reaches no such JobManager refuses the connection. Callers hold
+// e.mu.
+func (e *Engine) connect(k ClusterKey, port int32, now time.Time) (*cluster, *process, error) {
+	owners := make([]*cluster, 0, len(e.serviceClusters[k]))
+	for c := range e.serviceClusters[k] {
+		owners = append(owners, c)
+	}
+	if len(owners) == 0 {
+		return nil, nil, errorf(0, "no Service %s in front of a Flink cluster is known to the simulator", k)
+	}
+	// An index keeps no order; the round-robin needs one.
+	sort.Slice(owners, func(i, j int) bool { return owners[i].key.String() < owners[j].key.String() })
+	type endpoint struct {
+		c  *cluster
+		jm *process
+	}
+	var ready []endpoint
+	for _, c := range owners {
+		e.advance(c, now)
+		jms, _ := c.restEndpoints(k.Name, port)
+		for _, jm := range jms {
+			ready = append(ready, endpoint{c, jm})
 		}
 	}
-	if id != "" || len(ready) == 0 {
-		return nil
+	if len(ready) == 0 {
+		return nil, nil, errorf(0, "no JobManager behind Service %s listens on port %d", k, port)
 	}
-	c.rr++
-	return ready[c.rr%len(ready)]
+	e.serviceRR[k]++
+	ep := ready[e.serviceRR[k]%len(ready)]
+	return ep.c, ep.jm, nil
+}
+
+// reached is the cluster and JobManager a connection reached, the
+// JobManager nil once it no longer listens there: through the Service,
+// while it is still one of its ready endpoints; at the pod, while its
+// process serves.
+func (e *Engine) reached(t target, now time.Time) (*cluster, *process) {
+	c := e.clusters[t.cluster]
+	if c == nil {
+		return nil, nil
+	}
+	e.advance(c, now)
+	if t.direct {
+		for _, p := range c.jms {
+			if p.id() == t.jm && p.serving() {
+				return c, p
+			}
+		}
+		return c, nil
+	}
+	ready, _ := c.restEndpoints(t.k.Name, t.servicePort())
+	for _, p := range ready {
+		if p.id() == t.jm {
+			return c, p
+		}
+	}
+	return c, nil
 }
 
 // dial is the JobManager a client connection to a Service reaches: the
@@ -1020,33 +1051,26 @@ func (e *Engine) pick(c *cluster, t target, id string) *process {
 func (e *Engine) dial(k ClusterKey, port int32, conn string) (target, flink.Version, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := e.clusters[k]
-	if c == nil || !c.observed {
-		c = e.serviceOwner(k)
-	}
-	if c == nil {
-		return target{}, flink.Version{}, errorf(0, "no Service %s in front of a Flink cluster is known to the simulator", k)
-	}
-	e.advance(c, e.now())
+	now := e.now()
 	t := target{k: k, port: port}
-	if id, ok := c.conns[conn]; ok {
-		if jm := e.pick(c, t, id); jm != nil {
-			t.jm = jm.id()
+	for c := range e.connClusters[conn] {
+		t.cluster, t.jm = c.key, c.conns[conn]
+		if _, jm := e.reached(t, now); jm != nil {
 			return t, jm.version, nil
 		}
 		delete(c.conns, conn)
 		unindex(e.connClusters, conn, c)
 		return target{}, flink.Version{}, errorf(0, "the JobManager this connection reached is gone")
 	}
-	jm := e.pick(c, t, "")
-	if jm == nil {
-		return target{}, flink.Version{}, errorf(0, "no JobManager behind Service %s listens on port %d", k, t.servicePort())
+	c, jm, err := e.connect(k, t.servicePort(), now)
+	if err != nil {
+		return target{}, flink.Version{}, err
 	}
 	if conn != "" {
 		c.conns[conn] = jm.id()
 		index(e.connClusters, conn, c)
 	}
-	t.jm = jm.id()
+	t.cluster, t.jm = c.key, jm.id()
 	return t, jm.version, nil
 }
 
@@ -1072,7 +1096,7 @@ func (e *Engine) dialPod(k ClusterKey, pod, uid string) (target, flink.Version, 
 		e.advance(c, e.now())
 		for _, p := range c.jms {
 			if p.pod.Name == pod && p.pod.UID == uid && p.serving() && p.restPort == RESTPort {
-				return target{k: c.key, jm: p.id(), direct: true}, p.version, nil
+				return target{k: c.key, cluster: c.key, jm: p.id(), direct: true}, p.version, nil
 			}
 		}
 	}

@@ -1,13 +1,15 @@
 package flinksim
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
-// A closed connection is forgotten by every cluster it reached, and a
+// A closed connection is forgotten by the cluster it reached, and a
 // Service or JobManager pod named under no cluster's key reaches the
-// cluster behind it until a later observation shows it gone: what the
+// clusters behind it until a later observation shows them gone: what the
 // engine's indexes keep must be what a scan of every cluster found.
 func TestEngineIndexes(t *testing.T) {
 	e, _ := newTestEngine(t)
@@ -21,30 +23,34 @@ func TestEngineIndexes(t *testing.T) {
 	e.Observe(other, simple(tms(1), nil).Observation())
 	svc := ClusterKey{Namespace: key.Namespace, Name: "demo-rest"}
 
-	for _, k := range []ClusterKey{svc, other} {
-		if _, _, err := e.dial(k, RESTPort, "conn-1"); err != nil {
+	// One connection per Service, as an HTTP client keeps them.
+	for conn, k := range map[string]ClusterKey{"conn-1": svc, "conn-2": other} {
+		if _, _, err := e.dial(k, RESTPort, conn); err != nil {
 			t.Fatalf("dial %s: %v", k, err)
 		}
 	}
-	if _, _, err := e.dial(ClusterKey{Namespace: "elsewhere", Name: "demo-rest"}, RESTPort, "conn-2"); err == nil {
+	if _, _, err := e.dial(ClusterKey{Namespace: "elsewhere", Name: "demo-rest"}, RESTPort, "conn-3"); err == nil {
 		t.Error("a Service of the same name in another namespace reached the cluster")
 	}
-	held := func() (n int) {
+	held := func(conn string) (n int) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		for _, c := range e.clusters {
-			if _, ok := c.conns["conn-1"]; ok {
+			if _, ok := c.conns[conn]; ok {
 				n++
 			}
 		}
 		return n
 	}
-	if n := held(); n != 2 {
-		t.Fatalf("conn-1 held by %d clusters, want 2", n)
+	if n := held("conn-1"); n != 1 {
+		t.Fatalf("conn-1 held by %d clusters, want 1", n)
 	}
 	e.ConnClosed("conn-1")
-	if n := held(); n != 0 {
+	if n := held("conn-1"); n != 0 {
 		t.Errorf("conn-1 still held by %d clusters after it closed", n)
+	}
+	if n := held("conn-2"); n != 1 {
+		t.Errorf("conn-2 held by %d clusters after conn-1 closed, want 1", n)
 	}
 
 	// A pod address under a key that is no cluster's reaches the cluster
@@ -57,19 +63,35 @@ func TestEngineIndexes(t *testing.T) {
 		}
 	}
 
-	// Two clusters behind one Service name: the first by key, every time.
+	// Two clusters behind one Service name: kube-proxy knows no Flink
+	// cluster and balances new connections over the JobManagers of both;
+	// a connection stays on the JobManager it reached, and a request on it
+	// is served by that JobManager's cluster.
 	e.Observe(other, behind("demo-rest"))
-	for range 5 {
-		tgt, _, err := e.dial(svc, RESTPort, "")
-		if err != nil || tgt.k != svc {
-			t.Fatalf("dial %s: %+v, %v", svc, tgt, err)
+	reached := map[ClusterKey]int{}
+	for i := range 4 {
+		conn := fmt.Sprintf("balanced-%d", i)
+		tgt, _, err := e.dial(svc, RESTPort, conn)
+		if err != nil {
+			t.Fatalf("dial %s: %v", svc, err)
 		}
-		e.mu.Lock()
-		owner := e.serviceOwner(svc)
-		e.mu.Unlock()
-		if owner == nil || owner.key != key {
-			t.Fatalf("owner of %s: %v, want %s (the first by key)", svc, owner, key)
+		reached[tgt.cluster]++
+		for range 3 {
+			again, _, err := e.dial(svc, RESTPort, conn)
+			if err != nil || again != tgt {
+				t.Fatalf("%s again: %+v, %v, want %+v", conn, again, err, tgt)
+			}
 		}
+		var served ClusterKey
+		if err := e.request(tgt, "test", func(c *cluster, _ *process, _ time.Time) error {
+			served = c.key
+			return nil
+		}); err != nil || served != tgt.cluster {
+			t.Fatalf("request on %s served by %s (%v), want %s", conn, served, err, tgt.cluster)
+		}
+	}
+	if reached[key] != 2 || reached[other] != 2 {
+		t.Errorf("4 connections to %s reached %v, want 2 each of %s and %s", svc, reached, key, other)
 	}
 
 	// The Service is gone from both observations: nothing answers for it.

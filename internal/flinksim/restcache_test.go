@@ -130,7 +130,7 @@ func TestExecutionGraphCachePerJobManager(t *testing.T) {
 	id := running(t, e, clk, flink.JarRunRequest{})
 	via := func(jm string) flink.JobStatus {
 		t.Helper()
-		j, err := e.job(target{k: key, jm: jm, direct: true}, id)
+		j, err := e.job(target{k: key, cluster: key, jm: jm, direct: true}, id)
 		if err != nil {
 			t.Fatal(err)
 		}
