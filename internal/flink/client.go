@@ -11,11 +11,11 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -107,16 +107,20 @@ func (e *Error) Unwrap() error { return e.Err }
 // time. The health checks put this message in their verdict, whose change
 // wakes a reconcile and writes the conditions; a connection reset read as a
 // new message at every probe, and a starting JobManager whose REST port
-// reset connections was probed in a loop, hundreds of times a second.
+// reset connections was probed in a loop, hundreds of times a second. The
+// text is edited, not the net.OpError: a resolver's failure keeps the
+// OpError of its query to the DNS server only as text (net.DNSError.Err),
+// and a refusing DNS server would start the same loop for every cluster.
 func withoutLocalAddress(err error) string {
-	var op *net.OpError
-	if err == nil || !errors.As(err, &op) || op.Source == nil {
+	if err == nil {
 		return fmt.Sprint(err)
 	}
-	remote := *op
-	remote.Source = nil
-	return strings.Replace(err.Error(), op.Error(), remote.Error(), 1)
+	return localEnd.ReplaceAllString(err.Error(), "$1 ")
 }
+
+// localEnd is the local end of a connection in a net.OpError's text,
+// "tcp <local>-><remote>": the network is kept, the local address dropped.
+var localEnd = regexp.MustCompile(`\b((?:tcp|udp)[46]?) [^\s>]+->`)
 
 // Unavailable reports whether the API could not serve the request right
 // now: no connection, or 502/503/504. Such errors are worth retrying later

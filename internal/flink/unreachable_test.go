@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -51,7 +52,14 @@ func TestWithoutLocalAddress(t *testing.T) {
 			"read tcp 10.0.0.9:8081: connection reset by peer"},
 		{"a refused dial has no source", &net.OpError{Op: "dial", Net: "tcp", Addr: remote, Err: errRefused},
 			"dial tcp 10.0.0.9:8081: connection refused"},
+		{"IPv6", &net.OpError{Op: "read", Net: "tcp6", Source: &net.TCPAddr{IP: net.IPv6loopback, Port: 41634}, Addr: &net.TCPAddr{IP: net.IPv6loopback, Port: 8081}, Err: errReset},
+			"read tcp6 [::1]:8081: connection reset by peer"},
+		// The resolver keeps its query's failure as text only.
+		{"a DNS server that refuses", &url.Error{Op: "Get", URL: "http://demo-rest.ns:8081/overview", Err: &net.OpError{Op: "dial", Net: "tcp",
+			Err: &net.DNSError{Err: "read udp 10.0.0.7:53012->10.96.0.10:53: read: connection refused", Name: "demo-rest.ns", Server: "10.96.0.10:53"}}},
+			`Get "http://demo-rest.ns:8081/overview": dial tcp: lookup demo-rest.ns on 10.96.0.10:53: read udp 10.96.0.10:53: read: connection refused`},
 		{"not a network error", context.DeadlineExceeded, "context deadline exceeded"},
+		{"no error", nil, "<nil>"},
 	} {
 		if got := withoutLocalAddress(tc.err); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
