@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
+	"github.com/datapilot/datapilot/internal/health"
 	"github.com/datapilot/datapilot/internal/lifecycle"
 )
 
@@ -134,5 +135,49 @@ func TestJobSubmittedRemembersAnEndedJob(t *testing.T) {
 	expireJobSubmittedCondition(st, 4)
 	if c := meta.FindStatusCondition(st.Conditions, v1.ConditionJobSubmitted); c != nil {
 		t.Errorf("the refusal stayed once another job was recorded: %+v", c)
+	}
+}
+
+// JobsRunning says of the recorded job what status.job.state says while
+// the step sees it starting and the verdict (GET /jobs/overview, never
+// cached) already sees it RUNNING: Flink answers GET /jobs/{jobid} from a
+// cached graph. Any other verdict is shown as it is.
+func TestJobsConditionFollowsTheRecordedJob(t *testing.T) {
+	const id = "ca7e986df1994b5d520949ae2aab6ccc"
+	running := health.LevelVerdict{Status: metav1.ConditionTrue, Reason: health.ReasonJobRunning, Message: "Job Bench (" + id + ") is RUNNING."}
+	starting := health.LevelVerdict{Status: metav1.ConditionUnknown, Reason: health.ReasonJobStarting, Message: health.JobStartingMessage(id)}
+	notRunning := health.LevelVerdict{Status: metav1.ConditionFalse, Reason: health.ReasonJobNotRunning, Message: "Job Bench (" + id + ") is FAILING, not RUNNING."}
+	now := metav1.NewTime(time.Unix(2000, 0))
+	for _, tc := range []struct {
+		name    string
+		job     *v1.JobStatus
+		verdict health.LevelVerdict
+		want    health.LevelVerdict
+	}{
+		{"the step sees it INITIALIZING", &v1.JobStatus{ID: id, State: "INITIALIZING"}, running, starting},
+		{"the step sees it CREATED", &v1.JobStatus{ID: id, State: "CREATED"}, running, starting},
+		{"the step sees it RUNNING too", &v1.JobStatus{ID: id, State: "RUNNING"}, running, running},
+		{"the step has not seen it: the verdict is all there is", &v1.JobStatus{ID: id}, running, running},
+		{"a failure is shown as it is", &v1.JobStatus{ID: id, State: "INITIALIZING"}, notRunning, notRunning},
+		{"a session cluster records no job", nil, running, running},
+	} {
+		st := &v1.FlinkClusterStatus{Job: tc.job}
+		setHealthConditions(st, 1, now, &health.Verdict{Levels: map[health.Level]health.LevelVerdict{health.LevelJobs: tc.verdict}})
+		c := meta.FindStatusCondition(st.Conditions, v1.ConditionJobsRunning)
+		if c == nil || c.Status != tc.want.Status || c.Reason != tc.want.Reason || c.Message != tc.want.Message {
+			t.Errorf("%s: %+v, want %+v", tc.name, c, tc.want)
+		}
+	}
+
+	// The reconcile woken by the verdict's RUNNING, its step reading the
+	// cached INITIALIZING, has nothing to write after the submission's
+	// write: the job's state alone rides on the next write.
+	recorded := &v1.FlinkClusterStatus{Job: &v1.JobStatus{ID: id}}
+	setHealthConditions(recorded, 1, now, &health.Verdict{Levels: map[health.Level]health.LevelVerdict{health.LevelJobs: starting}})
+	next := recorded.DeepCopy()
+	next.Job.State = "INITIALIZING"
+	setHealthConditions(next, 1, metav1.NewTime(now.Add(2*time.Second)), &health.Verdict{Levels: map[health.Level]health.LevelVerdict{health.LevelJobs: running}})
+	if !lifecycle.FlinkProgressOnly(recorded, next, 1) {
+		t.Errorf("a status write for a job the step sees INITIALIZING and the verdict RUNNING:\nrecorded %+v\nnext %+v", recorded, next)
 	}
 }

@@ -124,17 +124,20 @@ type Engine struct {
 	// namespace.
 	gateways    map[string]*sqlGateway
 	gatewayNets map[string]Network
-	// connClusters are the clusters each client connection reached,
-	// serviceClusters the observed clusters behind each Service and
+	// conns are the JobManagers each client connection reached, by the
+	// Service it was made to: the simulator's one listener carries every
+	// Service's connections, so one client connection to it stands for one
+	// connection per Service it named. kube-proxy balances connections,
+	// not requests.
+	conns map[string]map[serviceConn]route
+	// serviceClusters are the observed clusters behind each Service and
 	// jobManagerPods the clusters with a JobManager process in each pod
-	// (by namespace and pod name): indexes, so that a closed connection
-	// and a request to a Service or pod named after no cluster cost the
-	// clusters concerned, not a scan of every cluster the simulator ever
-	// saw under mu (a bench run creating thousands of clusters in turn
+	// (by namespace and pod name): indexes, so that a request to a Service
+	// or pod named after no cluster costs the clusters concerned, not a
+	// scan of every cluster the simulator ever saw under mu (a bench run creating thousands of clusters in turn
 	// spent a sixth of its process on those scans in its first round, and
 	// more with each). How the simulator finds its state, not a Flink
 	// behaviour.
-	connClusters    map[string]map[*cluster]struct{}
 	serviceClusters map[ClusterKey]map[*cluster]struct{}
 	jobManagerPods  map[ClusterKey]map[*cluster]struct{}
 	// serviceRR is each Service's round-robin cursor over its endpoints.
@@ -160,7 +163,7 @@ func NewEngine(o EngineOptions) *Engine {
 	}
 	return &Engine{opts: o, clusters: map[ClusterKey]*cluster{}, fs: newFilesystem(), snapshots: map[loc]*snapshot{},
 		gateways: map[string]*sqlGateway{}, gatewayNets: map[string]Network{},
-		connClusters: map[string]map[*cluster]struct{}{}, serviceClusters: map[ClusterKey]map[*cluster]struct{}{},
+		conns: map[string]map[serviceConn]route{}, serviceClusters: map[ClusterKey]map[*cluster]struct{}{},
 		jobManagerPods: map[ClusterKey]map[*cluster]struct{}{}, serviceRR: map[ClusterKey]int{}}
 }
 
@@ -262,9 +265,6 @@ type cluster struct {
 	// network the TaskManagers dial, as last observed.
 	services []Service
 	net      Network
-	// conns is the JobManager each client connection reached: kube-proxy
-	// balances connections, not requests.
-	conns map[string]string
 
 	unavailable int // remaining 503 answers; <0 means until cleared
 	// lostAnswers counts, by endpoint, the requests still to take effect
@@ -308,7 +308,7 @@ func (c *cluster) dispatchers() iter.Seq[*dispatcher] {
 func (e *Engine) get(k ClusterKey) *cluster {
 	c := e.clusters[k]
 	if c == nil {
-		c = &cluster{key: k, waiting: map[string]string{}, ha: map[string]*haStore{}, conns: map[string]string{}, requests: map[string]int{}, history: map[string]*jobHistory{}}
+		c = &cluster{key: k, waiting: map[string]string{}, ha: map[string]*haStore{}, requests: map[string]int{}, history: map[string]*jobHistory{}}
 		e.clusters[k] = c
 	}
 	return c
@@ -1053,25 +1053,39 @@ func (e *Engine) dial(k ClusterKey, port int32, conn string) (target, flink.Vers
 	defer e.mu.Unlock()
 	now := e.now()
 	t := target{k: k, port: port}
-	for c := range e.connClusters[conn] {
-		t.cluster, t.jm = c.key, c.conns[conn]
+	sc := serviceConn{k, t.servicePort()}
+	if r, ok := e.conns[conn][sc]; ok {
+		t.cluster, t.jm = r.cluster, r.jm
 		if _, jm := e.reached(t, now); jm != nil {
 			return t, jm.version, nil
 		}
-		delete(c.conns, conn)
-		unindex(e.connClusters, conn, c)
+		delete(e.conns[conn], sc)
 		return target{}, flink.Version{}, errorf(0, "the JobManager this connection reached is gone")
 	}
-	c, jm, err := e.connect(k, t.servicePort(), now)
+	c, jm, err := e.connect(k, sc.port, now)
 	if err != nil {
 		return target{}, flink.Version{}, err
 	}
-	if conn != "" {
-		c.conns[conn] = jm.id()
-		index(e.connClusters, conn, c)
-	}
 	t.cluster, t.jm = c.key, jm.id()
+	if conn != "" {
+		if e.conns[conn] == nil {
+			e.conns[conn] = map[serviceConn]route{}
+		}
+		e.conns[conn][sc] = route{t.cluster, t.jm}
+	}
 	return t, jm.version, nil
+}
+
+// serviceConn is a Service's port, as a connection names it.
+type serviceConn struct {
+	svc  ClusterKey
+	port int32
+}
+
+// route is the cluster and JobManager a connection reached.
+type route struct {
+	cluster ClusterKey
+	jm      string
 }
 
 // dialPod is a connection to one JobManager pod at RESTPort, not through
@@ -1107,10 +1121,7 @@ func (e *Engine) dialPod(k ClusterKey, pod, uid string) (target, flink.Version, 
 func (e *Engine) ConnClosed(conn string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for c := range e.connClusters[conn] {
-		delete(c.conns, conn)
-	}
-	delete(e.connClusters, conn)
+	delete(e.conns, conn)
 }
 
 // dispatcherFor is the Dispatcher a request received by jm reaches through

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// A closed connection is forgotten by the cluster it reached, and a
+// A closed connection is forgotten by every cluster it reached, and a
 // Service or JobManager pod named under no cluster's key reaches the
 // clusters behind it until a later observation shows them gone: what the
 // engine's indexes keep must be what a scan of every cluster found.
@@ -23,34 +23,31 @@ func TestEngineIndexes(t *testing.T) {
 	e.Observe(other, simple(tms(1), nil).Observation())
 	svc := ClusterKey{Namespace: key.Namespace, Name: "demo-rest"}
 
-	// One connection per Service, as an HTTP client keeps them.
-	for conn, k := range map[string]ClusterKey{"conn-1": svc, "conn-2": other} {
-		if _, _, err := e.dial(k, RESTPort, conn); err != nil {
+	// One client connection to the simulator's listener carries requests
+	// to two Services: a connection to each.
+	for _, k := range []ClusterKey{svc, other} {
+		if _, _, err := e.dial(k, RESTPort, "conn-1"); err != nil {
 			t.Fatalf("dial %s: %v", k, err)
 		}
 	}
-	if _, _, err := e.dial(ClusterKey{Namespace: "elsewhere", Name: "demo-rest"}, RESTPort, "conn-3"); err == nil {
+	if _, _, err := e.dial(ClusterKey{Namespace: "elsewhere", Name: "demo-rest"}, RESTPort, "conn-2"); err == nil {
 		t.Error("a Service of the same name in another namespace reached the cluster")
 	}
-	held := func(conn string) (n int) {
+	held := func(conn string) map[ClusterKey]bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		for _, c := range e.clusters {
-			if _, ok := c.conns[conn]; ok {
-				n++
-			}
+		reached := map[ClusterKey]bool{}
+		for _, r := range e.conns[conn] {
+			reached[r.cluster] = true
 		}
-		return n
+		return reached
 	}
-	if n := held("conn-1"); n != 1 {
-		t.Fatalf("conn-1 held by %d clusters, want 1", n)
+	if got := held("conn-1"); len(got) != 2 || !got[key] || !got[other] {
+		t.Fatalf("conn-1 reached %v, want %s and %s", got, key, other)
 	}
 	e.ConnClosed("conn-1")
-	if n := held("conn-1"); n != 0 {
-		t.Errorf("conn-1 still held by %d clusters after it closed", n)
-	}
-	if n := held("conn-2"); n != 1 {
-		t.Errorf("conn-2 held by %d clusters after conn-1 closed, want 1", n)
+	if got := held("conn-1"); len(got) != 0 {
+		t.Errorf("conn-1 still routed to %v after it closed", got)
 	}
 
 	// A pod address under a key that is no cluster's reaches the cluster

@@ -200,7 +200,7 @@ func jobsProbe(fc *v1.FlinkCluster, jobs []JobSummary, now time.Time) Probe {
 		case j.State == flink.JobRunning:
 			p.OK, p.Reason, p.Message = true, ReasonJobRunning, fmt.Sprintf("Job %s is RUNNING.", jobName(j))
 		case fresh && (j.State == flink.JobInitializing || j.State == flink.JobCreated):
-			p.Unknown, p.Reason, p.Message = true, ReasonJobStarting, fmt.Sprintf("Job %s is starting.", id)
+			p.Unknown, p.Reason, p.Message = true, ReasonJobStarting, JobStartingMessage(id)
 		default:
 			p.Reason, p.Message = ReasonJobNotRunning, fmt.Sprintf("Job %s is %s, not RUNNING.", jobName(j), j.State)
 		}
@@ -209,12 +209,16 @@ func jobsProbe(fc *v1.FlinkCluster, jobs []JobSummary, now time.Time) Probe {
 	if fresh {
 		// One message for every step of the start: each change would be
 		// a status write.
-		p.Unknown, p.Reason, p.Message = true, ReasonJobStarting, fmt.Sprintf("Job %s is starting.", id)
+		p.Unknown, p.Reason, p.Message = true, ReasonJobStarting, JobStartingMessage(id)
 		return p
 	}
 	p.Reason, p.Message = ReasonJobNotFound, fmt.Sprintf("Job %s from status.job.id is unknown to the JobManager.", id)
 	return p
 }
+
+// JobStartingMessage is what the Jobs level says of a job on its way to
+// RUNNING: one message for every step of the start.
+func JobStartingMessage(id string) string { return fmt.Sprintf("Job %s is starting.", id) }
 
 func jobName(j JobSummary) string {
 	if j.Name == "" || j.Name == j.ID {
