@@ -134,10 +134,10 @@ type Engine struct {
 	// jobManagerPods the clusters with a JobManager process in each pod
 	// (by namespace and pod name): indexes, so that a request to a Service
 	// or pod named after no cluster costs the clusters concerned, not a
-	// scan of every cluster the simulator ever saw under mu (a bench run creating thousands of clusters in turn
-	// spent a sixth of its process on those scans in its first round, and
-	// more with each). How the simulator finds its state, not a Flink
-	// behaviour.
+	// scan of every cluster the simulator ever saw under mu (a bench run
+	// creating thousands of clusters in turn spent a sixth of its process
+	// on those scans in its first round, and more with each). How the
+	// simulator finds its state, not a Flink behaviour.
 	serviceClusters map[ClusterKey]map[*cluster]struct{}
 	jobManagerPods  map[ClusterKey]map[*cluster]struct{}
 	// serviceRR is each Service's round-robin cursor over its endpoints.
