@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/datapilot/datapilot/api/v1"
@@ -91,11 +94,63 @@ func testFinalizerAdmission(t *testing.T, ce *conversionEnv) {
 		t.Errorf("a v1alpha1 cluster with claims was stored with finalizers %v", alpha.Finalizers)
 	}
 
-	session := memoryCluster(ns, "session", "2Gi", nil)
-	if err := c.Create(ctx, session); err != nil {
+	// The webhook's match condition answers as controller.NeedsFinalizer
+	// does, one cluster for each way it can answer: the API server calls
+	// the webhook only where the finalizer is due, and counts each create
+	// its condition spared the call.
+	ha := func(name string, mode v1.HighAvailabilityMode) *v1.FlinkCluster {
+		fc := memoryCluster(ns, name, "2Gi", nil)
+		fc.Spec.HighAvailability = &v1.HighAvailabilitySpec{Mode: mode}
+		if mode == v1.HighAvailabilityZookeeper {
+			fc.Spec.HighAvailability.Zookeeper = &v1.ZookeeperSpec{ConnectString: "zk:2181"}
+		}
+		return fc
+	}
+	claims := memoryCluster(ns, "claims", "2Gi", nil)
+	claims.Spec.TaskManager.Storage = &v1.TaskManagerStorage{Size: resource.MustParse("1Gi")}
+	for _, fc := range []*v1.FlinkCluster{
+		memoryCluster(ns, "session", "2Gi", nil),
+		job("job"),
+		claims,
+		ha("ha-kubernetes", v1.HighAvailabilityKubernetes),
+		ha("ha-zookeeper", v1.HighAvailabilityZookeeper),
+		ha("ha-none", v1.HighAvailabilityNone),
+	} {
+		want := controller.NeedsFinalizer(fc)
+		before := finalizerExclusions(t, ce)
+		if err := c.Create(ctx, fc); err != nil {
+			t.Fatalf("create %s: %v", fc.Name, err)
+		}
+		if got := slices.Contains(fc.Finalizers, controller.Finalizer); got != want {
+			t.Errorf("%s: stored with finalizers %v; NeedsFinalizer says %t", fc.Name, fc.Finalizers, want)
+		}
+		if spared := finalizerExclusions(t, ce) - before; spared != map[bool]int{false: 1, true: 0}[want] {
+			t.Errorf("%s: the match condition spared %d calls of the webhook; NeedsFinalizer says %t", fc.Name, spared, want)
+		}
+	}
+}
+
+// finalizerExclusions is the API server's count of FlinkCluster creates
+// the finalizer webhook's match condition spared the call.
+func finalizerExclusions(t *testing.T, ce *conversionEnv) int {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(ce.cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(session.Finalizers) != 0 {
-		t.Errorf("a session cluster with nothing to clean up was stored with finalizers %v", session.Finalizers)
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "apiserver_admission_match_condition_exclusions_total{") &&
+			strings.Contains(line, `name="finalizer.flinkclusters.`+v1.GroupVersion.Group+`"`) && strings.Contains(line, `operation="CREATE"`) {
+			n, err := strconv.Atoi(line[strings.LastIndex(line, " ")+1:])
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return n
+		}
+	}
+	return 0
 }
