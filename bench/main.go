@@ -164,12 +164,17 @@ type results struct {
 	throttleMean                 time.Duration
 	flinkRESTMean                time.Duration
 	// simReads are the Flink simulator's namespace reads over the run.
-	simReads         flinksim.ReadStats
-	takeover         time.Duration
-	takeoverWrites   int
-	takeoverByKind   []string
-	takeoverResynced float64
-	sharded          *shardResult
+	simReads       flinksim.ReadStats
+	takeover       time.Duration
+	takeoverWrites int
+	// takeoverJobStatus are the takeover's status writes to job clusters:
+	// with retained 1 each newer checkpoint is written (lifecycle
+	// FlinkProgressOnly), and a new leader finds every running job's moved
+	// on since the old leader's last write.
+	takeoverJobStatus int
+	takeoverByKind    []string
+	takeoverResynced  float64
+	sharded           *shardResult
 }
 
 // round is one pass of the interleaved phases.
@@ -622,6 +627,11 @@ func run(ctx context.Context, c config) error {
 			r.takeoverByKind = append(r.takeoverByKind, fmt.Sprintf("%s %d", k, n))
 		}
 	}
+	if c.jobs > 0 {
+		inJobs := map[string]int{}
+		countWrites(audit, operatorAgent, last.jobsNS, killed, time.Time{}, inJobs)
+		r.takeoverJobStatus = inJobs["patch flinkclusters/status"]
+	}
 	slices.Sort(r.takeoverByKind)
 
 	// Phase 4: the sharded mode. The leader hands over (a graceful stop)
@@ -1021,7 +1031,8 @@ func report(c config, r results) error {
 	// operator's path and not the baseline's.
 	fmt.Fprintf(&b, "| Flink simulator: namespace reads over the run, count / mean / longest (a change is seen at most about three reads late) | %s | |\n", r.simReads.String())
 	fmt.Fprintf(&b, "| Takeover: leader killed → the standby's first reconcile | %s | ≤ 20 s |\n", ms(r.takeover))
-	fmt.Fprintf(&b, "| Takeover: writes while the new leader resynced %d clusters | %d | 0 |\n", clusters, r.takeoverWrites)
+	fmt.Fprintf(&b, "| Takeover: writes while the new leader resynced %d clusters; of them, job clusters' status (a newer checkpoint, written with retained 1) | %d; %d | 0 beyond one per job cluster |\n",
+		clusters, r.takeoverWrites, r.takeoverJobStatus)
 	if sr := r.sharded; sr != nil {
 		fmt.Fprintf(&b, "| Sharded (%d shards, 2 replicas): of the %d clusters there were, those in each replica's shards (leases), bench-a / bench-b; each one's reconciles since | %d / %d; %.0f / %.0f | about half each |\n",
 			benchShards, sr.existing, sr.owned["bench-a"], sr.owned["bench-b"], sr.resynced["bench-a"], sr.resynced["bench-b"])
