@@ -94,12 +94,16 @@ type JobView struct {
 	Rescales int `json:"rescales"`
 	// Vertices are the job graph's vertices with their parallelism now.
 	Vertices []VertexView `json:"vertices"`
-	// RestoredFrom is what the current run restored from; nil when it
-	// started without state.
-	RestoredFrom     *flink.RestoredCheckpointStatistics `json:"restoredFrom,omitempty"`
-	LatestCheckpoint string                              `json:"latestCheckpoint,omitempty"`
-	LatestSavepoint  string                              `json:"latestSavepoint,omitempty"`
-	FailureCause     string                              `json:"failureCause,omitempty"`
+	// RestoredFrom is what the current run restored from, as Flink
+	// reports it; nil when it started without state. Its is_savepoint is
+	// the type the claim mode gave the snapshot (a retained checkpoint
+	// restored under NO_CLAIM is a savepoint type);
+	// RestoredFromSavepoint says whether it was taken as a savepoint.
+	RestoredFrom          *flink.RestoredCheckpointStatistics `json:"restoredFrom,omitempty"`
+	RestoredFromSavepoint bool                                `json:"restoredFromSavepoint,omitempty"`
+	LatestCheckpoint      string                              `json:"latestCheckpoint,omitempty"`
+	LatestSavepoint       string                              `json:"latestSavepoint,omitempty"`
+	FailureCause          string                              `json:"failureCause,omitempty"`
 }
 
 // VertexView is one job vertex.
@@ -174,7 +178,7 @@ func (e *Engine) View(k ClusterKey) (ClusterView, error) {
 		}
 		if j.restored != nil {
 			r := *j.restored
-			jv.RestoredFrom = &r
+			jv.RestoredFrom, jv.RestoredFromSavepoint = &r, j.restoredTakenAsSavepoint
 		}
 		if j.latestCompleted != nil {
 			jv.LatestCheckpoint = j.latestCompleted.ExternalPath

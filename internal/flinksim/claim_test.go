@@ -60,12 +60,52 @@ func TestClaimModes(t *testing.T) {
 			// Two checkpoints complete after the restore: with one retained
 			// (the default), both subsume the restored snapshot.
 			clk.step(21 * time.Second)
-			if cp, _ := e.Checkpoints(key, id); cp.Counts.Completed < 2 || cp.Latest.Restored == nil || cp.Latest.Restored.ExternalPath != sp {
+			cp, _ := e.Checkpoints(key, id)
+			if cp.Counts.Completed < 2 || cp.Latest.Restored == nil || cp.Latest.Restored.ExternalPath != sp {
 				t.Fatalf("checkpoints = %+v", cp)
+			}
+			// is_savepoint is the type the claim mode gave the restored
+			// snapshot (CheckpointProperties#isSavepoint): a savepoint
+			// type unless CLAIM made it one of the job's checkpoints.
+			if got := cp.Latest.Restored.IsSavepoint; got != tc.wantKept {
+				t.Errorf("restored is_savepoint %t, want %t", got, tc.wantKept)
 			}
 			_, err = e.resolveSnapshotAt(key, sp)
 			if kept := err == nil; kept != tc.wantKept {
 				t.Fatalf("restored savepoint %s kept: %v, want %v", sp, kept, tc.wantKept)
+			}
+		})
+	}
+}
+
+// TestRestoredCheckpointType: a retained checkpoint restored under
+// NO_CLAIM is reported as a savepoint (CheckpointProperties#
+// forUnclaimedSnapshot is a savepoint type), under CLAIM as a checkpoint
+// (the job's own properties): latest.restored.is_savepoint says how the
+// job holds the snapshot, not how it was taken.
+func TestRestoredCheckpointType(t *testing.T) {
+	for _, tc := range []struct {
+		mode flink.RestoreMode
+		want bool
+	}{{flink.RestoreNoClaim, true}, {flink.RestoreLegacy, true}, {flink.RestoreClaim, false}} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			e, clk := newTestEngine(t)
+			e.Observe(key, simple(tms(1), map[string]string{"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}).Observation())
+			old := running(t, e, clk, flink.JarRunRequest{})
+			clk.step(11 * time.Second)
+			cp, _ := e.Checkpoints(key, old)
+			if cp.Latest.Completed == nil {
+				t.Fatalf("no checkpoint: %+v", cp)
+			}
+			path := cp.Latest.Completed.ExternalPath
+			if err := e.CancelJob(key, old, ""); err != nil {
+				t.Fatal(err)
+			}
+			clk.step(time.Second)
+			id := running(t, e, clk, flink.JarRunRequest{SavepointPath: path, RestoreMode: tc.mode})
+			cp, _ = e.Checkpoints(key, id)
+			if r := cp.Latest.Restored; r == nil || r.ExternalPath != path || r.IsSavepoint != tc.want {
+				t.Fatalf("restored %+v; want %s with is_savepoint %t", r, path, tc.want)
 			}
 		})
 	}

@@ -139,7 +139,9 @@ func (f *filesystem) dropPod(uid string) {
 // state is inline in the JobManager's memory (and, with high availability,
 // in the HA store's copy).
 type snapshot struct {
-	id        int64
+	id int64
+	// savepoint: taken as a savepoint (a savepoint directory); the type
+	// a job holds it as is props.savepoint.
 	savepoint bool
 	// pointer is the external path Flink reports
 	// (CompletedCheckpoint#getExternalPointer).

@@ -68,8 +68,11 @@ type job struct {
 	completedCount, failedCount      int64
 	restoredCount                    int64
 	restored                         *flink.RestoredCheckpointStatistics
-	failureCause                     string
-	failedAt                         time.Time
+	// restoredTakenAsSavepoint: the snapshot the run restored was taken
+	// as a savepoint, whatever type restored reports (JobView's).
+	restoredTakenAsSavepoint bool
+	failureCause             string
+	failedAt                 time.Time
 	// exceptions is the root exception history, oldest first; pending the
 	// failure a restart archives once it restarts the tasks.
 	exceptions     []rootException
@@ -115,7 +118,12 @@ type rootException struct {
 // props are a snapshot's CheckpointProperties: whether it is deleted when
 // subsumed, and when the job ends FINISHED, CANCELED or FAILED or is
 // SUSPENDED (its JobManager shut down).
-type props struct{ subsumed, finished, cancelled, failed, suspended bool }
+type props struct {
+	subsumed, finished, cancelled, failed, suspended bool
+	// savepoint is CheckpointProperties#isSavepoint: the snapshot's type
+	// as the job holds it, which latest.restored.is_savepoint reports.
+	savepoint bool
+}
 
 // retentionProps maps execution.checkpointing.externalized-checkpoint-
 // retention (the same key in every minor) to CheckpointProperties#
@@ -383,17 +391,29 @@ func (e *Engine) buildJobMaster(c *cluster, j *job, at time.Time) error {
 		return err
 	}
 	// CheckpointCoordinator#restoreSavepoint: the snapshot, with the
-	// states that map, joins the store (CLAIM: as a checkpoint the job
-	// owns; NO_CLAIM and LEGACY: never deleted by Flink) and the ID
-	// counter continues after it.
+	// states that map, joins the store through
+	// addCheckpointAndSubsumeOldestOne, so with high availability its
+	// pointer is in the HA store too and the next checkpoint subsumes it
+	// there as well. Its properties follow the claim mode: CLAIM, the
+	// job's own checkpoint properties (a checkpoint the job owns, deleted
+	// once subsumed); NO_CLAIM, CheckpointProperties#forUnclaimedSnapshot,
+	// and LEGACY, #forSavepoint: savepoint types Flink never deletes. The
+	// type is what latest.restored.is_savepoint reports, after a failover
+	// too (CheckpointStatsTracker#reportRestoredCheckpoint reads
+	// CheckpointProperties#isSavepoint), whatever the snapshot was taken
+	// as. The ID counter continues after it.
 	own := *snap
 	own.operators = mapped
-	own.props = props{}
+	own.props = props{savepoint: true}
 	if j.sub.claimMode == "CLAIM" {
 		own.props = j.retention
 	}
-	j.store = append(j.store, &own)
+	j.addToStore(e, &own)
 	j.nextID = snap.id + 1
+	if hj := j.haJob(); hj != nil {
+		// CheckpointIDCounter#setCount: with HA the counter is there too.
+		hj.counter = j.nextID
+	}
 	return j.restoreAtStart(&own, at)
 }
 
@@ -439,7 +459,8 @@ func (e *Engine) resolveSnapshot(d *dispatcher, pointer string) (*snapshot, erro
 func (j *job) restore(s *snapshot, at time.Time) {
 	j.restoreFrom = s
 	j.restoredCount++
-	j.restored = &flink.RestoredCheckpointStatistics{ID: s.id, RestoreTimestamp: ms(at), IsSavepoint: s.savepoint, ExternalPath: s.pointer}
+	j.restored = &flink.RestoredCheckpointStatistics{ID: s.id, RestoreTimestamp: ms(at), IsSavepoint: s.props.savepoint, ExternalPath: s.pointer}
+	j.restoredTakenAsSavepoint = s.savepoint
 }
 
 // startScheduling is DefaultScheduler#startSchedulingInternal: the job is
@@ -556,7 +577,7 @@ func (e *Engine) completePending(c *cluster, j *job, p *pending, at time.Time) {
 		if p.kind == kindStop {
 			typ = "SYNC_SAVEPOINT"
 		}
-		snap.props = props{}
+		snap.props = props{savepoint: true}
 		snap.pointer = strings.TrimRight(p.target, "/") + "/savepoint-" + j.id[:6] + "-" + randomHex(6)
 	} else if j.checkpointDir == "" {
 		snap.pointer = "<checkpoint-not-externally-addressable>"
@@ -654,7 +675,9 @@ func (e *Engine) writeSnapshot(c *cluster, j *job, s *snapshot) error {
 
 // addToStore is DefaultCompletedCheckpointStore#
 // addCheckpointAndSubsumeOldestOne; with high availability the pointer is
-// written to HA storage too.
+// written to HA storage too. Every snapshot that joins a running job's
+// store joins here (a recovered store is read from the HA list), so the
+// two subsume in step.
 func (j *job) addToStore(e *Engine, s *snapshot) {
 	j.store = append(j.store, s)
 	hj := j.haJob()

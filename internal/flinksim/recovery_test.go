@@ -198,6 +198,59 @@ func TestJobManagerLoss(t *testing.T) {
 			t.Errorf("checkpoint IDs restart instead of continuing: %+v", cp.Latest.Completed)
 		}
 	})
+	// A job restored from a savepoint holds it in its checkpoint store,
+	// HA store included (CheckpointCoordinator#restoreSavepoint adds it
+	// through addCheckpointAndSubsumeOldestOne), and its first checkpoint
+	// subsumes it in both. A new leader restores the HA store's latest:
+	// the savepoint before that checkpoint, the checkpoint after it, never
+	// the savepoint again once a checkpoint completed.
+	for _, tc := range []struct {
+		name        string
+		run         time.Duration // from the restored job's start to the loss
+		wantSuffix  string        // of the path restored; "" is the savepoint's
+		wantSavept  bool
+		wantRestore int64
+	}{
+		{"with high availability, lost before the restored job's first checkpoint", 0, "", true, 3},
+		{"with high availability, lost after the restored job's first checkpoint", 11 * time.Second, "/chk-4", false, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, clk := newTestEngine(t)
+			e.Observe(key, simple(tms(1), ha).Observation())
+			old := running(t, e, clk, flink.JarRunRequest{})
+			clk.step(25 * time.Second)
+			tr, err := e.StopWithSavepoint(key, old, flink.StopWithSavepointRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.step(2 * time.Second)
+			st, _ := e.SavepointStatus(key, old, tr.RequestID)
+			sp := st.Operation.Location
+			id := running(t, e, clk, flink.JarRunRequest{SavepointPath: sp})
+			clk.step(tc.run)
+			if err := e.LoseJobManager(key); err != nil {
+				t.Fatal(err)
+			}
+			clk.step(15 * time.Second) // the crashed leader's lease
+			if _, err := e.Jobs(key); err != nil {
+				t.Fatal(err)
+			}
+			clk.step(2 * time.Second)
+			cp, _ := e.Checkpoints(key, id)
+			r := cp.Latest.Restored
+			want := sp
+			if tc.wantSuffix != "" {
+				want = tc.wantSuffix
+			}
+			if r == nil || !strings.HasSuffix(r.ExternalPath, want) || r.ID != tc.wantRestore || r.IsSavepoint != tc.wantSavept {
+				t.Fatalf("recovered job restored from %+v; want %s (ID %d, is_savepoint %t)", r, want, tc.wantRestore, tc.wantSavept)
+			}
+			clk.step(11 * time.Second)
+			if cp, _ := e.Checkpoints(key, id); cp.Latest.Completed == nil || cp.Latest.Completed.ID != tc.wantRestore+1 {
+				t.Errorf("the recovered job's next checkpoint %+v; want ID %d", cp.Latest.Completed, tc.wantRestore+1)
+			}
+		})
+	}
 	t.Run("high availability on the JobManager's own disk", func(t *testing.T) {
 		e, clk := newTestEngine(t)
 		local := map[string]string{"high-availability.storageDir": "file:///flink-data/ha"}

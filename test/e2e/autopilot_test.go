@@ -153,7 +153,7 @@ func TestAutopilotRampScalesUpAndDrainsTheLag(t *testing.T) {
 	}
 	// Every rescale went through a savepoint the job was restored from.
 	job := runningJob(t, key, fc)
-	if job.RestoredFrom == nil || !job.RestoredFrom.IsSavepoint {
+	if job.RestoredFrom == nil || !job.RestoredFromSavepoint {
 		t.Errorf("the rescaled job restored from %+v, want a savepoint", job.RestoredFrom)
 	}
 	eventually(t, 30*time.Second, "a ScaleUp event", func() error { return hasEvent(t, ns, "ScaleUp") })
@@ -365,7 +365,7 @@ func TestJobPastItsRestartStrategyIsRestoredFromItsLatestCheckpoint(t *testing.T
 		})
 		// Flink's latest checkpoint when it failed, or a later one of
 		// the same job (it checkpoints until it is FAILED).
-		if restored.RestoredFrom == nil || restored.RestoredFrom.IsSavepoint || restored.RestoredFrom.ID < checkpoint {
+		if restored.RestoredFrom == nil || restored.RestoredFromSavepoint || restored.RestoredFrom.ID < checkpoint {
 			t.Errorf("restore %d from %+v, want the failed job's latest checkpoint (%d or later)", attempt, restored.RestoredFrom, checkpoint)
 		}
 	}

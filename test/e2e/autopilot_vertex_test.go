@@ -112,7 +112,7 @@ func sizesEachVertex(t *testing.T, name, version string, adaptive bool) {
 		if fc.Status.Job.ID != first || job.Rescales == 0 || job.SavepointsTriggered != 0 {
 			t.Errorf("in place: job %s (first %s), %d rescales, %d savepoints", fc.Status.Job.ID, first, job.Rescales, job.SavepointsTriggered)
 		}
-	} else if job.RestoredFrom == nil || !job.RestoredFrom.IsSavepoint || fc.Status.Job.ID == first {
+	} else if job.RestoredFrom == nil || !job.RestoredFromSavepoint || fc.Status.Job.ID == first {
 		t.Errorf("savepoint path: job %s (first %s) restored from %+v", fc.Status.Job.ID, first, job.RestoredFrom)
 	}
 }

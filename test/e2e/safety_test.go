@@ -589,7 +589,7 @@ func wantAnswersLost(t *testing.T, key flinksim.ClusterKey, endpoint string) {
 func wantRestoredFromLatestCheckpoint(t *testing.T, key flinksim.ClusterKey, oldJob, newJob string) {
 	t.Helper()
 	old, nw := simJob(t, key, oldJob), simJob(t, key, newJob)
-	if old.State != flink.JobCanceled || nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFrom.IsSavepoint ||
+	if old.State != flink.JobCanceled || nw.State != flink.JobRunning || nw.RestoredFrom == nil || nw.RestoredFromSavepoint ||
 		nw.RestoredFrom.ExternalPath != old.LatestCheckpoint {
 		t.Errorf("old job %s, latest checkpoint %s; new job %s restored from %+v; want the old job's latest checkpoint",
 			old.State, old.LatestCheckpoint, nw.State, nw.RestoredFrom)
@@ -601,7 +601,7 @@ func wantRestoredFromLatestCheckpoint(t *testing.T, key flinksim.ClusterKey, old
 func wantRestoredFromStop(t *testing.T, key flinksim.ClusterKey, oldJob, newJob string) {
 	t.Helper()
 	old, nw := simJob(t, key, oldJob), simJob(t, key, newJob)
-	if old.StopsTriggered != 1 || nw.RestoredFrom == nil || !nw.RestoredFrom.IsSavepoint || nw.RestoredFrom.ExternalPath != old.LatestSavepoint {
+	if old.StopsTriggered != 1 || nw.RestoredFrom == nil || !nw.RestoredFromSavepoint || nw.RestoredFrom.ExternalPath != old.LatestSavepoint {
 		t.Errorf("old job %d stops; new job restored from %+v, want the stop's savepoint %s", old.StopsTriggered, nw.RestoredFrom, old.LatestSavepoint)
 	}
 }
