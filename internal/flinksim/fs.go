@@ -189,3 +189,41 @@ func (e *Engine) discard(s *snapshot) {
 		e.fs.remove(l)
 	}
 }
+
+// flinkPath is a directory or file URI as Flink's Path#toString gives it
+// back (Path(String) parses scheme, authority and path; normalizePath
+// drops repeated and trailing slashes; toString writes "//" only for an
+// authority java.net.URI keeps, and it keeps none that is empty): so
+// file:///flink-data/x/ reads file:/flink-data/x, and s3://bucket//x/
+// reads s3://bucket/x. Checkpoint and savepoint locations
+// (FsCompletedCheckpointStorageLocation#getExternalPointer) are such
+// strings.
+func flinkPath(s string) string {
+	scheme, rest := "", s
+	if i := strings.Index(s, ":"); i > 0 && (strings.Index(s, "/") == -1 || i < strings.Index(s, "/")) {
+		scheme, rest = s[:i], s[i+1:]
+	}
+	authority := ""
+	if strings.HasPrefix(rest, "//") && len(rest) > 2 {
+		end := strings.Index(rest[2:], "/")
+		if end < 0 {
+			end = len(rest) - 2
+		}
+		authority, rest = rest[2:2+end], rest[2+end:]
+	}
+	for strings.Contains(rest, "//") {
+		rest = strings.ReplaceAll(rest, "//", "/")
+	}
+	if len(rest) > 1 {
+		rest = strings.TrimSuffix(rest, "/")
+	}
+	var b strings.Builder
+	if scheme != "" {
+		b.WriteString(scheme + ":")
+	}
+	if authority != "" {
+		b.WriteString("//" + authority)
+	}
+	b.WriteString(rest)
+	return b.String()
+}

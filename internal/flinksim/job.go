@@ -578,11 +578,11 @@ func (e *Engine) completePending(c *cluster, j *job, p *pending, at time.Time) {
 			typ = "SYNC_SAVEPOINT"
 		}
 		snap.props = props{savepoint: true}
-		snap.pointer = strings.TrimRight(p.target, "/") + "/savepoint-" + j.id[:6] + "-" + randomHex(6)
+		snap.pointer = flinkPath(p.target + "/savepoint-" + j.id[:6] + "-" + randomHex(6))
 	} else if j.checkpointDir == "" {
 		snap.pointer = "<checkpoint-not-externally-addressable>"
 	} else {
-		snap.pointer = strings.TrimRight(j.checkpointDir, "/") + "/" + j.id + "/chk-" + fmt.Sprint(p.id)
+		snap.pointer = flinkPath(j.checkpointDir + "/" + j.id + "/chk-" + fmt.Sprint(p.id))
 	}
 	if p.savepoint() || j.checkpointDir != "" {
 		if err := e.writeSnapshot(c, j, snap); err != nil {

@@ -552,6 +552,25 @@ func TestFileSystemPlugins(t *testing.T) {
 	}
 }
 
+// TestFlinkPath: locations read back as Flink's Path#toString writes
+// them, the form a checkpoint's or savepoint's external pointer takes.
+func TestFlinkPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"file:///flink-data/checkpoints/j/chk-3": "file:/flink-data/checkpoints/j/chk-3",
+		"file:/flink-data/savepoints/":           "file:/flink-data/savepoints",
+		"file:///flink-shared//team-a/x":         "file:/flink-shared/team-a/x",
+		"s3://bucket/savepoints/":                "s3://bucket/savepoints",
+		"s3://bucket//a/b":                       "s3://bucket/a/b",
+		"hdfs://nn:8020/x":                       "hdfs://nn:8020/x",
+		"/tmp/x/":                                "/tmp/x",
+		"/":                                      "/",
+	} {
+		if got := flinkPath(in); got != want {
+			t.Errorf("flinkPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestLocate(t *testing.T) {
 	mounts := []Mount{{Path: "/flink-data"}, {Path: "/flink-shared", Claim: "state"}, {Path: "/flink-shared/deeper/", Claim: "other"}}
 	for uri, want := range map[string]loc{
@@ -561,6 +580,7 @@ func TestLocate(t *testing.T) {
 		"file:///flink-data/sp":          {"pod/uid-1", "/flink-data/sp"},
 		"/tmp/x":                         {"pod/uid-1", "/tmp/x"},
 		"file:///flink-shared/sp":        {"claim/team-a/state", "/sp"},
+		"file:/flink-shared/sp":          {"claim/team-a/state", "/sp"},
 		"file:///flink-shared":           {"claim/team-a/state", "/"},
 		"file:///flink-shared/deeper/x":  {"claim/team-a/other", "/x"},
 		"file:///flink-sharedness/x":     {"pod/uid-1", "/flink-sharedness/x"},

@@ -186,7 +186,7 @@ func TestSimulatorAgainstAPIServer(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if cp.Counts.Completed < 2 || !strings.HasPrefix(cp.Latest.Completed.ExternalPath, "file:///flink-shared/team-a/demo/checkpoints/"+jobID+"/chk-") {
+		if cp.Counts.Completed < 2 || !strings.HasPrefix(cp.Latest.Completed.ExternalPath, "file:/flink-shared/team-a/demo/checkpoints/"+jobID+"/chk-") {
 			return fmt.Errorf("checkpoints %+v", cp.Counts)
 		}
 		latest = cp.Latest.Completed.ExternalPath
