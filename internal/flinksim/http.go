@@ -216,6 +216,16 @@ func (h *handler) body(r *http.Request, schema *flinkschema.Schema, op *openapi3
 		// A map body (JobResourceRequirementsBody): its keys are data.
 		return m, nil
 	}
+	// Jackson reads an enum property by its exact name (RestMapperUtils'
+	// mapper does not enable ACCEPT_CASE_INSENSITIVE_ENUMS): "no_claim"
+	// or a misspelt mode is a 400, not the default.
+	for k, names := range schema.Enums(name) {
+		if val, ok := m[k]; ok && val != nil {
+			if str, _ := val.(string); !slices.Contains(names, str) {
+				return nil, handlerErr(http.StatusBadRequest, "Request did not match expected format %s.\nCaused by: com.fasterxml.jackson.databind.exc.InvalidFormatException: Cannot deserialize value from String %q: not one of the values accepted for Enum class: [%s]", name, fmt.Sprint(val), strings.Join(names, ", "))
+			}
+		}
+	}
 	if !v.AtLeast(1, 20) {
 		for k := range m {
 			if !slices.Contains(props, k) {

@@ -247,7 +247,8 @@ func TestRESTFollowsSchema(t *testing.T) {
 
 // Request bodies are read as the answering minor reads them: before 1.20
 // an unknown property is a 400 (the strict ObjectMapper); from 1.20 it is
-// ignored (FLINK-35302).
+// ignored (FLINK-35302). An enum value is read by its exact name in every
+// minor.
 func TestUnknownBodyFields(t *testing.T) {
 	for _, tc := range []struct {
 		minor string
@@ -259,6 +260,11 @@ func TestUnknownBodyFields(t *testing.T) {
 		{"1.20", `{"target-directory":"s3://b/sp","bogus":1}`, http.StatusAccepted},
 		{"2.2", `{"target-directory":"s3://b/sp","bogus":1}`, http.StatusAccepted},
 		{"1.19", `{"target-directory":7}`, http.StatusBadRequest},
+		// An enum by its exact name only (Jackson without
+		// ACCEPT_CASE_INSENSITIVE_ENUMS).
+		{"1.19", `{"target-directory":"s3://b/sp","formatType":"native"}`, http.StatusBadRequest},
+		{"1.19", `{"target-directory":"s3://b/sp","formatType":"NATIVE"}`, http.StatusAccepted},
+		{"2.2", `{"target-directory":"s3://b/sp","formatType":"Canonical"}`, http.StatusBadRequest},
 		{"1.19", `not json`, http.StatusBadRequest},
 		{"1.19", ``, http.StatusAccepted},
 	} {

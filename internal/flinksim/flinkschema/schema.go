@@ -327,6 +327,27 @@ func (s *Schema) Properties(component string) map[string]bool {
 	return out
 }
 
+// Enums lists the properties of a component schema whose values are an
+// enum (directly or through a $ref), with the names the enum accepts.
+func (s *Schema) Enums(component string) map[string][]string {
+	out := map[string][]string{}
+	ref := s.Doc.Components.Schemas[component]
+	if ref == nil || ref.Value == nil {
+		return out
+	}
+	for k, p := range ref.Value.Properties {
+		if p == nil || p.Value == nil || len(p.Value.Enum) == 0 {
+			continue
+		}
+		for _, v := range p.Value.Enum {
+			if name, ok := v.(string); ok {
+				out[k] = append(out[k], name)
+			}
+		}
+	}
+	return out
+}
+
 // OpenMap reports whether a component schema is a map (an object of
 // additionalProperties only), whose keys are data, not property names.
 func (s *Schema) OpenMap(component string) bool {
