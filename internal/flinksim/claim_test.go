@@ -46,16 +46,7 @@ func TestClaimModes(t *testing.T) {
 			e.Observe(key, c.Observation())
 			old := running(t, e, clk, flink.JarRunRequest{})
 			clk.step(5 * time.Second)
-			tr, err := e.StopWithSavepoint(key, old, flink.StopWithSavepointRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			clk.step(3 * time.Second)
-			st, _ := e.SavepointStatus(key, old, tr.RequestID)
-			if st.Operation == nil || st.Operation.Location == "" {
-				t.Fatalf("stop = %+v", st)
-			}
-			sp := st.Operation.Location
+			sp := stopped(t, e, clk, old)
 			id := running(t, e, clk, flink.JarRunRequest{SavepointPath: sp, RestoreMode: tc.mode})
 			// Two checkpoints complete after the restore: with one retained
 			// (the default), both subsume the restored snapshot.
@@ -70,7 +61,7 @@ func TestClaimModes(t *testing.T) {
 			if got := cp.Latest.Restored.IsSavepoint; got != tc.wantKept {
 				t.Errorf("restored is_savepoint %t, want %t", got, tc.wantKept)
 			}
-			_, err = e.resolveSnapshotAt(key, sp)
+			_, err := e.resolveSnapshotAt(key, sp)
 			if kept := err == nil; kept != tc.wantKept {
 				t.Fatalf("restored savepoint %s kept: %v, want %v", sp, kept, tc.wantKept)
 			}

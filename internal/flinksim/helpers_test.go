@@ -103,6 +103,22 @@ func running(t *testing.T, e *Engine, clk *fakeClock, req flink.JarRunRequest) s
 	return id
 }
 
+// stopped stops a job with a savepoint and returns the savepoint's
+// location once the stop completed (3 s).
+func stopped(t *testing.T, e *Engine, clk *fakeClock, id string) string {
+	t.Helper()
+	tr, err := e.StopWithSavepoint(key, id, flink.StopWithSavepointRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.step(3 * time.Second)
+	st, _ := e.SavepointStatus(key, id, tr.RequestID)
+	if st.Operation == nil || st.Operation.Location == "" {
+		t.Fatalf("stop = %+v", st)
+	}
+	return st.Operation.Location
+}
+
 func jobDetails(t *testing.T, e *Engine, id string) *flink.JobDetailsInfo {
 	t.Helper()
 	j, err := e.Job(key, id)

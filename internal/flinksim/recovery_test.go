@@ -219,13 +219,7 @@ func TestJobManagerLoss(t *testing.T) {
 			e.Observe(key, simple(tms(1), ha).Observation())
 			old := running(t, e, clk, flink.JarRunRequest{})
 			clk.step(25 * time.Second)
-			tr, err := e.StopWithSavepoint(key, old, flink.StopWithSavepointRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			clk.step(2 * time.Second)
-			st, _ := e.SavepointStatus(key, old, tr.RequestID)
-			sp := st.Operation.Location
+			sp := stopped(t, e, clk, old)
 			id := running(t, e, clk, flink.JarRunRequest{SavepointPath: sp})
 			clk.step(tc.run)
 			if err := e.LoseJobManager(key); err != nil {
