@@ -178,7 +178,7 @@ func (e *Engine) View(k ClusterKey) (ClusterView, error) {
 		}
 		if j.restored != nil {
 			r := *j.restored
-			jv.RestoredFrom, jv.RestoredFromSavepoint = &r, j.restoredTakenAsSavepoint
+			jv.RestoredFrom, jv.RestoredFromSavepoint = &r, j.restoreFrom.savepoint
 		}
 		if j.latestCompleted != nil {
 			jv.LatestCheckpoint = j.latestCompleted.ExternalPath

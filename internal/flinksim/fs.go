@@ -200,7 +200,7 @@ func (e *Engine) discard(s *snapshot) {
 // strings.
 func flinkPath(s string) string {
 	scheme, rest := "", s
-	if i := strings.Index(s, ":"); i > 0 && (strings.Index(s, "/") == -1 || i < strings.Index(s, "/")) {
+	if i, slash := strings.Index(s, ":"), strings.Index(s, "/"); i > 0 && (slash == -1 || i < slash) {
 		scheme, rest = s[:i], s[i+1:]
 	}
 	authority := ""

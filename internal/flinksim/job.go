@@ -68,11 +68,8 @@ type job struct {
 	completedCount, failedCount      int64
 	restoredCount                    int64
 	restored                         *flink.RestoredCheckpointStatistics
-	// restoredTakenAsSavepoint: the snapshot the run restored was taken
-	// as a savepoint, whatever type restored reports (JobView's).
-	restoredTakenAsSavepoint bool
-	failureCause             string
-	failedAt                 time.Time
+	failureCause                     string
+	failedAt                         time.Time
 	// exceptions is the root exception history, oldest first; pending the
 	// failure a restart archives once it restarts the tasks.
 	exceptions     []rootException
@@ -460,7 +457,6 @@ func (j *job) restore(s *snapshot, at time.Time) {
 	j.restoreFrom = s
 	j.restoredCount++
 	j.restored = &flink.RestoredCheckpointStatistics{ID: s.id, RestoreTimestamp: ms(at), IsSavepoint: s.props.savepoint, ExternalPath: s.pointer}
-	j.restoredTakenAsSavepoint = s.savepoint
 }
 
 // startScheduling is DefaultScheduler#startSchedulingInternal: the job is
